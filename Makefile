@@ -1,0 +1,153 @@
+# tierflow: one Makefile, pkg-config for every library.
+#
+# Layout convention (so that new modules need no Makefile edits):
+#   common/*.c                  -> $(O)/<variant>/libtfcommon.a
+#   probes/*.c, policy/*.c,
+#   controller/*.c              -> one archive per folder, except files named
+#                                  *_main.c, which are program entry points:
+#   probes/probe_main.c         -> tierflow-probe
+#   policy/sim_main.c           -> tierflow-sim
+#   policy/topo_main.c          -> tierflow-topo
+#   controller/tierflowd_main.c -> tierflowd
+#   tests/unit/test_*.c         -> one cmocka binary each, linked with all archives
+#   tests/tools/*.c             -> one helper program each (generators, fixtures)
+#   tests/fuzz/fuzz_*.c         -> libFuzzer targets (clang), `make fuzz`
+#
+# Variants: $(O)/opt (make), $(O)/san (ASan+UBSan, make test).
+# O may be overridden so that parallel builds do not share object files.
+
+O        ?= build
+PREFIX   ?= /usr/local
+DESTDIR  ?=
+BINDIR   ?= $(PREFIX)/bin
+SHAREDIR ?= $(PREFIX)/share/tierflow
+MANDIR   ?= $(PREFIX)/share/man
+SYSCONFDIR ?= /etc
+CC       ?= cc
+VERSION  := $(shell git describe --always --dirty 2>/dev/null || echo 0.1.0)
+
+PKGS     := libpcap libnl-3.0 libnl-route-3.0 libmicrohttpd jansson libcurl
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm -lpthread
+
+WARN     := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wno-missing-field-initializers
+BASE_CFLAGS := -std=c11 -D_DEFAULT_SOURCE -D_GNU_SOURCE $(WARN) -I. $(PKG_CFLAGS) \
+               -DTF_VERSION='"$(VERSION)"' -DTF_SHAREDIR='"$(SHAREDIR)"' -MMD -MP
+OPT_CFLAGS  := -O2 -g $(BASE_CFLAGS)
+SAN_FLAGS   := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+SAN_CFLAGS  := -O1 -g $(SAN_FLAGS) $(BASE_CFLAGS)
+
+srcs_of   = $(filter-out $(wildcard $(1)/*_main.c),$(wildcard $(1)/*.c))
+COMMON_SRC := $(call srcs_of,common)
+PROBE_SRC  := $(call srcs_of,probes)
+POLICY_SRC := $(call srcs_of,policy)
+CTL_SRC    := $(call srcs_of,controller)
+UNIT_SRC   := $(wildcard tests/unit/test_*.c)
+TOOL_SRC   := $(wildcard tests/tools/*.c)
+FUZZ_SRC   := $(wildcard tests/fuzz/fuzz_*.c)
+
+# Programs: name -> entry point. Only those whose entry point exists are built.
+PROGS_ALL := tierflow-probe:probes/probe_main.c tierflow-sim:policy/sim_main.c \
+             tierflow-topo:policy/topo_main.c tierflowd:controller/tierflowd_main.c
+PROGS     := $(foreach p,$(PROGS_ALL),$(if $(wildcard $(word 2,$(subst :, ,$(p)))),$(word 1,$(subst :, ,$(p)))))
+prog_src   = $(word 2,$(subst :, ,$(filter $(1):%,$(PROGS_ALL))))
+
+# Link order: higher layers first so that static archives resolve downwards.
+LIBS_ORDER := libtfctl.a libtfpolicy.a libtfprobe.a libtfcommon.a
+
+.SECONDARY:
+.PHONY: all test bench fuzz demo install clean deps san unit-bins tools
+all: deps-build $(addprefix $(O)/bin/,$(PROGS))
+
+deps-build:
+	@scripts/deps.sh build
+
+# ---- object rules, one per variant -------------------------------------
+define variant
+$(O)/$(1)/obj/%.o: %.c
+	@mkdir -p $$(dir $$@)
+	$$(CC) $(2) -c $$< -o $$@
+
+$(O)/$(1)/libtfcommon.a: $$(COMMON_SRC:%.c=$(O)/$(1)/obj/%.o)
+	@mkdir -p $$(dir $$@); rm -f $$@; ar rcs $$@ $$^
+$(O)/$(1)/libtfprobe.a: $$(PROBE_SRC:%.c=$(O)/$(1)/obj/%.o)
+	@mkdir -p $$(dir $$@); rm -f $$@; ar rcs $$@ $$^
+$(O)/$(1)/libtfpolicy.a: $$(POLICY_SRC:%.c=$(O)/$(1)/obj/%.o)
+	@mkdir -p $$(dir $$@); rm -f $$@; ar rcs $$@ $$^
+$(O)/$(1)/libtfctl.a: $$(CTL_SRC:%.c=$(O)/$(1)/obj/%.o)
+	@mkdir -p $$(dir $$@); rm -f $$@; ar rcs $$@ $$^
+
+$(1)_LIBS := $$(addprefix $(O)/$(1)/,$$(LIBS_ORDER))
+endef
+$(eval $(call variant,opt,$(OPT_CFLAGS)))
+$(eval $(call variant,san,$(SAN_CFLAGS)))
+
+# Optimised programs land in $(O)/bin, sanitizer ones in $(O)/san/bin.
+.SECONDEXPANSION:
+$(O)/bin/%: $$(patsubst %.c,$(O)/opt/obj/%.o,$$(call prog_src,$$*)) $(opt_LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(OPT_CFLAGS) $< $(opt_LIBS) $(PKG_LIBS) -o $@
+$(O)/san/bin/%: $$(patsubst %.c,$(O)/san/obj/%.o,$$(call prog_src,$$*)) $(san_LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN_CFLAGS) $< $(san_LIBS) $(PKG_LIBS) -o $@
+
+$(O)/san/tests/%: $(O)/san/obj/tests/unit/%.o $(san_LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN_CFLAGS) $< $(san_LIBS) $(PKG_LIBS) -lcmocka -o $@
+$(O)/tools/%: $(O)/opt/obj/tests/tools/%.o $(opt_LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(OPT_CFLAGS) $< $(opt_LIBS) $(PKG_LIBS) -o $@
+
+SAN_PROGS  := $(addprefix $(O)/san/bin/,$(PROGS))
+UNIT_BINS  := $(patsubst tests/unit/%.c,$(O)/san/tests/%,$(UNIT_SRC))
+TOOL_BINS  := $(patsubst tests/tools/%.c,$(O)/tools/%,$(TOOL_SRC))
+
+san: $(SAN_PROGS) $(UNIT_BINS)
+tools: $(TOOL_BINS)
+
+# make test: install what is missing, build everything with sanitizers, run
+# every suite; tests/run.sh prints the one summary line and sets the exit code.
+test:
+	@scripts/deps.sh build test browser
+	@$(MAKE) --no-print-directory san tools $(addprefix $(O)/bin/,$(PROGS))
+	@O=$(O) tests/run.sh
+
+bench:
+	@scripts/deps.sh build test bench
+	@$(MAKE) --no-print-directory all tools
+	@O=$(O) tests/bench/run.sh
+
+demo:
+	@scripts/deps.sh build demo
+	@$(MAKE) --no-print-directory all
+	@O=$(O) tests/lab/demo.sh
+
+# ---- fuzzing (clang + libFuzzer) ----------------------------------------
+FUZZ_CFLAGS := -O1 -g -fsanitize=fuzzer-no-link,address,undefined $(BASE_CFLAGS)
+FUZZ_LIB_SRC := $(COMMON_SRC) $(PROBE_SRC)
+$(O)/fuzz/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) -c $< -o $@
+$(O)/fuzz/%: $(O)/fuzz/obj/tests/fuzz/%.o $(FUZZ_LIB_SRC:%.c=$(O)/fuzz/obj/%.o)
+	clang -fsanitize=fuzzer,address,undefined $^ $(PKG_LIBS) -o $@
+FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(O)/fuzz/%,$(FUZZ_SRC))
+FUZZ_SECONDS ?= 60
+fuzz:
+	@scripts/deps.sh build fuzz
+	@$(MAKE) --no-print-directory $(FUZZ_BINS) tools
+	@O=$(O) FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run.sh $(FUZZ_BINS)
+
+# ---- install ------------------------------------------------------------
+install: all
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SHAREDIR)/web $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(MANDIR)/man1
+	install -m 0755 $(addprefix $(O)/bin/,$(PROGS)) $(DESTDIR)$(BINDIR)/
+	if [ -d web ] && [ -n "$$(ls web)" ]; then cp -R web/. $(DESTDIR)$(SHAREDIR)/web/; fi
+	for m in docs/man/*.8; do [ -f "$$m" ] && install -m 0644 "$$m" $(DESTDIR)$(MANDIR)/man8/ || true; done
+	for m in docs/man/*.1; do [ -f "$$m" ] && install -m 0644 "$$m" $(DESTDIR)$(MANDIR)/man1/ || true; done
+	if [ -f controller/tierflowd.service ]; then install -d $(DESTDIR)$(PREFIX)/lib/systemd/system && \
+	  sed 's|@BINDIR@|$(BINDIR)|g' controller/tierflowd.service > $(DESTDIR)$(PREFIX)/lib/systemd/system/tierflowd.service; fi
+
+clean:
+	rm -rf $(O)
+
+-include $(shell find $(O) -name '*.d' 2>/dev/null)

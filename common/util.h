@@ -1,0 +1,44 @@
+/*
+ * util: small helpers every module needs: bounded string copy, strict number
+ * parsing with bounds, clocks, and address formatting.
+ *
+ * All parsers reject trailing garbage, empty strings and out-of-range values
+ * and return a negative errno (-EINVAL, -ERANGE) rather than clamping, so
+ * that bad input is reported, never silently altered.
+ */
+#ifndef TF_UTIL_H
+#define TF_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define TF_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Copies at most dstsz-1 bytes and always terminates. Returns strlen(src);
+ * a result >= dstsz means the copy was truncated. */
+size_t tf_strlcpy(char *dst, const char *src, size_t dstsz);
+
+int tf_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+int tf_parse_double(const char *s, double min, double max, double *out);
+
+/* Seconds as double. */
+double tf_now_mono(void);
+double tf_now_real(void);
+
+/* Formats a 4- or 16-byte address (af 4 or 6) into buf (>= 46 bytes). */
+const char *tf_addr_str(int af, const uint8_t *addr, char *buf, size_t len);
+/* Parses "a.b.c.d" or an IPv6 literal; *af is set to 4 or 6. */
+int tf_addr_parse(const char *s, int *af, uint8_t addr[16]);
+/* Parses "ADDR/LEN" (or a bare ADDR as a host prefix). */
+int tf_prefix_parse(const char *s, int *af, uint8_t addr[16], int *plen);
+/* True when addr (of family af) lies in prefix/plen of the same family. */
+int tf_prefix_contains(int af, const uint8_t *prefix, int plen, const uint8_t *addr);
+
+/* Reads a whole small file (bounded by max bytes) into a NUL-terminated
+ * malloc'd buffer. -EFBIG when larger than max. */
+int tf_read_file(const char *path, size_t max, char **out, size_t *len);
+/* Reads a secret token from a file, trimming trailing whitespace; the file
+ * must hold 1..255 printable characters. */
+int tf_read_token(const char *path, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Installs the Debian packages tierflow needs, and only those that are missing.
+# Idempotent: every package is checked with `dpkg -s` first, `apt-get update`
+# runs at most once and only when something is missing. Used by `make`,
+# `make test`, `make demo`, `make bench` and `make fuzz`, so a fresh Debian 12
+# machine (as root) needs nothing else.
+#
+#   scripts/deps.sh GROUP...     groups: build test demo bench fuzz browser
+set -euo pipefail
+
+declare -A GROUP
+GROUP[build]="build-essential pkg-config libpcap-dev libnl-3-dev libnl-route-3-dev libnl-genl-3-dev libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev libgnutls28-dev"
+GROUP[test]="libcmocka-dev iproute2 iperf3 procps curl"
+GROUP[demo]="iproute2 iperf3 procps curl"
+GROUP[bench]="softflowd pmacct wrk iproute2 time"
+GROUP[fuzz]="clang libclang-rt-14-dev"
+GROUP[browser]="chromium"
+
+want=()
+for g in "${@:-build}"; do
+  [ -n "${GROUP[$g]+x}" ] || { echo "deps.sh: unknown group '$g' (build test demo bench fuzz browser)" >&2; exit 2; }
+  for p in ${GROUP[$g]}; do
+    dpkg -s "$p" >/dev/null 2>&1 || want+=("$p")
+  done
+done
+# Node.js may come from elsewhere (with npm bundled); only install Debian's
+# when there is no npm at all.
+case " $* " in *" browser "*) command -v npm >/dev/null 2>&1 || want+=(nodejs npm) ;; esac
+[ ${#want[@]} -eq 0 ] && exit 0
+
+# Deduplicate while keeping order.
+mapfile -t want < <(printf '%s\n' "${want[@]}" | awk '!seen[$0]++')
+if [ "$(id -u)" -ne 0 ]; then
+  echo "deps.sh: missing Debian packages: ${want[*]}; run as root or install them" >&2
+  exit 1
+fi
+echo "deps.sh: installing ${want[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq >/dev/null
+apt-get install -y -qq --no-install-recommends "${want[@]}" >/dev/null

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Runs every test suite and prints one summary line over all of them:
+#   N passed, N failed[, N skipped]
+# and exits non-zero when anything failed.
+#
+# Suites: every cmocka binary in $O/san/tests/ (run with TAP output) and every
+# executable script tests/**/test_*.sh (which print TAP through tests/lib/tap.sh).
+# A suite that exits non-zero without reporting a failing test (a crash, a
+# sanitizer report, a timeout) counts as one failure.
+#
+#   TESTS=REGEX   run only suites whose name matches
+#   SUITE_TIMEOUT default seconds per suite (a script may say "# timeout: N")
+set -u
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+O=${O:-build}
+case "$O" in /*) ;; *) O="$ROOT/$O" ;; esac
+export TF_ROOT="$ROOT" TF_BUILD="$O" TF_BIN="$O/san/bin" TF_OPT_BIN="$O/bin" TF_TOOLS="$O/tools"
+export TF_SHARED="${TF_SHARED:-$(cd "$ROOT/.." && pwd)/shared}"
+export CMOCKA_MESSAGE_OUTPUT=TAP
+export ASAN_OPTIONS="${ASAN_OPTIONS:-abort_on_error=0:detect_leaks=1:strict_string_checks=1}"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+LOGDIR="$O/test-logs"
+mkdir -p "$LOGDIR"
+
+suites=()
+for b in "$O"/san/tests/*; do [ -x "$b" ] && [ -f "$b" ] && suites+=("$b"); done
+while IFS= read -r s; do suites+=("$s"); done < <(find tests -path tests/lib -prune -o -name 'test_*.sh' -type f -perm -u+x -print | sort)
+
+tp=0 tf=0 ts=0
+failed_suites=()
+for s in "${suites[@]}"; do
+  name=$(basename "$s" .sh)
+  if [ -n "${TESTS:-}" ] && ! [[ "$name" =~ $TESTS ]]; then continue; fi
+  limit=${SUITE_TIMEOUT:-300}
+  if [[ "$s" == *.sh ]]; then
+    l=$(grep -m1 -oE '^# timeout: [0-9]+' "$s" | awk '{print $3}'); [ -n "$l" ] && limit=$l
+  fi
+  log="$LOGDIR/$name.log"
+  start=$(date +%s.%N)
+  timeout --kill-after=10 "$limit" "$s" >"$log" 2>&1 </dev/null
+  rc=$?
+  dur=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}')
+  read -r p f k < <(awk '
+    /^(not )?ok [0-9]+/ { if ($0 ~ /# SKIP/) k++; else if ($1 == "not") f++; else p++ }
+    END { printf "%d %d %d\n", p, f, k }' "$log")
+  note=""
+  if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then
+    f=1; note=" (exit $rc$([ $rc -eq 124 ] && echo ", timed out after ${limit}s"))"
+  fi
+  tp=$((tp + p)); tf=$((tf + f)); ts=$((ts + k))
+  printf '%-34s %4d passed, %d failed, %d skipped  %6ss%s\n' "$name" "$p" "$f" "$k" "$dur" "$note"
+  if [ "$f" -gt 0 ]; then
+    failed_suites+=("$name")
+    echo "---- $name: failing tests and the end of $log"
+    grep -E '^not ok' "$log" | grep -v '# SKIP' | head -20
+    tail -n 30 "$log" | sed 's/^/    /'
+    echo "----"
+  fi
+  if [ "$k" -gt 0 ]; then
+    grep -E '# SKIP' "$log" | head -5 | sed 's/^/    skipped: /'
+  fi
+done
+
+[ ${#failed_suites[@]} -gt 0 ] && echo "failed suites: ${failed_suites[*]}"
+if [ "$ts" -gt 0 ]; then
+  echo "$tp passed, $tf failed, $ts skipped"
+else
+  echo "$tp passed, $tf failed"
+fi
+[ "$tf" -eq 0 ]
