@@ -1,0 +1,87 @@
+/*
+ * flowtab: the probe's bounded flow table.
+ *
+ * Preallocated at creation (max_flows entries plus an open-addressing index),
+ * never grows: memory is O(max_flows) whatever the traffic. When full, the
+ * least recently seen flow is evicted and counted. Idle flows expire.
+ *
+ * Key: VLAN tags, addresses, protocol, ports, and the RoCE destination QP for
+ * RoCEv2 (so two QPs on one UDP 5-tuple are two flows). Per flow it keeps
+ * bytes (wire length), packets, CE and ECT packets, CNPs, DSCP, the probe
+ * interface it was seen on (its ECMP path), first/last seen, a smoothed rate
+ * and the fat-flow state with hysteresis.
+ *
+ * A CNP (BTH opcode 0x81) is counted against the flow it throttles: the RoCE
+ * flow in the opposite direction (CNP dst -> CNP src). See flowtab.c for how
+ * the throttled QP is found.
+ */
+#ifndef TF_FLOWTAB_H
+#define TF_FLOWTAB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "probes/decode.h"
+
+struct flow_key {
+    uint8_t  src[16], dst[16];
+    uint16_t vlan[2];         /* outer and inner VLAN IDs (0 when absent) */
+    uint16_t sport, dport;
+    uint32_t qp;              /* RoCE destination QP, 0 otherwise */
+    uint8_t  af, proto;
+    uint8_t  pad[2];          /* zeroed: keys are hashed and compared bytewise */
+};
+
+struct flow {
+    struct flow_key key;
+    uint64_t bytes, pkts;     /* totals since first seen (wire bytes) */
+    uint64_t ce_pkts, ect_pkts, cnps;
+    uint64_t ivl_bytes, ivl_pkts, ivl_ce, ivl_ect, ivl_cnps; /* this interval */
+    double   first_ts, last_ts;
+    double   rate_bps;        /* smoothed (EWMA over intervals) */
+    double   ivl_bps;         /* rate over the last closed interval */
+    uint32_t sampling;        /* 1 for full capture, N for 1-in-N estimates */
+    uint16_t ifidx;           /* probe-local interface index */
+    uint8_t  dscp;
+    uint8_t  source;          /* FLOW_SRC_* */
+    bool     fat;
+};
+
+enum { FLOW_SRC_PCAP = 0, FLOW_SRC_ERSPAN = 1, FLOW_SRC_SFLOW = 2 };
+
+struct flowtab_stats {
+    uint64_t inserted, evicted, expired, full_drops;
+};
+
+struct flowtab;
+
+struct flowtab *flowtab_new(uint32_t max_flows, double idle_timeout_s);
+void flowtab_free(struct flowtab *ft);
+
+/* Accounts one decoded packet seen on interface ifidx at time ts. scale
+ * multiplies bytes and packets (1 for full capture, the sampling rate for
+ * sampled sources). Returns 0, or -ENOSPC if no slot could be had (counted). */
+int flowtab_update(struct flowtab *ft, const struct decode_pkt *pkt, uint16_t ifidx,
+                   double ts, uint32_t scale, uint8_t source);
+
+struct flow *flowtab_lookup(struct flowtab *ft, const struct flow_key *key);
+/* Builds the key for a decoded packet (zeroing padding). */
+void flowtab_key(const struct decode_pkt *pkt, struct flow_key *key);
+
+/* Closes an interval of length interval_s ending at now: computes each
+ * flow's interval rate, updates its EWMA, and its fat state against
+ * fat_share * link_bps[ifidx] with hysteresis (a flow becomes fat at
+ * >= share, stops being fat below share * FLOWTAB_HYST_LOW). link_bps has
+ * nlinks entries indexed by ifidx. Then resets interval counters and expires
+ * flows idle for longer than the idle timeout. */
+#define FLOWTAB_HYST_LOW 0.8
+void flowtab_close_interval(struct flowtab *ft, double now, double interval_s,
+                            const double *link_bps, size_t nlinks, double fat_share);
+
+/* Iteration over live flows, in slot order. Returns NULL at the end. */
+struct flow *flowtab_next(struct flowtab *ft, uint32_t *cursor);
+uint32_t flowtab_count(const struct flowtab *ft);
+void flowtab_get_stats(const struct flowtab *ft, struct flowtab_stats *st);
+
+#endif
