@@ -84,10 +84,10 @@ $(eval $(call variant,san,$(SAN_CFLAGS)))
 
 # Optimised programs land in $(O)/bin, sanitizer ones in $(O)/san/bin.
 .SECONDEXPANSION:
-$(O)/bin/%: $$(patsubst %.c,$(O)/opt/obj/%.o,$$(call prog_src,$$*)) $(opt_LIBS)
+$(O)/bin/%: $(O)/opt/obj/$$(basename $$(call prog_src,$$*)).o $(opt_LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(OPT_CFLAGS) $< $(opt_LIBS) $(PKG_LIBS) -o $@
-$(O)/san/bin/%: $$(patsubst %.c,$(O)/san/obj/%.o,$$(call prog_src,$$*)) $(san_LIBS)
+$(O)/san/bin/%: $(O)/san/obj/$$(basename $$(call prog_src,$$*)).o $(san_LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(SAN_CFLAGS) $< $(san_LIBS) $(PKG_LIBS) -o $@
 
