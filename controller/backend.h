@@ -1,0 +1,71 @@
+/*
+ * backend: installs a plan on the switches. One interface, three kinds:
+ *   "netlink" - programs each switch's kernel through rtnetlink (the local
+ *               one, or the network namespace the topology node names);
+ *   "plan"    - writes plan.json and one <switch>.ipbatch per switch into
+ *               plan_dir, atomically, for switches tierflowd cannot reach;
+ *   "none"    - computes and reports only.
+ *
+ * Ownership: a backend only ever reads, changes or deletes rules whose
+ * priority lies in [prio_min, prio_max] and that carry rt_proto, and routes
+ * in tables [table_base, table_base + PLANBUILD_TABLE_SPAN) that carry
+ * rt_proto. backend_open reads that state back (reconcile on restart);
+ * backend_apply changes it make-before-break (routes added/replaced, then
+ * rules added, then rules deleted, then routes deleted) and, when a batch
+ * fails on a switch, puts that switch back as it was. Not thread-safe: one
+ * caller at a time (the controller's rebalance loop).
+ */
+#ifndef TF_BACKEND_H
+#define TF_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "controller/plan.h"
+
+struct topo;
+struct backend;
+
+#define BACKEND_RT_PROTO_DEFAULT 77  /* unused in /etc/iproute2/rt_protos */
+
+struct backend_cfg {
+    const struct topo *topo;   /* switch name -> netns; may be NULL: every
+                                  switch is the local kernel (tests) */
+    uint32_t prio_min, prio_max;
+    uint8_t rt_proto;
+    uint32_t table_base;
+    const char *plan_dir;      /* "plan" kind: output folder (must exist) */
+};
+/* Defaults matching plan_opts_default(); plan_dir NULL. */
+void backend_cfg_default(struct backend_cfg *c);
+
+struct backend_result {
+    size_t rules_added, rules_deleted;
+    size_t routes_added, routes_replaced, routes_deleted;
+    size_t switches;           /* switches changed */
+    size_t round_trips;        /* netlink batches sent */
+    bool rolled_back;          /* a switch failed and was restored */
+    char failed_sw[PLAN_SW_LEN];
+    char error[256];           /* "" on success */
+};
+
+/* kind "netlink" | "plan" | "none". On failure err says why (unknown kind,
+ * switch namespace missing, permission...). */
+int backend_open(const char *kind, const struct backend_cfg *cfg,
+                 struct backend **out, char *err, size_t errlen);
+/* Makes the installed state equal want (whose rules/routes must lie in the
+ * owned ranges: -EINVAL otherwise, nothing changed). res may be NULL. */
+int backend_apply(struct backend *b, const struct plan *want, struct backend_result *res);
+/* What is installed now (netlink: read from the kernels; others: the last
+ * applied plan). have is re-initialised and comes out sorted. */
+int backend_read(struct backend *b, struct plan *have);
+/* Removes everything this backend owns, on every switch it can reach. */
+int backend_withdraw(struct backend *b, struct backend_result *res);
+bool backend_healthy(const struct backend *b);
+/* Last error ("" when none); valid until the next call. */
+const char *backend_error(const struct backend *b);
+const char *backend_kind(const struct backend *b);
+void backend_close(struct backend *b);
+
+#endif

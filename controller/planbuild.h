@@ -1,0 +1,76 @@
+/*
+ * planbuild: turns path decisions into a plan (policy rules and tables).
+ *
+ * Pure computation over the topology: no I/O, deterministic (same inputs,
+ * same plan, byte for byte after plan_sort). Model (docs/routing.md):
+ *   - table per (switch, uplink): table_base + k, k = index of the uplink
+ *     among the switch's upward links in topology link order; it holds one
+ *     route per destination prefix that flows pinned into it need (the
+ *     prefix of the leaf that owns the destination, else a host route), via
+ *     the far end's address on that link, out of the near end's interface;
+ *   - a pinned flow: on every switch its path leaves upward with more than
+ *     one upward choice, a rule (ipproto, sport, dport, src/32, dst/32) ->
+ *     that uplink's table, at priority prio_min + k, so a flow that moves
+ *     uplink always gets a new priority (make-before-break);
+ *   - a class: on every leaf with more than one uplink, a rule (fwmark or
+ *     DSCP) at priority prio_min + PLANBUILD_CLASS_PRIO_OFF + class index ->
+ *     table table_base + PLANBUILD_CLASS_TABLE_OFF + class index, holding one
+ *     weighted multipath route per remote leaf prefix over the class's
+ *     allowed uplinks.
+ */
+#ifndef TF_PLANBUILD_H
+#define TF_PLANBUILD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "controller/plan.h"
+
+struct topo;
+
+#define PLANBUILD_MAX_UPLINKS      128  /* per switch: tables base+0..base+127 */
+#define PLANBUILD_CLASS_TABLE_OFF  128  /* class tables base+128..base+255 */
+#define PLANBUILD_MAX_CLASSES      128
+#define PLANBUILD_TABLE_SPAN       256  /* tables tierflow owns: [base, base+span) */
+#define PLANBUILD_CLASS_PRIO_OFF   256  /* class rules after every flow rule */
+#define PLANBUILD_PRIO_SPAN        512  /* prio_max - prio_min + 1 must be >= this */
+
+struct plan_opts {
+    uint32_t prio_min, prio_max;  /* tierflow's rule priorities (inclusive) */
+    uint32_t table_base;          /* tierflow's tables: [base, base+TABLE_SPAN) */
+};
+/* 20000..29999, table 7700: see docs/routing.md. */
+void plan_opts_default(struct plan_opts *o);
+
+struct planbuild_flow {
+    uint8_t af, proto;            /* af 4 or 6; proto 6 TCP, 17 UDP (RoCEv2) */
+    uint8_t src[16], dst[16];
+    uint16_t sport, dport;
+    const uint32_t *dirs;         /* the path: link directions, 2*link (+1 down) */
+    int ndirs;
+};
+
+struct planbuild_class {
+    uint32_t fwmark, fwmask;      /* match the mark ... */
+    int16_t dscp;                 /* ... or (mark 0) this DSCP, -1 = none */
+    /* Allowed next-hop nodes (topology node indices, e.g. spines) and their
+     * weights (1..256; 0 = 1). n = 0: every uplink, equal weight. */
+    const int *allow;
+    const uint16_t *weight;
+    int nallow;
+};
+
+/*
+ * Appends the rules and routes for the flows and classes to out (then
+ * sorts it). Flows whose path has no multi-choice upward hop add nothing.
+ * Errors (-EINVAL, with err naming the flow/class and the field): a
+ * direction outside the topology, a path that is not contiguous, a link
+ * with no interface or address for the hop, too many uplinks or classes,
+ * priority range smaller than PLANBUILD_PRIO_SPAN.
+ */
+int plan_build(const struct topo *t, const struct plan_opts *o,
+               const struct planbuild_flow *flows, size_t nflows,
+               const struct planbuild_class *classes, size_t nclasses,
+               struct plan *out, char *err, size_t errlen);
+
+#endif
