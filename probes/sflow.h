@@ -1,0 +1,97 @@
+/*
+ * sflow: decodes sFlow version 5 datagrams (sflow.org, sflow_version_5.txt).
+ *
+ * Decoded: flow samples (standard 0:1 and expanded 0:3) with sampling rate,
+ * sample pool, drops, input/output ifIndex and the raw packet header record
+ * (0:1), which the caller runs through the same frame decoder as a captured
+ * packet; counter samples (0:2 and expanded 0:4) with the generic interface
+ * counters record (0:1). Other records are skipped by their length.
+ *
+ * Invariants: the datagram is untrusted. Every length is checked against the
+ * bytes that remain, sample and record counts are bounded, XDR padding is
+ * honoured, and a malformed datagram is rejected whole before any callback
+ * runs (a first pass validates, a second pass delivers), so a lying length
+ * can never make the caller account half a datagram.
+ */
+#ifndef TF_SFLOW_H
+#define TF_SFLOW_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SFLOW_PORT 6343
+#define SFLOW_MAX_SAMPLES 1024
+#define SFLOW_MAX_RECORDS 64
+#define SFLOW_MAX_HEADER 1024 /* longest sampled header we accept */
+
+struct sflow_datagram {
+    uint8_t  agent_af;        /* 4 or 6 */
+    uint8_t  agent[16];
+    uint32_t sub_agent;
+    uint32_t seq;
+    uint32_t uptime_ms;
+    uint32_t nsamples;
+};
+
+struct sflow_flow_sample {
+    uint32_t seq;
+    uint32_t source_type, source_index;
+    uint32_t rate;            /* 1-in-N */
+    uint32_t pool;            /* packets that could have been sampled */
+    uint32_t drops;
+    uint32_t input, output;   /* ifIndex values (format bits stripped) */
+    uint8_t  input_fmt, output_fmt; /* 0 ifIndex, 1 discarded, 2 multiple */
+    /* Raw packet header record (0:1), when present. */
+    uint8_t  has_header;
+    uint32_t header_proto;    /* 1 = Ethernet, 11 = IPv4, 12 = IPv6 */
+    uint32_t frame_len;       /* original frame length */
+    uint32_t stripped;        /* bytes removed before sampling (e.g. FCS) */
+    const uint8_t *header;
+    uint32_t header_len;
+};
+
+struct sflow_if_counters {
+    uint32_t seq;             /* counter sample sequence number */
+    uint32_t source_type, source_index;
+    uint32_t ifindex, iftype;
+    uint64_t speed;           /* bits per second */
+    uint32_t direction, status; /* status bit 0 admin up, bit 1 oper up */
+    uint64_t in_octets, out_octets;
+    uint32_t in_ucast, in_mcast, in_bcast, in_discards, in_errors, in_unknown;
+    uint32_t out_ucast, out_mcast, out_bcast, out_discards, out_errors;
+};
+
+struct sflow_handler {
+    void (*flow)(void *ctx, const struct sflow_datagram *d, const struct sflow_flow_sample *s);
+    void (*counters)(void *ctx, const struct sflow_datagram *d, const struct sflow_if_counters *c);
+    void *ctx;
+};
+
+struct sflow_stats {
+    uint64_t datagrams, bad_datagrams;
+    uint64_t flow_samples, counter_samples, skipped_samples, skipped_records;
+};
+
+/* Parses one datagram. 0 on success (callbacks ran), -EBADMSG when malformed
+ * or -EPROTONOSUPPORT when not version 5 (nothing delivered, counted). */
+int sflow_parse(const uint8_t *buf, size_t len, const struct sflow_handler *h,
+                struct sflow_stats *st);
+
+/* Loss accounting from sequence numbers, per agent (datagrams) and per data
+ * source (samples). Bounded: at most SFLOW_SEQ_MAX entries; beyond that new
+ * sources are not tracked (counted in untracked). */
+#define SFLOW_SEQ_MAX 4096
+struct sflow_seq;
+struct sflow_seq_stats {
+    uint64_t lost_datagrams, lost_samples, resets, untracked;
+};
+struct sflow_seq *sflow_seq_new(void);
+void sflow_seq_free(struct sflow_seq *s);
+/* Feed the datagram header, then each sample's (source_type, index, seq);
+ * kind 0 for flow samples, 1 for counter samples. */
+void sflow_seq_datagram(struct sflow_seq *s, const struct sflow_datagram *d);
+void sflow_seq_sample(struct sflow_seq *s, const struct sflow_datagram *d, int kind,
+                      uint32_t source_type, uint32_t source_index, uint32_t seq);
+void sflow_seq_get(const struct sflow_seq *s, struct sflow_seq_stats *st);
+
+#endif
