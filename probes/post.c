@@ -1,0 +1,293 @@
+/*
+ * post: see post.h. One sender thread, one curl easy handle reused across
+ * reports (keeps the connection alive), a mutex + condition variable around
+ * the queue and the stop flag.
+ */
+#include "probes/post.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/log.h"
+#include "common/util.h"
+
+int post_queue_init(struct post_queue *q, size_t cap)
+{
+    memset(q, 0, sizeof(*q));
+    if (cap == 0)
+        return -EINVAL;
+    q->item = calloc(cap, sizeof(*q->item));
+    if (!q->item)
+        return -ENOMEM;
+    q->cap = cap;
+    return 0;
+}
+
+void post_queue_free(struct post_queue *q)
+{
+    char *s;
+    while ((s = post_queue_pop(q)))
+        free(s);
+    free(q->item);
+    q->item = NULL;
+}
+
+void post_queue_push(struct post_queue *q, char *s)
+{
+    if (q->n == q->cap) {
+        free(post_queue_pop(q));
+        q->dropped++;
+    }
+    q->item[(q->head + q->n) % q->cap] = s;
+    q->n++;
+}
+
+char *post_queue_pop(struct post_queue *q)
+{
+    if (!q->n)
+        return NULL;
+    char *s = q->item[q->head];
+    q->item[q->head] = NULL;
+    q->head = (q->head + 1) % q->cap;
+    q->n--;
+    return s;
+}
+
+int post_url(const char *base, char *out, size_t len)
+{
+    size_t n = base ? strlen(base) : 0, pl = strlen(POST_PATH);
+    if (n == 0 || (strncmp(base, "http://", 7) != 0 && strncmp(base, "https://", 8) != 0))
+        return -EINVAL;
+    if (n >= pl && strcmp(base + n - pl, POST_PATH) == 0) {
+        if (tf_strlcpy(out, base, len) >= len)
+            return -ENAMETOOLONG;
+        return 0;
+    }
+    while (n && base[n - 1] == '/')
+        n--;
+    int w = snprintf(out, len, "%.*s%s", (int)n, base, POST_PATH);
+    return (w < 0 || (size_t)w >= len) ? -ENAMETOOLONG : 0;
+}
+
+struct post {
+    pthread_t thr;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct post_queue q;
+    bool stopping;            /* under mu: drain, then exit */
+    atomic_bool abort_now;    /* read by curl's progress callback */
+    uint64_t errors, sent;    /* under mu */
+    CURL *curl;
+    struct curl_slist *hdrs;
+    char url[POST_URL_MAX];
+    unsigned retries;
+    long backoff_ms;
+};
+
+static int post_progress(void *u, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d)
+{
+    (void)a, (void)b, (void)c, (void)d;
+    return atomic_load(&((struct post *)u)->abort_now) ? 1 : 0;
+}
+
+static size_t post_discard(char *ptr, size_t sz, size_t n, void *u)
+{
+    (void)ptr, (void)u;
+    return sz * n;
+}
+
+/* One attempt: 0 on a 2xx answer. */
+static int post_once(struct post *p, const char *json)
+{
+    curl_easy_setopt(p->curl, CURLOPT_POSTFIELDS, json);
+    curl_easy_setopt(p->curl, CURLOPT_POSTFIELDSIZE, (long)strlen(json));
+    CURLcode rc = curl_easy_perform(p->curl);
+    if (rc != CURLE_OK) {
+        log_warn("post %s: %s", p->url, curl_easy_strerror(rc));
+        return -EIO;
+    }
+    long status = 0;
+    curl_easy_getinfo(p->curl, CURLINFO_RESPONSE_CODE, &status);
+    if (status < 200 || status > 299) {
+        log_warn("post %s: HTTP status %ld", p->url, status);
+        return -EPROTO;
+    }
+    return 0;
+}
+
+/* Sleeps for ms unless asked to abort; false when aborted. */
+static bool post_backoff(struct post *p, long ms)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += ms / 1000;
+    until.tv_nsec += (ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&p->mu);
+    while (!atomic_load(&p->abort_now) &&
+           pthread_cond_timedwait(&p->cv, &p->mu, &until) != ETIMEDOUT)
+        ;
+    pthread_mutex_unlock(&p->mu);
+    return !atomic_load(&p->abort_now);
+}
+
+static void *post_thread(void *arg)
+{
+    struct post *p = arg;
+    for (;;) {
+        pthread_mutex_lock(&p->mu);
+        while (!p->q.n && !p->stopping)
+            pthread_cond_wait(&p->cv, &p->mu);
+        char *json = post_queue_pop(&p->q);
+        pthread_mutex_unlock(&p->mu);
+        if (!json)
+            break; /* stopping and drained */
+        int r = -EIO;
+        long wait = p->backoff_ms;
+        for (unsigned t = 0; t <= p->retries && !atomic_load(&p->abort_now); t++) {
+            if (t && !post_backoff(p, wait))
+                break;
+            if (t)
+                wait *= 2;
+            if ((r = post_once(p, json)) == 0)
+                break;
+        }
+        free(json);
+        pthread_mutex_lock(&p->mu);
+        if (r == 0)
+            p->sent++;
+        else
+            p->errors++;
+        pthread_mutex_unlock(&p->mu);
+        if (atomic_load(&p->abort_now))
+            break;
+    }
+    return NULL;
+}
+
+static void post_free(struct post *p)
+{
+    if (p->curl)
+        curl_easy_cleanup(p->curl);
+    curl_slist_free_all(p->hdrs);
+    post_queue_free(&p->q);
+    pthread_cond_destroy(&p->cv);
+    pthread_mutex_destroy(&p->mu);
+    free(p);
+}
+
+static int post_setup_curl(struct post *p, const struct post_opts *o)
+{
+    char auth[320];
+    p->hdrs = curl_slist_append(NULL, "Content-Type: application/json");
+    if (p->hdrs && o->token) {
+        snprintf(auth, sizeof(auth), "Authorization: Bearer %s", o->token);
+        struct curl_slist *h = curl_slist_append(p->hdrs, auth);
+        p->hdrs = h ? h : p->hdrs;
+        if (!h)
+            return -ENOMEM;
+    }
+    p->curl = curl_easy_init();
+    if (!p->hdrs || !p->curl)
+        return -ENOMEM;
+    CURL *c = p->curl;
+    curl_easy_setopt(c, CURLOPT_URL, p->url);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, p->hdrs);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, o->connect_timeout_ms > 0 ? o->connect_timeout_ms : 2000L);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, o->timeout_ms > 0 ? o->timeout_ms : 5000L);
+    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, post_progress);
+    curl_easy_setopt(c, CURLOPT_XFERINFODATA, p);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, post_discard);
+    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+    return 0;
+}
+
+static void post_global_init(void)
+{
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+int post_start(struct post **out, const struct post_opts *o)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, post_global_init);
+    struct post *p = calloc(1, sizeof(*p));
+    if (!p)
+        return -ENOMEM;
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->cv, NULL);
+    atomic_init(&p->abort_now, false);
+    p->retries = o->retries;
+    p->backoff_ms = o->backoff_ms > 0 ? o->backoff_ms : 250;
+    int r = post_url(o->url, p->url, sizeof(p->url));
+    if (r < 0) {
+        log_err("--controller '%s': %s", o->url ? o->url : "",
+                r == -EINVAL ? "not an http:// or https:// URL" : "URL too long");
+    } else if ((r = post_queue_init(&p->q, o->queue_len ? o->queue_len : 16)) == 0 &&
+               (r = post_setup_curl(p, o)) == 0) {
+        r = -pthread_create(&p->thr, NULL, post_thread, p);
+    }
+    if (r < 0) {
+        post_free(p);
+        return r;
+    }
+    *out = p;
+    return 0;
+}
+
+void post_submit(struct post *p, char *json)
+{
+    pthread_mutex_lock(&p->mu);
+    post_queue_push(&p->q, json);
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+}
+
+void post_counters(struct post *p, uint64_t *dropped, uint64_t *errors, uint64_t *sent)
+{
+    pthread_mutex_lock(&p->mu);
+    *dropped = p->q.dropped;
+    *errors = p->errors;
+    if (sent)
+        *sent = p->sent;
+    pthread_mutex_unlock(&p->mu);
+}
+
+void post_stop(struct post *p, double deadline_s)
+{
+    if (!p)
+        return;
+    double end = tf_now_mono() + deadline_s;
+    pthread_mutex_lock(&p->mu);
+    p->stopping = true;
+    pthread_cond_broadcast(&p->cv);
+    /* Wait for the queue to drain and the sender to finish, or the deadline. */
+    while (tf_now_mono() < end) {
+        bool idle = p->q.n == 0;
+        pthread_mutex_unlock(&p->mu);
+        if (idle && pthread_tryjoin_np(p->thr, NULL) == 0)
+            goto joined;
+        struct timespec ts = {0, 20 * 1000000L};
+        nanosleep(&ts, NULL);
+        pthread_mutex_lock(&p->mu);
+    }
+    atomic_store(&p->abort_now, true);
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    pthread_join(p->thr, NULL);
+joined:
+    if (p->q.n)
+        log_warn("post %s: %zu report(s) not sent before exit", p->url, p->q.n);
+    post_free(p);
+}
