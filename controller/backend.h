@@ -30,8 +30,10 @@ struct backend;
 #define BACKEND_RT_PROTO_DEFAULT 77  /* unused in /etc/iproute2/rt_protos */
 
 struct backend_cfg {
-    const struct topo *topo;   /* switch name -> netns; may be NULL: every
-                                  switch is the local kernel (tests) */
+    const struct topo *topo;   /* switch name -> netns. A switch is reachable
+                                  when its node has a netns, or its name is
+                                  this host's name (the local kernel). NULL:
+                                  every switch is the local kernel (tests) */
     uint32_t prio_min, prio_max;
     uint8_t rt_proto;
     uint32_t table_base;
@@ -44,6 +46,10 @@ struct backend_result {
     size_t rules_added, rules_deleted;
     size_t routes_added, routes_replaced, routes_deleted;
     size_t switches;           /* switches changed */
+    size_t skipped;            /* switches in the plan this backend cannot
+                                  reach (netlink: no netns and not the local
+                                  host name); see skipped_sw for the first */
+    char skipped_sw[PLAN_SW_LEN];
     size_t round_trips;        /* netlink batches sent */
     bool rolled_back;          /* a switch failed and was restored */
     char failed_sw[PLAN_SW_LEN];

@@ -1,0 +1,457 @@
+/*
+ * plan: see plan.h. Growable arrays, a canonical order, a merge-style diff
+ * over two sorted plans, and the two text forms (JSON and `ip -batch`).
+ * Writers check every fprintf through ferror at the end, so a full disk is
+ * reported, not a truncated file silently accepted.
+ */
+#include "controller/plan.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+
+void plan_init(struct plan *p)
+{
+    memset(p, 0, sizeof(*p));
+}
+
+void plan_free(struct plan *p)
+{
+    free(p->rules);
+    free(p->routes);
+    plan_init(p);
+}
+
+void plan_clear(struct plan *p)
+{
+    p->nrules = 0;
+    p->nroutes = 0;
+}
+
+static int grow(void **arr, size_t *cap, size_t need, size_t elsz)
+{
+    if (need <= *cap)
+        return 0;
+    size_t ncap = *cap ? *cap * 2 : 64;
+    while (ncap < need)
+        ncap *= 2;
+    if (ncap > SIZE_MAX / elsz)
+        return -ENOMEM;
+    void *n = realloc(*arr, ncap * elsz);
+    if (!n)
+        return -ENOMEM;
+    *arr = n;
+    *cap = ncap;
+    return 0;
+}
+
+static bool name_ok(const char *s, size_t len)
+{
+    return s[0] != '\0' && memchr(s, '\0', len) != NULL;
+}
+
+static int addr_bits(uint8_t af)
+{
+    return af == 4 ? 32 : af == 6 ? 128 : -1;
+}
+
+int plan_add_rule(struct plan *p, const struct plan_rule *r)
+{
+    int bits = addr_bits(r->af);
+    if (bits < 0 || !name_ok(r->sw, sizeof(r->sw)) || r->src_len > bits ||
+        r->dst_len > bits || r->dscp < -1 || r->dscp > 63 || r->table == 0)
+        return -EINVAL;
+    if (grow((void **)&p->rules, &p->rcap, p->nrules + 1, sizeof(*r)))
+        return -ENOMEM;
+    p->rules[p->nrules++] = *r;
+    return 0;
+}
+
+int plan_add_route(struct plan *p, const struct plan_route *r)
+{
+    int bits = addr_bits(r->af);
+    if (bits < 0 || !name_ok(r->sw, sizeof(r->sw)) || r->dst_len > bits ||
+        r->nnh < 1 || r->nnh > PLAN_MAX_NH || r->table == 0)
+        return -EINVAL;
+    for (int i = 0; i < r->nnh; i++) {
+        const struct plan_nh *h = &r->nh[i];
+        if ((h->af != 0 && addr_bits(h->af) < 0) || !memchr(h->dev, '\0', sizeof(h->dev)) ||
+            h->weight < 1 || h->weight > 256 || (h->af == 0 && h->dev[0] == '\0'))
+            return -EINVAL;
+    }
+    if (grow((void **)&p->routes, &p->tcap, p->nroutes + 1, sizeof(*r)))
+        return -ENOMEM;
+    p->routes[p->nroutes++] = *r;
+    return 0;
+}
+
+int plan_append(struct plan *dst, const struct plan *src, const char *sw)
+{
+    for (size_t i = 0; i < src->nrules; i++)
+        if (!sw || !strcmp(src->rules[i].sw, sw))
+            if (plan_add_rule(dst, &src->rules[i]))
+                return -ENOMEM;
+    for (size_t i = 0; i < src->nroutes; i++)
+        if (!sw || !strcmp(src->routes[i].sw, sw))
+            if (plan_add_route(dst, &src->routes[i]))
+                return -ENOMEM;
+    return 0;
+}
+
+int plan_copy(struct plan *dst, const struct plan *src)
+{
+    plan_init(dst);
+    int rc = plan_append(dst, src, NULL);
+    if (rc)
+        plan_free(dst);
+    return rc;
+}
+
+#define CMP(a, b) do { if ((a) != (b)) return (a) < (b) ? -1 : 1; } while (0)
+
+int plan_rule_cmp(const struct plan_rule *a, const struct plan_rule *b)
+{
+    int c = strncmp(a->sw, b->sw, sizeof(a->sw));
+    if (c)
+        return c < 0 ? -1 : 1;
+    CMP(a->prio, b->prio);
+    CMP(a->af, b->af);
+    CMP(a->table, b->table);
+    CMP(a->ipproto, b->ipproto);
+    CMP(a->src_len, b->src_len);
+    CMP(a->dst_len, b->dst_len);
+    if ((c = memcmp(a->src, b->src, 16)) || (c = memcmp(a->dst, b->dst, 16)))
+        return c < 0 ? -1 : 1;
+    CMP(a->sport, b->sport);
+    CMP(a->dport, b->dport);
+    CMP(a->fwmark, b->fwmark);
+    CMP(a->fwmask, b->fwmask);
+    CMP(a->dscp, b->dscp);
+    return 0;
+}
+
+int plan_route_key_cmp(const struct plan_route *a, const struct plan_route *b)
+{
+    int c = strncmp(a->sw, b->sw, sizeof(a->sw));
+    if (c)
+        return c < 0 ? -1 : 1;
+    CMP(a->table, b->table);
+    CMP(a->af, b->af);
+    CMP(a->dst_len, b->dst_len);
+    if ((c = memcmp(a->dst, b->dst, 16)))
+        return c < 0 ? -1 : 1;
+    return 0;
+}
+
+static int nh_cmp(const void *pa, const void *pb)
+{
+    const struct plan_nh *a = pa, *b = pb;
+    CMP(a->af, b->af);
+    int c = memcmp(a->via, b->via, 16);
+    if (c)
+        return c < 0 ? -1 : 1;
+    c = strncmp(a->dev, b->dev, sizeof(a->dev));
+    if (c)
+        return c < 0 ? -1 : 1;
+    CMP(a->weight, b->weight);
+    return 0;
+}
+
+bool plan_route_equal(const struct plan_route *a, const struct plan_route *b)
+{
+    if (plan_route_key_cmp(a, b) || a->nnh != b->nnh)
+        return false;
+    for (int i = 0; i < a->nnh; i++)
+        if (nh_cmp(&a->nh[i], &b->nh[i]))
+            return false;
+    return true;
+}
+
+static int rule_qcmp(const void *a, const void *b) { return plan_rule_cmp(a, b); }
+
+static int route_qcmp(const void *a, const void *b)
+{
+    int c = plan_route_key_cmp(a, b);
+    if (c)
+        return c;
+    const struct plan_route *x = a, *y = b;
+    CMP(x->nnh, y->nnh);
+    for (int i = 0; i < x->nnh; i++)
+        if ((c = nh_cmp(&x->nh[i], &y->nh[i])))
+            return c;
+    return 0;
+}
+
+/* Unused bytes are zeroed so that memcmp-based comparison and plan files
+ * do not depend on what callers left in them. */
+static void canon_rule(struct plan_rule *r)
+{
+    size_t n = r->af == 4 ? 4 : 16;
+    memset(r->src + n, 0, 16 - n);
+    memset(r->dst + n, 0, 16 - n);
+    if (!r->src_len)
+        memset(r->src, 0, 16);
+    if (!r->dst_len)
+        memset(r->dst, 0, 16);
+    size_t l = strnlen(r->sw, sizeof(r->sw));
+    memset(r->sw + l, 0, sizeof(r->sw) - l);
+}
+
+static void canon_route(struct plan_route *r)
+{
+    size_t n = r->af == 4 ? 4 : 16;
+    memset(r->dst + n, 0, 16 - n);
+    size_t l = strnlen(r->sw, sizeof(r->sw));
+    memset(r->sw + l, 0, sizeof(r->sw) - l);
+    memset(r->nh + r->nnh, 0, (PLAN_MAX_NH - r->nnh) * sizeof(r->nh[0]));
+    for (int i = 0; i < r->nnh; i++) {
+        struct plan_nh *h = &r->nh[i];
+        size_t k = h->af == 4 ? 4 : h->af == 6 ? 16 : 0;
+        memset(h->via + k, 0, 16 - k);
+        l = strnlen(h->dev, sizeof(h->dev));
+        memset(h->dev + l, 0, sizeof(h->dev) - l);
+    }
+    qsort(r->nh, r->nnh, sizeof(r->nh[0]), nh_cmp);
+}
+
+void plan_sort(struct plan *p)
+{
+    for (size_t i = 0; i < p->nrules; i++)
+        canon_rule(&p->rules[i]);
+    for (size_t i = 0; i < p->nroutes; i++)
+        canon_route(&p->routes[i]);
+    qsort(p->rules, p->nrules, sizeof(p->rules[0]), rule_qcmp);
+    qsort(p->routes, p->nroutes, sizeof(p->routes[0]), route_qcmp);
+    size_t w = 0;
+    for (size_t i = 0; i < p->nrules; i++)
+        if (!w || plan_rule_cmp(&p->rules[w - 1], &p->rules[i]))
+            p->rules[w++] = p->rules[i];
+    p->nrules = w;
+    w = 0;
+    for (size_t i = 0; i < p->nroutes; i++)
+        if (!w || route_qcmp(&p->routes[w - 1], &p->routes[i]))
+            p->routes[w++] = p->routes[i];
+    p->nroutes = w;
+}
+
+bool plan_equal(const struct plan *a, const struct plan *b)
+{
+    if (a->nrules != b->nrules || a->nroutes != b->nroutes)
+        return false;
+    for (size_t i = 0; i < a->nrules; i++)
+        if (plan_rule_cmp(&a->rules[i], &b->rules[i]))
+            return false;
+    for (size_t i = 0; i < a->nroutes; i++)
+        if (!plan_route_equal(&a->routes[i], &b->routes[i]))
+            return false;
+    return true;
+}
+
+int plan_diff(struct plan *want, struct plan *have, struct plan *add, struct plan *del)
+{
+    plan_init(add);
+    plan_init(del);
+    plan_sort(want);
+    plan_sort(have);
+    int rc = 0;
+    size_t i = 0, j = 0;
+    while (!rc && (i < want->nrules || j < have->nrules)) {
+        int c = i == want->nrules ? 1 : j == have->nrules ? -1
+              : plan_rule_cmp(&want->rules[i], &have->rules[j]);
+        if (c < 0)
+            rc = plan_add_rule(add, &want->rules[i++]);
+        else if (c > 0)
+            rc = plan_add_rule(del, &have->rules[j++]);
+        else
+            i++, j++;
+    }
+    i = j = 0;
+    while (!rc && (i < want->nroutes || j < have->nroutes)) {
+        int c = i == want->nroutes ? 1 : j == have->nroutes ? -1
+              : plan_route_key_cmp(&want->routes[i], &have->routes[j]);
+        if (c < 0) {
+            rc = plan_add_route(add, &want->routes[i++]);
+        } else if (c > 0) {
+            rc = plan_add_route(del, &have->routes[j++]);
+        } else {
+            /* Two routes with one key in have (a kernel may hold both a
+             * multipath and a stray): the extra ones go. */
+            if (!plan_route_equal(&want->routes[i], &have->routes[j]))
+                rc = plan_add_route(add, &want->routes[i]);
+            i++, j++;
+            while (!rc && j < have->nroutes && i > 0 &&
+                   !plan_route_key_cmp(&want->routes[i - 1], &have->routes[j]))
+                rc = plan_add_route(del, &have->routes[j++]);
+        }
+    }
+    if (rc) {
+        plan_free(add);
+        plan_free(del);
+    }
+    return rc;
+}
+
+int plan_switches(const struct plan *p, char (**out)[PLAN_SW_LEN], size_t *n)
+{
+    size_t cap = p->nrules + p->nroutes, k = 0;
+    char (*v)[PLAN_SW_LEN] = calloc(cap ? cap : 1, PLAN_SW_LEN);
+    if (!v)
+        return -ENOMEM;
+    for (size_t i = 0; i < p->nrules; i++)
+        tf_strlcpy(v[k++], p->rules[i].sw, PLAN_SW_LEN);
+    for (size_t i = 0; i < p->nroutes; i++)
+        tf_strlcpy(v[k++], p->routes[i].sw, PLAN_SW_LEN);
+    qsort(v, k, PLAN_SW_LEN, (int (*)(const void *, const void *))strcmp);
+    size_t w = 0;
+    for (size_t i = 0; i < k; i++)
+        if (!w || strcmp(v[w - 1], v[i]))
+            memmove(v[w++], v[i], PLAN_SW_LEN);
+    *out = v;
+    *n = w;
+    return 0;
+}
+
+/* ---- text forms ------------------------------------------------------- */
+
+static void json_str(FILE *f, const char *s, size_t max)
+{
+    fputc('"', f);
+    for (size_t i = 0; i < max && s[i]; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20 || c >= 0x7f)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+static const char *addr(uint8_t af, const uint8_t *a, char *buf)
+{
+    return tf_addr_str(af, a, buf, 64);
+}
+
+int plan_write_json(const struct plan *p, FILE *f)
+{
+    char b1[64], b2[64];
+    fputs("{\"rules\": [", f);
+    for (size_t i = 0; i < p->nrules; i++) {
+        const struct plan_rule *r = &p->rules[i];
+        fprintf(f, "%s\n  {\"switch\": ", i ? "," : "");
+        json_str(f, r->sw, sizeof(r->sw));
+        fprintf(f, ", \"prio\": %u, \"table\": %u, \"af\": %u, \"ipproto\": %u, "
+                "\"src\": \"%s/%u\", \"dst\": \"%s/%u\", \"sport\": %u, \"dport\": %u, "
+                "\"fwmark\": %u, \"fwmask\": %u, \"dscp\": %d}",
+                r->prio, r->table, r->af, r->ipproto, addr(r->af, r->src, b1), r->src_len,
+                addr(r->af, r->dst, b2), r->dst_len, r->sport, r->dport, r->fwmark,
+                r->fwmask, r->dscp);
+    }
+    fputs("],\n \"routes\": [", f);
+    for (size_t i = 0; i < p->nroutes; i++) {
+        const struct plan_route *r = &p->routes[i];
+        fprintf(f, "%s\n  {\"switch\": ", i ? "," : "");
+        json_str(f, r->sw, sizeof(r->sw));
+        fprintf(f, ", \"table\": %u, \"dst\": \"%s/%u\", \"nexthops\": [", r->table,
+                addr(r->af, r->dst, b1), r->dst_len);
+        for (int k = 0; k < r->nnh; k++) {
+            const struct plan_nh *h = &r->nh[k];
+            fprintf(f, "%s{\"via\": ", k ? ", " : "");
+            if (h->af)
+                fprintf(f, "\"%s\"", addr(h->af, h->via, b2));
+            else
+                fputs("null", f);
+            fputs(", \"dev\": ", f);
+            json_str(f, h->dev, sizeof(h->dev));
+            fprintf(f, ", \"weight\": %u}", h->weight);
+        }
+        fputs("]}", f);
+    }
+    fputs("]}\n", f);
+    return ferror(f) ? -EIO : 0;
+}
+
+/* Interface and switch names reach a shell-like parser: refuse anything
+ * that is not a plain token rather than quote it. */
+static bool token_ok(const char *s, size_t max)
+{
+    for (size_t i = 0; i < max && s[i]; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c <= ' ' || c >= 0x7f || c == '"' || c == '\'' || c == '\\' || c == '#')
+            return false;
+    }
+    return true;
+}
+
+static int rule_line(FILE *f, const struct plan_rule *r, bool del, uint8_t proto)
+{
+    char b[64];
+    fprintf(f, "rule %s pref %u", del ? "del" : "add", r->prio);
+    if (r->src_len)
+        fprintf(f, " from %s/%u", addr(r->af, r->src, b), r->src_len);
+    else if (r->af == 6)
+        fputs(" from ::/0", f);    /* the family comes from the address */
+    if (r->dst_len)
+        fprintf(f, " to %s/%u", addr(r->af, r->dst, b), r->dst_len);
+    if (r->ipproto)
+        fprintf(f, " ipproto %u", r->ipproto);
+    if (r->sport)
+        fprintf(f, " sport %u", r->sport);
+    if (r->dport)
+        fprintf(f, " dport %u", r->dport);
+    if (r->fwmark)
+        fprintf(f, " fwmark 0x%x/0x%x", r->fwmark, r->fwmask ? r->fwmask : 0xffffffffu);
+    if (r->dscp >= 0)
+        fprintf(f, " dscp %d", r->dscp);  /* iproute2 >= 6.13; older: tc/nft mark */
+    fprintf(f, " table %u protocol %u\n", r->table, proto);
+    return 0;
+}
+
+static int route_line(FILE *f, const struct plan_route *r, bool del, uint8_t proto)
+{
+    char b[64];
+    fprintf(f, "route %s table %u proto %u %s/%u", del ? "del" : "replace", r->table,
+            proto, addr(r->af, r->dst, b), r->dst_len);
+    if (del) {
+        fputc('\n', f);
+        return 0;
+    }
+    for (int k = 0; k < r->nnh; k++) {
+        const struct plan_nh *h = &r->nh[k];
+        if (!token_ok(h->dev, sizeof(h->dev)))
+            return -EINVAL;
+        if (r->nnh > 1)
+            fputs(" nexthop", f);
+        if (h->af)
+            fprintf(f, " via %s", addr(h->af, h->via, b));
+        if (h->dev[0])
+            fprintf(f, " dev %s", h->dev);
+        if (r->nnh > 1)
+            fprintf(f, " weight %u", h->weight);
+    }
+    fputc('\n', f);
+    return 0;
+}
+
+int plan_write_ipbatch(const struct plan *p, const char *sw, FILE *f, bool del, uint8_t proto)
+{
+    int rc = 0;
+    /* add: tables filled before rules point at them; del: the reverse. */
+    for (int pass = 0; pass < 2 && !rc; pass++) {
+        bool rules = (pass == 0) == del;
+        size_t n = rules ? p->nrules : p->nroutes;
+        for (size_t i = 0; i < n && !rc; i++) {
+            const char *rsw = rules ? p->rules[i].sw : p->routes[i].sw;
+            if (sw && strcmp(rsw, sw))
+                continue;
+            rc = rules ? rule_line(f, &p->rules[i], del, proto)
+                       : route_line(f, &p->routes[i], del, proto);
+        }
+    }
+    if (!rc && ferror(f))
+        rc = -EIO;
+    return rc;
+}
