@@ -1,0 +1,188 @@
+/*
+ * capture: see capture.h.
+ */
+#include "probes/capture.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "probes/decode.h"
+
+static int capture_check_dlt(struct capture *c)
+{
+    char buf[32];
+    c->dlt = pcap_datalink(c->p);
+    if (decode_linktype_supported(c->dlt) == 0)
+        return 0;
+    log_err("%s: link type %s (DLT %d) is not supported (Ethernet, Linux SLL/SLL2 and raw "
+            "IP are)", c->src, decode_linktype_name(c->dlt, buf, sizeof(buf)), c->dlt);
+    return -EPROTONOSUPPORT;
+}
+
+static int capture_set_filter(struct capture *c, const char *filter)
+{
+    struct bpf_program prog;
+    if (!filter)
+        return 0;
+    if (pcap_compile(c->p, &prog, filter, 1, PCAP_NETMASK_UNKNOWN) < 0) {
+        log_err("--filter '%s' on %s: %s", filter, c->src, pcap_geterr(c->p));
+        return -EINVAL;
+    }
+    int r = pcap_setfilter(c->p, &prog);
+    pcap_freecode(&prog);
+    if (r < 0) {
+        log_err("--filter '%s' on %s: %s", filter, c->src, pcap_geterr(c->p));
+        return -EINVAL;
+    }
+    return 0;
+}
+
+static void capture_init(struct capture *c, const char *src, const char *name)
+{
+    memset(c, 0, sizeof(*c));
+    c->src = src;
+    c->fd = -1;
+    c->poll_ms = -1;
+    tf_strlcpy(c->name, name, sizeof(c->name));
+}
+
+static int activate_errno(int r)
+{
+    switch (r) {
+    case PCAP_ERROR_NO_SUCH_DEVICE: return -ENODEV;
+    case PCAP_ERROR_PERM_DENIED:
+    case PCAP_ERROR_PROMISC_PERM_DENIED: return -EPERM;
+    case PCAP_ERROR_IFACE_NOT_UP: return -ENETDOWN;
+    default: return -EIO;
+    }
+}
+
+static int capture_activate(struct capture *c, const struct capture_opts *o)
+{
+    int snaplen = o->snaplen > 0 ? o->snaplen : 128;
+    if (pcap_set_snaplen(c->p, snaplen) || pcap_set_promisc(c->p, 0) ||
+        pcap_set_timeout(c->p, o->timeout_ms > 0 ? o->timeout_ms : 100) ||
+        pcap_set_immediate_mode(c->p, 0) ||
+        (o->buffer_mb > 0 && pcap_set_buffer_size(c->p, o->buffer_mb * 1024 * 1024))) {
+        log_err("-i %s: cannot set capture options: %s", c->src, pcap_geterr(c->p));
+        return -EINVAL;
+    }
+    int r = pcap_activate(c->p);
+    if (r < 0) {
+        /* libpcap's message is empty for some codes; pcap_statustostr never is. */
+        const char *msg = pcap_geterr(c->p);
+        log_err("-i %s: %s%s%s", c->src, pcap_statustostr(r), *msg ? ": " : "", msg);
+        return activate_errno(r);
+    }
+    if (r > 0)
+        log_warn("-i %s: %s: %s", c->src, pcap_statustostr(r), pcap_geterr(c->p));
+    return 0;
+}
+
+int capture_open_live(struct capture *c, const char *ifname, const struct capture_opts *o)
+{
+    char err[PCAP_ERRBUF_SIZE] = "";
+    capture_init(c, ifname, ifname);
+    if (strlen(ifname) >= CAPTURE_NAME_LEN) {
+        log_err("-i %s: interface name too long", ifname);
+        return -EINVAL;
+    }
+    c->p = pcap_create(ifname, err);
+    if (!c->p) {
+        log_err("-i %s: %s", ifname, err);
+        return -ENODEV;
+    }
+    int r = capture_activate(c, o);
+    if (!r)
+        r = capture_check_dlt(c);
+    if (!r)
+        r = capture_set_filter(c, o->filter);
+    if (!r && pcap_setnonblock(c->p, 1, err) < 0) {
+        log_err("-i %s: %s", ifname, err);
+        r = -EIO;
+    }
+    if (!r && (c->fd = pcap_get_selectable_fd(c->p)) < 0) {
+        log_err("-i %s: no selectable file descriptor", ifname);
+        r = -EIO;
+    }
+    if (r) {
+        capture_close(c);
+        return r;
+    }
+    const struct timeval *tv = pcap_get_required_select_timeout(c->p);
+    if (tv)
+        c->poll_ms = (int)(tv->tv_sec * 1000 + tv->tv_usec / 1000);
+    return 0;
+}
+
+int capture_open_file(struct capture *c, const char *path, const struct capture_opts *o)
+{
+    char err[PCAP_ERRBUF_SIZE] = "";
+    const char *base = strrchr(path, '/');
+    capture_init(c, path, base && base[1] ? base + 1 : path);
+    c->offline = true;
+    c->p = pcap_open_offline(path, err);
+    if (!c->p) {
+        log_err("-r %s: %s", path, err);
+        return strstr(err, "No such file") ? -ENOENT : -EIO;
+    }
+    int r = capture_check_dlt(c);
+    if (!r)
+        r = capture_set_filter(c, o->filter);
+    if (r)
+        capture_close(c);
+    return r;
+}
+
+int capture_dispatch(struct capture *c, int max, pcap_handler cb, u_char *user)
+{
+    int n = pcap_dispatch(c->p, max, cb, user);
+    if (n == PCAP_ERROR_BREAK)
+        return -EINTR;
+    if (n < 0) {
+        log_err("%s %s: read failed: %s", c->offline ? "-r" : "-i", c->src, pcap_geterr(c->p));
+        return -EIO;
+    }
+    return n;
+}
+
+int capture_poll(const struct capture *cs, size_t n, int timeout_ms)
+{
+    struct pollfd pfd[64];
+    size_t np = 0;
+    for (size_t i = 0; i < n && np < TF_ARRAY_SIZE(pfd); i++) {
+        if (cs[i].fd < 0)
+            continue;
+        pfd[np++] = (struct pollfd){.fd = cs[i].fd, .events = POLLIN};
+        if (cs[i].poll_ms >= 0 && cs[i].poll_ms < timeout_ms)
+            timeout_ms = cs[i].poll_ms;
+    }
+    if (poll(pfd, np, timeout_ms) < 0 && errno != EINTR)
+        return -errno;
+    return 0;
+}
+
+int capture_drops(struct capture *c, uint64_t *drops)
+{
+    struct pcap_stat st;
+    *drops = 0;
+    if (c->offline)
+        return 0;
+    if (pcap_stats(c->p, &st) < 0) {
+        log_warn("-i %s: pcap_stats: %s", c->src, pcap_geterr(c->p));
+        return -EIO;
+    }
+    *drops = st.ps_drop; /* interface drops are in the link counters */
+    return 0;
+}
+
+void capture_close(struct capture *c)
+{
+    if (c->p)
+        pcap_close(c->p);
+    c->p = NULL;
+    c->fd = -1;
+}

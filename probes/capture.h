@@ -1,0 +1,63 @@
+/*
+ * capture: the probe's libpcap sources, live interfaces or a capture file.
+ *
+ * Live handles are made with pcap_create/pcap_activate (snap length, kernel
+ * buffer size, immediate mode off so that Linux keeps TPACKET_V3 and hands
+ * packets over a block at a time), put in nonblocking mode and waited on
+ * together with poll(). With TPACKET_V3 a block is only handed over when it
+ * fills or its timeout expires, and poll() may not wake for the timeout, so
+ * capture_poll() never sleeps longer than libpcap's required select timeout.
+ * Files (pcap and pcapng) are read with pcap_open_offline.
+ *
+ * Invariants: a source is only opened when decode understands its link type
+ * (others are refused with an error naming the type); every failure is
+ * logged once, naming the interface or file, with libpcap's own message.
+ */
+#ifndef TF_CAPTURE_H
+#define TF_CAPTURE_H
+
+#include <pcap/pcap.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define CAPTURE_NAME_LEN 64
+
+struct capture_opts {
+    int snaplen;          /* bytes per packet kept, default 128 */
+    int buffer_mb;        /* kernel buffer, 0 = libpcap's default */
+    int timeout_ms;       /* TPACKET_V3 block timeout, default 100 */
+    const char *filter;   /* BPF expression or NULL */
+};
+
+struct capture {
+    pcap_t *p;
+    char name[CAPTURE_NAME_LEN]; /* interface, or the file's base name */
+    const char *src;      /* what the user gave (-i or -r argument) */
+    int dlt;
+    int fd;               /* selectable fd, -1 for files */
+    int poll_ms;          /* longest safe poll() sleep, -1 when unbounded */
+    bool offline;
+};
+
+/* Return 0, or -ENODEV (no such interface), -EPERM (no permission),
+ * -EPROTONOSUPPORT (link type), -EINVAL (bad filter or option), -ENOENT /
+ * -EIO (file). */
+int capture_open_live(struct capture *c, const char *ifname, const struct capture_opts *o);
+int capture_open_file(struct capture *c, const char *path, const struct capture_opts *o);
+
+/* Hands up to max packets to cb. Returns how many, 0 when none is ready (live)
+ * or at the end of a file, -EIO on a read error (logged, naming the source),
+ * -EINTR when pcap_breakloop() was called. */
+int capture_dispatch(struct capture *c, int max, pcap_handler cb, u_char *user);
+
+/* Waits until one of the live sources may have packets, at most timeout_ms.
+ * Returns 0 (also on timeout or EINTR) or a negative errno. */
+int capture_poll(const struct capture *cs, size_t n, int timeout_ms);
+
+/* Packets the kernel dropped since the handle was opened. */
+int capture_drops(struct capture *c, uint64_t *drops);
+
+void capture_close(struct capture *c);
+
+#endif
