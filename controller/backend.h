@@ -32,12 +32,14 @@ struct backend;
 struct backend_cfg {
     const struct topo *topo;   /* switch name -> netns. A switch is reachable
                                   when its node has a netns, or its name is
-                                  this host's name (the local kernel). NULL:
-                                  every switch is the local kernel (tests) */
+                                  local_name (the local kernel). NULL: only
+                                  local_name is reachable */
     uint32_t prio_min, prio_max;
     uint8_t rt_proto;
     uint32_t table_base;
     const char *plan_dir;      /* "plan" kind: output folder (must exist) */
+    const char *local_name;    /* the switch whose kernel is this host's
+                                  (no netns); NULL = gethostname() */
 };
 /* Defaults matching plan_opts_default(); plan_dir NULL. */
 void backend_cfg_default(struct backend_cfg *c);
