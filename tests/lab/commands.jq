@@ -2,6 +2,7 @@
 # per line: "KIND<TAB>NETNS<TAB>COMMAND" with KIND one of
 #   netns   a line for the global `ip -batch` that creates the namespaces
 #   veth    a line for the global `ip -batch` that creates the veth pairs
+#   root    a line for `ip -batch` in the root namespace (management ends)
 #   ip      a line for `ip -n NETNS -batch`
 #   tc      a line for `tc -n NETNS -batch`
 #   sysctl  a key=value for `sysctl -w` inside NETNS
@@ -29,6 +30,14 @@
   def routers: $t.nodes[] | select(.tier != "host");
   ($t.nodes[] | "netns\t-\tnetns add \(.netns)"),
   ($t.links[] | "veth\t-\tlink add \(.a_if) netns \($node[.a].netns) type veth peer name \(.b_if) netns \($node[.b].netns)"),
+  ($t.lab.mgmt as $m | $t.nodes[] | .name as $n | $m.nodes[$n] // empty | . as $e
+   | "veth\t-\tlink add \($e.root_if) type veth peer name \($m.if) netns \($node[$n].netns)",
+     "root\t-\taddr add \($m.controller)/32 dev \($e.root_if)",
+     "root\t-\tlink set \($e.root_if) up",
+     "root\t-\troute add \($e.addr)/32 dev \($e.root_if) scope link",
+     "ip\t\($node[$n].netns)\tlink set \($m.if) up",
+     "ip\t\($node[$n].netns)\taddr add \($e.addr)/32 dev \($m.if)",
+     "ip\t\($node[$n].netns)\troute add \($m.controller)/32 dev \($m.if) scope link"),
   ($t.nodes[] | .netns as $ns | .name as $n
    | ("ip\t\($ns)\tlink set lo up"),
      ($adj[$n][]? | "ip\t\($ns)\tlink set \(.if) up"),

@@ -9,7 +9,8 @@
 # (.254) on every host port. Router-to-router links get a /31 each from
 # 10.254.0.0/16 in file order (a = even address, b = odd).
 #
-# Args: $prefix (namespace prefix), $mbit (number), $seed (number), $id.
+# Args: $prefix (namespace prefix), $mbit, $seed (numbers), $id, $mgmtnet
+# (first three octets of the management /24), $mgmtif (root-side if prefix).
 def ip2int: split(".") | map(tonumber) | .[0]*16777216 + .[1]*65536 + .[2]*256 + .[3];
 def int2ip: [(. / 16777216 | floor) % 256, (. / 65536 | floor) % 256, (. / 256 | floor) % 256, . % 256] | map(tostring) | join(".");
 def pfx_base: split("/") | (.[0] | ip2int) as $a | (.[1] | tonumber) as $l
@@ -67,4 +68,10 @@ def sanitize: gsub("[^A-Za-z0-9_.-]"; "") | .[0:13];
          | .links[$i].b_ip = ($l.b_ip // ($base + 1 | int2ip))
          | .rl += 1
        end) | .links)
-| .lab = {id: $id, netns_prefix: $prefix, mbit: $mbit, seed: $seed}
+# management network: every switch gets a veth "mgmt0" to the root namespace,
+# where all the root-side ends carry the controller address $mgmtnet.1
+| ([.nodes[] | select(.tier != "host") | .name]) as $sw
+| .lab = {id: $id, netns_prefix: $prefix, mbit: $mbit, seed: $seed,
+          mgmt: {controller: "\($mgmtnet).1", if: "mgmt0",
+                 nodes: (reduce range(0; $sw|length) as $i ({};
+                   .[$sw[$i]] = {addr: "\($mgmtnet).\($i + 2)", root_if: "\($mgmtif)\($i + 1)"}))}}
