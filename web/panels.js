@@ -1,0 +1,62 @@
+// Header chips (GET /api/v1/status), the classes table (GET /api/v1/classes)
+// and the events table (GET /api/v1/events, newest last in the API, newest
+// first here).
+
+import { bps, pct, ago, clock, el } from './fmt.js';
+
+function chip(id, text, state, title) {
+  const c = document.getElementById(id);
+  c.textContent = text;
+  c.dataset.state = state;
+  c.title = title || '';
+}
+
+export function renderHeader(st) {
+  document.getElementById('fabric-name').textContent =
+    `${st.topology.name} · ${st.topology.nodes} nodes · ${st.topology.links} links · v${st.version}`;
+  const p = st.probes;
+  const staleNames = p.list.filter((x) => x.stale).map((x) => x.node);
+  chip('hdr-probes', `Probes: ${p.alive} alive · ${p.stale} stale`,
+    p.total === 0 ? 'warn' : p.stale > 0 ? 'bad' : 'ok',
+    p.list.map((x) => `${x.node}: last report ${Math.round(x.age_s)} s ago${x.stale ? ' (stale)' : ''}`).join('\n') || 'no probe has reported yet');
+  if (staleNames.length) document.getElementById('hdr-probes').textContent += ` (${staleNames.slice(0, 4).join(', ')}${staleNames.length > 4 ? ', …' : ''})`;
+  const b = st.backend;
+  chip('hdr-backend', `Backend: ${b.name} ${b.healthy ? 'healthy' : `failing${b.error ? `: ${b.error}` : ''}`}`, b.healthy ? 'ok' : 'bad', b.error || '');
+  const r = st.last_rebalance;
+  if (!r) chip('hdr-rebalance', 'Last rebalance: never', 'unknown');
+  else {
+    chip('hdr-rebalance',
+      `Last rebalance: ${ago(r.ts, st.now)} · ${r.moved} moved · max ${pct(r.max_util_before)} → ${pct(r.max_util_after)}${r.dry_run ? ' (dry run)' : ''}`,
+      'unknown', `at ${clock(r.ts)}, ${r.congested} congested direction(s), took ${(r.duration_s * 1000).toFixed(1)} ms`);
+  }
+}
+
+export function renderClasses(resp) {
+  const tb = document.querySelector('#classes-table tbody');
+  const cls = (resp && resp.classes) || [];
+  if (!cls.length) { tb.replaceChildren(el('tr', {}, el('td', { class: 'empty', colspan: 4, text: 'No classes.' }))); return; }
+  tb.replaceChildren(...cls.map((c) => el('tr', { 'data-class': c.name },
+    el('td', { text: c.name }),
+    el('td', { text: c.tier || 'any', title: c.tier ? `traffic of ${c.name} crosses the ${c.tier} tier` : 'no tier computed yet' }),
+    el('td', { class: 'num', text: `${c.flows}${c.fat_flows ? ` (${c.fat_flows} fat)` : ''}` }),
+    el('td', { class: 'num', text: bps(c.bps) }),
+  )));
+}
+
+const REBALANCE_KINDS = new Set(['rebalance', 'dry_run']);
+
+export function renderEvents(resp) {
+  const tb = document.querySelector('#events-table tbody');
+  const evs = ((resp && resp.events) || []).slice().reverse();
+  if (!evs.length) { tb.replaceChildren(el('tr', {}, el('td', { class: 'empty', colspan: 5, text: 'No events yet.' }))); return; }
+  tb.replaceChildren(...evs.map((e) => {
+    const rb = REBALANCE_KINDS.has(e.kind);
+    return el('tr', { 'data-event': e.id, 'data-kind': e.kind },
+      el('td', { text: clock(e.ts) }),
+      el('td', { text: e.kind.replace('_', ' ') }),
+      el('td', { class: 'num', text: rb ? `${pct(e.max_util_before)} → ${pct(e.max_util_after)}` : '' }),
+      el('td', { class: 'num', text: rb ? String(e.moved) : '' }),
+      el('td', { text: e.message }),
+    );
+  }));
+}

@@ -1,0 +1,117 @@
+// "Rebalance now": ask for the token, POST /api/v1/rebalance?dry_run=true,
+// show the plan (moves, per-switch rules and routes, max utilisation before
+// → after), and only on "Apply plan" POST /api/v1/rebalance for real. A 401
+// shows the controller's message in the dialog and forgets the saved token.
+
+import { post, savedToken, saveToken } from './api.js';
+import { bps, pct, el } from './fmt.js';
+
+let onApplied = () => {};
+
+export function initRebalance(afterApply) {
+  onApplied = afterApply;
+  const $ = (id) => document.getElementById(id);
+  const dlg = $('rebalance-dialog');
+  $('rebalance-btn').addEventListener('click', () => {
+    $('rb-token').value = savedToken();
+    reset();
+    dlg.showModal();
+    $('rb-token').focus();
+  });
+  $('rb-cancel').addEventListener('click', () => dlg.close());
+  $('rb-preview').addEventListener('click', () => run(true));
+  $('rb-apply').addEventListener('click', () => run(false));
+  $('rb-token').addEventListener('input', () => { $('rb-apply').disabled = true; });
+  $('rb-form').addEventListener('submit', (ev) => { ev.preventDefault(); run(true); });
+}
+
+function reset() {
+  const $ = (id) => document.getElementById(id);
+  $('rb-error').hidden = true;
+  $('rb-plan').hidden = true;
+  $('rb-plan').replaceChildren();
+  $('rb-apply').disabled = true;
+}
+
+function fail(msg) {
+  const e = document.getElementById('rb-error');
+  e.textContent = msg;
+  e.hidden = false;
+}
+
+async function run(dry) {
+  const $ = (id) => document.getElementById(id);
+  const token = $('rb-token').value.trim();
+  $('rb-error').hidden = true;
+  $('rb-preview').disabled = true;
+  $('rb-apply').disabled = true;
+  try {
+    const res = await post(`rebalance${dry ? '?dry_run=true' : ''}`, token);
+    saveToken(token);
+    showPlan(res, dry);
+    if (dry) $('rb-apply').disabled = res.moved === 0 && !hasChanges(res);
+    else onApplied();
+  } catch (e) {
+    if (e.status === 401) {
+      saveToken('');
+      fail(`Token refused (401 ${e.code}): ${e.message}. Check the token in tierflowd's --token-file.`);
+    } else if (e.status === 0) {
+      fail(`Controller unreachable: ${e.message}.`);
+    } else {
+      fail(`Rebalance failed (${e.status} ${e.code}): ${e.message}`);
+    }
+  } finally {
+    $('rb-preview').disabled = false;
+  }
+}
+
+function hasChanges(res) {
+  return ((res.plan && res.plan.switches) || []).some((s) => s.rules.length || s.routes.length);
+}
+
+function ruleText(r) {
+  const m = [];
+  if (r.ipproto) m.push(`ipproto ${r.ipproto === 6 ? 'tcp' : r.ipproto === 17 ? 'udp' : r.ipproto}`);
+  if (r.src) m.push(`from ${r.src}`);
+  if (r.dst) m.push(`to ${r.dst}`);
+  if (r.sport) m.push(`sport ${r.sport}`);
+  if (r.dport) m.push(`dport ${r.dport}`);
+  if (r.fwmark) m.push(`fwmark ${r.fwmark}`);
+  if (r.dscp) m.push(`dscp ${r.dscp}`);
+  return `rule prio ${r.prio} ${m.join(' ')} → table ${r.table}`;
+}
+
+function routeText(r) {
+  const nh = r.nexthops.map((n) => `via ${n.via}${n.dev ? ` dev ${n.dev}` : ''}${n.weight ? ` weight ${n.weight}` : ''}`).join(', ');
+  return `route ${r.dst} table ${r.table}: ${nh}`;
+}
+
+function showPlan(res, dry) {
+  const box = document.getElementById('rb-plan');
+  const kids = [];
+  const head = dry ? 'Plan (dry run — nothing applied yet)' : res.applied ? 'Applied' : 'Not applied';
+  kids.push(el('h3', { text: head }));
+  kids.push(el('p', { 'data-summary': '1', text:
+    `Max utilisation ${pct(res.max_util_before, 1)} → ${pct(res.max_util_after, 1)} · ${res.moved} flow${res.moved === 1 ? '' : 's'} ${dry ? 'to move' : 'moved'} · ${res.congested.length} congested direction${res.congested.length === 1 ? '' : 's'}` }));
+  if (res.error) kids.push(el('p', { class: 'error', text: res.error }));
+  if (res.congested.length) {
+    kids.push(el('h3', { text: 'Congested' }));
+    kids.push(el('ul', {}, ...res.congested.map((c) => el('li', {
+      text: `${c.from} → ${c.to}: ${pct(c.util, 1)}${c.ce_frac > 0 ? `, CE ${pct(c.ce_frac, 1)}` : ''}, ${c.fat_flows} fat flow(s) (${c.reason})` }))));
+  }
+  kids.push(el('h3', { text: 'Moves' }));
+  if (!res.moves.length) kids.push(el('p', { class: 'muted', text: 'No flow needs to move.' }));
+  else kids.push(el('ul', { id: 'rb-moves' }, ...res.moves.map((m) => el('li', { 'data-move': m.flow,
+    text: `${m.src} → ${m.dst} (${m.class}, ${bps(m.bps)}): ${m.from.join('>')} ⇒ ${m.to.join('>')}` }))));
+  const sw = ((res.plan && res.plan.switches) || []).filter((s) => s.rules.length || s.routes.length);
+  kids.push(el('h3', { text: 'Per-switch changes' }));
+  if (!sw.length) kids.push(el('p', { class: 'muted', text: 'No rule or route changes.' }));
+  for (const s of sw) {
+    kids.push(el('div', { 'data-switch': s.node },
+      el('strong', { text: `${s.node}: ${s.rules.length} rule${s.rules.length === 1 ? '' : 's'}, ${s.routes.length} route${s.routes.length === 1 ? '' : 's'}` }),
+      el('ul', {}, ...s.rules.map((r) => el('li', { text: ruleText(r) })), ...s.routes.map((r) => el('li', { text: routeText(r) })))));
+  }
+  if (dry && (res.moved || sw.length)) kids.push(el('p', { text: 'Apply this plan? The controller recomputes it from the latest reports when you apply.' }));
+  box.replaceChildren(...kids);
+  box.hidden = false;
+}
