@@ -12,7 +12,17 @@
  * caplen. An IP total length of 0 (BIG TCP / GSO) falls back to the wire
  * length. A frame whose L3 header is complete but whose L4 header is cut by
  * the snap length still decodes (l4 == 0, DECODE_F_TRUNC set) so that its
- * bytes can be counted against the address pair.
+ * bytes can be counted against the address pair. "The L4 header" here is
+ * the fixed part that holds the ports (TCP 20 bytes, UDP 8): when only TCP
+ * options are cut, l4 is 1 and DECODE_F_TRUNC is set. A RoCEv2 frame whose
+ * BTH is cut keeps l4 == 1, roce == 0 and sets DECODE_F_TRUNC.
+ *
+ * Lengths that lie but leave the packet decodable (IP total length beyond
+ * the wire, IPv6 payload length beyond the wire, TCP data offset < 5, UDP
+ * length < 8) set DECODE_F_BADLEN and decoding goes on; ip_len is then
+ * clamped to what the wire carried. A length that makes the L4 header lie
+ * outside the datagram (total length shorter than IP header + L4 header)
+ * sets DECODE_F_BADLEN and leaves l4 == 0.
  */
 #ifndef TF_DECODE_H
 #define TF_DECODE_H
@@ -28,6 +38,11 @@
 #define DECODE_F_FRAG    0x02 /* an IP fragment */
 #define DECODE_F_NONFIRST 0x04 /* a non-first fragment: no L4 */
 #define DECODE_F_BADLEN  0x08 /* a length field disagreed with the frame */
+#define DECODE_F_JUMBO   0x10 /* IPv6 jumbogram (HBH Jumbo Payload option) */
+
+/* At most this many IPv6 extension headers are walked; a longer chain is
+ * malformed (-EBADMSG). Real stacks send at most 2-3. */
+#define DECODE_MAX_EXT 8
 
 struct decode_pkt {
     uint32_t wire_len;            /* bytes on the wire */
@@ -58,6 +73,11 @@ struct decode_pkt {
  * -EBADMSG: malformed (bad version, header length, lying lengths that make
  *            the packet undecodable). */
 
+/* The link types decode_frame() understands, in a fixed order (the fuzz
+ * corpus's selector byte indexes this table, so only append to it). */
+extern const int decode_linktypes[];
+extern const unsigned decode_nlinktypes;
+
 /* 0 when the pcap link type (DLT_*) is one decode_frame() understands,
  * -EPROTONOSUPPORT otherwise. */
 int decode_linktype_supported(int dlt);
@@ -68,7 +88,12 @@ int decode_frame(int dlt, const uint8_t *data, uint32_t caplen, uint32_t wire_le
                  struct decode_pkt *pkt);
 
 /* Decodes from an IP header onwards (used by decode_frame, and by the ERSPAN
- * and sFlow paths for inner frames that start at L3). */
+ * and sFlow paths for inner frames that start at L3). The IP version is
+ * taken from the header. Sets every L3/L4 field of pkt and keeps wire_len,
+ * vlan[] and nvlan as the caller left them; pkt->wire_len must be set (it
+ * is the frame's wire length, data[0] being its first byte) because an IP
+ * length of 0 falls back to wire_len - off (caplen - off when wire_len is
+ * smaller). Same return codes as decode_frame(). */
 int decode_ip(const uint8_t *data, uint32_t caplen, uint32_t off, struct decode_pkt *pkt);
 
 #endif

@@ -14,6 +14,17 @@
  * A CNP (BTH opcode 0x81) is counted against the flow it throttles: the RoCE
  * flow in the opposite direction (CNP dst -> CNP src). See flowtab.c for how
  * the throttled QP is found.
+ *
+ * Eviction when full is sampled LRU: the least recently seen non-fat flow
+ * among FLOWTAB_EVICT_WINDOW consecutive slots under a clock hand (exact LRU
+ * when max_flows <= the window). Fat flows are never evicted: if the window
+ * holds only fat flows the packet is dropped (-ENOSPC, full_drops).
+ *
+ * Rates: at each interval close, ivl_bps = interval bytes * 8 / interval_s
+ * and rate_bps = A * ivl_bps + (1 - A) * rate_bps with A =
+ * FLOWTAB_EWMA_ALPHA; a flow's first closed interval sets rate_bps =
+ * ivl_bps. The fat decision uses rate_bps. ECT counts ECT(0) and ECT(1)
+ * packets; CE packets are counted in ce_pkts only.
  */
 #ifndef TF_FLOWTAB_H
 #define TF_FLOWTAB_H
@@ -56,6 +67,9 @@ struct flowtab_stats {
 
 struct flowtab;
 
+/* max_flows in 1..FLOWTAB_MAX_FLOWS (else NULL with errno EINVAL); an
+ * idle_timeout_s <= 0 disables expiry. NULL with errno ENOMEM when the
+ * table cannot be allocated. */
 struct flowtab *flowtab_new(uint32_t max_flows, double idle_timeout_s);
 void flowtab_free(struct flowtab *ft);
 
@@ -66,7 +80,9 @@ int flowtab_update(struct flowtab *ft, const struct decode_pkt *pkt, uint16_t if
                    double ts, uint32_t scale, uint8_t source);
 
 struct flow *flowtab_lookup(struct flowtab *ft, const struct flow_key *key);
-/* Builds the key for a decoded packet (zeroing padding). */
+/* Builds the key for a decoded packet (zeroing padding). vlan[0] is the
+ * outermost tag and vlan[1] the innermost (so three stacked tags key on the
+ * outer and the inner one); qp is the BTH destination QP when pkt->roce. */
 void flowtab_key(const struct decode_pkt *pkt, struct flow_key *key);
 
 /* Closes an interval of length interval_s ending at now: computes each
@@ -76,6 +92,9 @@ void flowtab_key(const struct decode_pkt *pkt, struct flow_key *key);
  * nlinks entries indexed by ifidx. Then resets interval counters and expires
  * flows idle for longer than the idle timeout. */
 #define FLOWTAB_HYST_LOW 0.8
+#define FLOWTAB_EWMA_ALPHA 0.5
+#define FLOWTAB_EVICT_WINDOW 8
+#define FLOWTAB_MAX_FLOWS (1u << 24)
 void flowtab_close_interval(struct flowtab *ft, double now, double interval_s,
                             const double *link_bps, size_t nlinks, double fat_share);
 

@@ -1,0 +1,392 @@
+/*
+ * flowtab: see flowtab.h for the contract.
+ *
+ * Storage: an array of max_flows struct flow (slot order is what
+ * flowtab_next() walks), a stack of free slots, and an open-addressing index
+ * (linear probing, power-of-two size >= 2 * max_flows, so the load stays at
+ * or below one half and every probe sequence ends at an empty cell). Each
+ * index cell holds the flow's slot + 1 and its 32-bit hash, so that a probe
+ * compares keys only when the hashes agree. Removal uses backward-shift
+ * deletion: no tombstones, probe lengths never degrade over time.
+ *
+ * The hash is a multiply-xor over the six 64-bit words of the key with a
+ * per-table random seed (so that crafted traffic cannot aim at one probe
+ * chain) and a murmur3 finaliser.
+ *
+ * CNP attribution: a CNP from A to B names B's QP (the sender's), while the
+ * flow it throttles, B -> A, is keyed by A's QP, which the CNP does not
+ * carry. RoCE data flows (any BTH opcode but CNP) are therefore also linked
+ * into chains hashed by their (src, dst, VLANs) pair. A CNP walks the chain
+ * of the pair (CNP dst, CNP src) and charges the matching flow; when several
+ * QPs of that pair exist it charges the one with the most bytes in the
+ * current interval (the one most likely to have filled the queue that
+ * marked CE; ties go to the most recently created). When none exists yet the
+ * CNP is counted on the CNP's own flow entry. The chains are only touched
+ * when a RoCE flow is created or removed and when a CNP arrives, so the
+ * per-packet path is one hash and one probe.
+ */
+#include "probes/flowtab.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#define NONE UINT32_MAX
+
+_Static_assert(sizeof(struct flow_key) == 48, "flow_key is hashed as six 64-bit words");
+
+struct ft_cell {
+    uint32_t id1; /* slot + 1; 0 = empty */
+    uint32_t hash;
+};
+
+struct ft_meta {
+    uint32_t hash, pair_hash;
+    uint32_t pair_next; /* slot + 1 of the next flow in the pair chain */
+    uint8_t live, roce_data, rated;
+};
+
+struct flowtab {
+    uint32_t max, mask, count, nfree, hand;
+    double idle;
+    uint64_t seed;
+    struct flow *flows;
+    struct ft_meta *meta;
+    uint32_t *freelist;
+    struct ft_cell *index;
+    uint32_t *pair_head; /* mask + 1 chain heads, slot + 1 */
+    struct flowtab_stats st;
+};
+
+static inline uint64_t fmix64(uint64_t h)
+{
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ULL;
+    h ^= h >> 33;
+    return h;
+}
+
+static inline uint64_t mixw(uint64_t h, uint64_t w)
+{
+    h = (h ^ w) * 0x9e3779b97f4a7c15ULL;
+    return h ^ (h >> 29);
+}
+
+static inline uint32_t key_hash(const struct flowtab *ft, const struct flow_key *k)
+{
+    uint64_t w[6], h = ft->seed;
+    memcpy(w, k, sizeof(w));
+    for (int i = 0; i < 6; i++)
+        h = mixw(h, w[i]);
+    return (uint32_t)fmix64(h);
+}
+
+static uint32_t pair_hash(const struct flowtab *ft, const uint8_t *a, const uint8_t *b,
+                          const uint16_t vlan[2], uint8_t af)
+{
+    uint64_t w[4], h = ft->seed ^ 0x5bd1e995ULL;
+    memcpy(w, a, 16);
+    memcpy(w + 2, b, 16);
+    for (int i = 0; i < 4; i++)
+        h = mixw(h, w[i]);
+    h = mixw(h, (uint64_t)vlan[0] << 32 | (uint64_t)vlan[1] << 16 | af);
+    return (uint32_t)fmix64(h);
+}
+
+void flowtab_key(const struct decode_pkt *pkt, struct flow_key *k)
+{
+    memset(k, 0, sizeof(*k));
+    memcpy(k->src, pkt->src, 16);
+    memcpy(k->dst, pkt->dst, 16);
+    if (pkt->nvlan) {
+        k->vlan[0] = pkt->vlan[0];
+        if (pkt->nvlan > 1)
+            k->vlan[1] = pkt->vlan[pkt->nvlan - 1];
+    }
+    k->sport = pkt->sport;
+    k->dport = pkt->dport;
+    k->qp = pkt->roce ? pkt->dqp : 0;
+    k->af = pkt->af;
+    k->proto = pkt->proto;
+}
+
+struct flowtab *flowtab_new(uint32_t max_flows, double idle_timeout_s)
+{
+    if (max_flows == 0 || max_flows > FLOWTAB_MAX_FLOWS) {
+        errno = EINVAL;
+        return NULL;
+    }
+    struct flowtab *ft = calloc(1, sizeof(*ft));
+    if (!ft)
+        return NULL;
+    uint32_t n = 16;
+    while (n < 2 * max_flows)
+        n <<= 1;
+    ft->max = max_flows;
+    ft->mask = n - 1;
+    ft->idle = idle_timeout_s;
+    ft->flows = calloc(max_flows, sizeof(*ft->flows));
+    ft->meta = calloc(max_flows, sizeof(*ft->meta));
+    ft->freelist = calloc(max_flows, sizeof(*ft->freelist));
+    ft->index = calloc(n, sizeof(*ft->index));
+    ft->pair_head = calloc(n, sizeof(*ft->pair_head));
+    if (!ft->flows || !ft->meta || !ft->freelist || !ft->index || !ft->pair_head) {
+        flowtab_free(ft);
+        errno = ENOMEM;
+        return NULL;
+    }
+    /* Hand out low slots first: slot order then follows arrival order. */
+    for (uint32_t i = 0; i < max_flows; i++)
+        ft->freelist[i] = max_flows - 1 - i;
+    ft->nfree = max_flows;
+    if (getrandom(&ft->seed, sizeof(ft->seed), GRND_NONBLOCK) != sizeof(ft->seed))
+        ft->seed = (uint64_t)time(NULL) ^ (uint64_t)(uintptr_t)ft;
+    return ft;
+}
+
+void flowtab_free(struct flowtab *ft)
+{
+    if (!ft)
+        return;
+    free(ft->flows);
+    free(ft->meta);
+    free(ft->freelist);
+    free(ft->index);
+    free(ft->pair_head);
+    free(ft);
+}
+
+/* Slot of key (hash h), or NONE with *empty set to the cell it would take. */
+static inline uint32_t find(const struct flowtab *ft, const struct flow_key *k, uint32_t h,
+                            uint32_t *empty)
+{
+    uint32_t i = h & ft->mask;
+    for (;;) {
+        const struct ft_cell *c = &ft->index[i];
+        if (!c->id1)
+            break;
+        if (c->hash == h && memcmp(&ft->flows[c->id1 - 1].key, k, sizeof(*k)) == 0)
+            return c->id1 - 1;
+        i = (i + 1) & ft->mask;
+    }
+    *empty = i;
+    return NONE;
+}
+
+static void index_del(struct flowtab *ft, uint32_t id)
+{
+    uint32_t i = ft->meta[id].hash & ft->mask;
+    while (ft->index[i].id1 != id + 1)
+        i = (i + 1) & ft->mask;
+    /* Backward shift: pull later cells of the run into the hole unless their
+     * home lies cyclically in (hole, cell]. */
+    for (uint32_t j = i;;) {
+        j = (j + 1) & ft->mask;
+        if (!ft->index[j].id1)
+            break;
+        uint32_t home = ft->index[j].hash & ft->mask;
+        if (i <= j ? (i < home && home <= j) : (i < home || home <= j))
+            continue;
+        ft->index[i] = ft->index[j];
+        i = j;
+    }
+    ft->index[i].id1 = 0;
+}
+
+static void pair_link(struct flowtab *ft, uint32_t id)
+{
+    const struct flow_key *k = &ft->flows[id].key;
+    struct ft_meta *m = &ft->meta[id];
+    m->pair_hash = pair_hash(ft, k->src, k->dst, k->vlan, k->af);
+    uint32_t *head = &ft->pair_head[m->pair_hash & ft->mask];
+    m->pair_next = *head;
+    *head = id + 1;
+    m->roce_data = 1;
+}
+
+static void pair_unlink(struct flowtab *ft, uint32_t id)
+{
+    uint32_t *p = &ft->pair_head[ft->meta[id].pair_hash & ft->mask];
+    while (*p && *p != id + 1)
+        p = &ft->meta[*p - 1].pair_next;
+    if (*p)
+        *p = ft->meta[id].pair_next;
+    ft->meta[id].roce_data = 0;
+}
+
+static void flow_remove(struct flowtab *ft, uint32_t id)
+{
+    index_del(ft, id);
+    if (ft->meta[id].roce_data)
+        pair_unlink(ft, id);
+    ft->meta[id].live = 0;
+    ft->freelist[ft->nfree++] = id;
+    ft->count--;
+}
+
+/* Frees one slot by sampled LRU; -ENOSPC when the window holds only fat
+ * flows (they are what the probe exists to report). */
+static int evict(struct flowtab *ft)
+{
+    uint32_t best = NONE, n = ft->max < FLOWTAB_EVICT_WINDOW ? ft->max : FLOWTAB_EVICT_WINDOW;
+    for (uint32_t i = 0, id = ft->hand; i < n; i++, id = id + 1 == ft->max ? 0 : id + 1) {
+        const struct flow *f = &ft->flows[id];
+        if (!f->fat && (best == NONE || f->last_ts < ft->flows[best].last_ts))
+            best = id;
+    }
+    ft->hand = (uint32_t)(((uint64_t)ft->hand + n) % ft->max);
+    if (best == NONE) {
+        ft->st.full_drops++;
+        return -ENOSPC;
+    }
+    flow_remove(ft, best);
+    ft->st.evicted++;
+    return 0;
+}
+
+static int insert(struct flowtab *ft, const struct flow_key *k, uint32_t h, uint32_t cell,
+                  double ts, uint32_t *out)
+{
+    if (!ft->nfree) {
+        int r = evict(ft);
+        if (r < 0)
+            return r;
+        /* Removal shifted the index: find the empty cell again. */
+        cell = h & ft->mask;
+        while (ft->index[cell].id1)
+            cell = (cell + 1) & ft->mask;
+    }
+    uint32_t id = ft->freelist[--ft->nfree];
+    struct flow *f = &ft->flows[id];
+    memset(f, 0, sizeof(*f));
+    f->key = *k;
+    f->first_ts = f->last_ts = ts;
+    memset(&ft->meta[id], 0, sizeof(ft->meta[id]));
+    ft->meta[id].hash = h;
+    ft->meta[id].live = 1;
+    ft->index[cell].id1 = id + 1;
+    ft->index[cell].hash = h;
+    ft->count++;
+    ft->st.inserted++;
+    *out = id;
+    return 0;
+}
+
+/* Charges a CNP seen on flow own (the CNP's own entry). See the top. */
+static void cnp_account(struct flowtab *ft, uint32_t own, uint32_t scale)
+{
+    const struct flow_key *k = &ft->flows[own].key;
+    uint32_t h = pair_hash(ft, k->dst, k->src, k->vlan, k->af), best = NONE;
+    for (uint32_t id1 = ft->pair_head[h & ft->mask]; id1; id1 = ft->meta[id1 - 1].pair_next) {
+        const struct flow *f = &ft->flows[id1 - 1];
+        if (ft->meta[id1 - 1].pair_hash != h || f->key.af != k->af ||
+            memcmp(f->key.src, k->dst, 16) || memcmp(f->key.dst, k->src, 16) ||
+            f->key.vlan[0] != k->vlan[0] || f->key.vlan[1] != k->vlan[1])
+            continue;
+        if (best == NONE || f->ivl_bytes > ft->flows[best].ivl_bytes)
+            best = id1 - 1;
+    }
+    struct flow *t = &ft->flows[best == NONE ? own : best];
+    t->cnps += scale;
+    t->ivl_cnps += scale;
+}
+
+int flowtab_update(struct flowtab *ft, const struct decode_pkt *pkt, uint16_t ifidx,
+                   double ts, uint32_t scale, uint8_t source)
+{
+    struct flow_key k;
+    uint32_t id, cell = 0;
+
+    if (pkt->af != 4 && pkt->af != 6)
+        return -EINVAL;
+    flowtab_key(pkt, &k);
+    uint32_t h = key_hash(ft, &k);
+    id = find(ft, &k, h, &cell);
+    if (id == NONE) {
+        int r = insert(ft, &k, h, cell, ts, &id);
+        if (r < 0)
+            return r;
+    }
+    struct flow *f = &ft->flows[id];
+    uint64_t b = (uint64_t)pkt->wire_len * scale;
+    f->bytes += b;
+    f->ivl_bytes += b;
+    f->pkts += scale;
+    f->ivl_pkts += scale;
+    if (pkt->ecn == 3) {
+        f->ce_pkts += scale;
+        f->ivl_ce += scale;
+    } else if (pkt->ecn) {
+        f->ect_pkts += scale;
+        f->ivl_ect += scale;
+    }
+    if (ts > f->last_ts)
+        f->last_ts = ts;
+    f->dscp = pkt->dscp;
+    f->ifidx = ifidx;
+    f->sampling = scale;
+    f->source = source;
+    if (pkt->roce) {
+        if (pkt->bth_opcode == DECODE_BTH_CNP)
+            cnp_account(ft, id, scale);
+        else if (!ft->meta[id].roce_data)
+            pair_link(ft, id);
+    }
+    return 0;
+}
+
+struct flow *flowtab_lookup(struct flowtab *ft, const struct flow_key *key)
+{
+    uint32_t cell, id = find(ft, key, key_hash(ft, key), &cell);
+    return id == NONE ? NULL : &ft->flows[id];
+}
+
+void flowtab_close_interval(struct flowtab *ft, double now, double interval_s,
+                            const double *link_bps, size_t nlinks, double fat_share)
+{
+    for (uint32_t id = 0; id < ft->max; id++) {
+        struct ft_meta *m = &ft->meta[id];
+        if (!m->live)
+            continue;
+        struct flow *f = &ft->flows[id];
+        f->ivl_bps = interval_s > 0 ? (double)f->ivl_bytes * 8.0 / interval_s : 0.0;
+        if (m->rated) {
+            f->rate_bps = FLOWTAB_EWMA_ALPHA * f->ivl_bps + (1.0 - FLOWTAB_EWMA_ALPHA) * f->rate_bps;
+        } else {
+            f->rate_bps = f->ivl_bps;
+            m->rated = 1;
+        }
+        double link = f->ifidx < nlinks ? link_bps[f->ifidx] : 0.0;
+        if (link > 0 && fat_share > 0) {
+            double thr = fat_share * link;
+            f->fat = f->rate_bps >= (f->fat ? thr * FLOWTAB_HYST_LOW : thr);
+        } else {
+            f->fat = false;
+        }
+        f->ivl_bytes = f->ivl_pkts = f->ivl_ce = f->ivl_ect = f->ivl_cnps = 0;
+        if (ft->idle > 0 && now - f->last_ts > ft->idle) {
+            flow_remove(ft, id);
+            ft->st.expired++;
+        }
+    }
+}
+
+struct flow *flowtab_next(struct flowtab *ft, uint32_t *cursor)
+{
+    for (uint32_t i = *cursor; i < ft->max; i++) {
+        if (ft->meta[i].live) {
+            *cursor = i + 1;
+            return &ft->flows[i];
+        }
+    }
+    *cursor = ft->max;
+    return NULL;
+}
+
+uint32_t flowtab_count(const struct flowtab *ft) { return ft->count; }
+
+void flowtab_get_stats(const struct flowtab *ft, struct flowtab_stats *st) { *st = ft->st; }
