@@ -1,0 +1,337 @@
+/*
+ * config: see config.h. One table (config_keys) holds every key's type,
+ * place, default and bounds; defaults are applied through the same setter as
+ * file and command-line values so that a default can never violate a bound.
+ */
+#include "controller/config.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+
+enum ck_type { CK_STR, CK_LONG, CK_DOUBLE, CK_BOOL, CK_ENUM };
+
+struct config_key {
+    const char *name;
+    enum ck_type type;
+    size_t off, size;      /* field offset; buffer size for strings */
+    const char *def;
+    double min, max;       /* numbers: inclusive bounds; strings: max length */
+    const char *choices;   /* CK_ENUM: "a|b|c" */
+};
+
+#define F(field) offsetof(struct config, field), sizeof(((struct config *)0)->field)
+static const struct config_key config_keys[] = {
+    {"listen", CK_STR, F(listen), "127.0.0.1:8080", 0, 0, NULL},
+    {"token_file", CK_STR, F(token_file), "", 0, 0, NULL},
+    {"topology", CK_STR, F(topology), "", 0, 0, NULL},
+    {"policy", CK_STR, F(policy), "", 0, 0, NULL},
+    {"backend", CK_ENUM, F(backend), "none", 0, 0, "netlink|plan|none"},
+    {"backend_options.plan_dir", CK_STR, F(plan_dir), "/var/lib/tierflow/plan", 0, 0, NULL},
+    {"backend_options.rule_prio_min", CK_LONG, F(rule_prio_min), "20000", 1, 32765, NULL},
+    {"backend_options.rule_prio_max", CK_LONG, F(rule_prio_max), "29999", 1, 32765, NULL},
+    {"backend_options.route_proto", CK_LONG, F(route_proto), "199", 5, 254, NULL},
+    {"backend_options.table_base", CK_LONG, F(table_base), "2000", 1, 2000000000, NULL},
+    {"web_dir", CK_STR, F(web_dir), "", 0, 0, NULL},
+    {"log_level", CK_ENUM, F(log_level), "info", 0, 0, "error|warning|notice|info|debug"},
+    {"syslog", CK_BOOL, F(syslog), "false", 0, 0, NULL},
+    {"withdraw_on_exit", CK_BOOL, F(withdraw_on_exit), "false", 0, 0, NULL},
+    {"tls_cert", CK_STR, F(tls_cert), "", 0, 0, NULL},
+    {"tls_key", CK_STR, F(tls_key), "", 0, 0, NULL},
+    {"interval", CK_DOUBLE, F(interval), "1", 0.05, 3600, NULL},
+    {"thresholds.util", CK_DOUBLE, F(util), "0.8", 0.01, 10, NULL},
+    {"thresholds.ce_frac", CK_DOUBLE, F(ce_frac), "0.05", 0, 1, NULL},
+    {"thresholds.hysteresis", CK_DOUBLE, F(hysteresis), "0.05", 0, 1, NULL},
+    {"thresholds.min_move_interval", CK_DOUBLE, F(min_move_interval), "10", 0, 86400, NULL},
+    {"thresholds.max_moves", CK_LONG, F(max_moves), "16", 0, 100000, NULL},
+    {"thresholds.stale_intervals", CK_DOUBLE, F(stale_intervals), "3", 1, 1000, NULL},
+    {"limits.max_connections", CK_LONG, F(max_connections), "1024", 1, 65536, NULL},
+    {"limits.connection_timeout", CK_LONG, F(connection_timeout), "10", 1, 3600, NULL},
+    {"limits.max_body", CK_LONG, F(max_body), "8388608", 1024, 268435456, NULL},
+    {"limits.max_flows_per_report", CK_LONG, F(max_flows_per_report), "100000", 1, 1000000, NULL},
+    {"limits.max_flows", CK_LONG, F(max_flows), "1000000", 16, 16000000, NULL},
+    {"limits.rate_limit", CK_LONG, F(rate_limit), "0", 0, 10000000, NULL},
+    {"limits.threads", CK_LONG, F(threads), "2", 1, 64, NULL},
+};
+#undef F
+
+static const struct config_key *config_find(const char *name)
+{
+    for (size_t i = 0; i < TF_ARRAY_SIZE(config_keys); i++)
+        if (strcmp(config_keys[i].name, name) == 0)
+            return &config_keys[i];
+    return NULL;
+}
+
+static int choice_ok(const char *choices, const char *v)
+{
+    size_t n = strlen(v);
+    for (const char *p = choices; *p;) {
+        const char *bar = strchr(p, '|');
+        size_t len = bar ? (size_t)(bar - p) : strlen(p);
+        if (len == n && strncmp(p, v, n) == 0)
+            return 1;
+        p += len + (bar ? 1 : 0);
+    }
+    return 0;
+}
+
+/* All setters funnel through here: value already typed. */
+static int set_string(struct config *c, const struct config_key *k, const char *v,
+                      char *err, size_t errlen)
+{
+    if (k->type == CK_ENUM && !choice_ok(k->choices, v)) {
+        snprintf(err, errlen, "%s: '%.64s' is not one of %s", k->name, v, k->choices);
+        return -EINVAL;
+    }
+    for (const char *p = v; *p; p++)
+        if ((unsigned char)*p < 0x20) {
+            snprintf(err, errlen, "%s: control character in value", k->name);
+            return -EINVAL;
+        }
+    if (strlen(v) >= k->size) {
+        snprintf(err, errlen, "%s: value longer than %zu bytes", k->name, k->size - 1);
+        return -ERANGE;
+    }
+    tf_strlcpy((char *)c + k->off, v, k->size);
+    return 0;
+}
+
+static int set_number(struct config *c, const struct config_key *k, double v,
+                      char *err, size_t errlen)
+{
+    if (!isfinite(v) || v < k->min || v > k->max) {
+        snprintf(err, errlen, "%s: %g is out of range [%g, %g]", k->name, v, k->min, k->max);
+        return -ERANGE;
+    }
+    if (k->type == CK_LONG) {
+        if (v != floor(v)) {
+            snprintf(err, errlen, "%s: %g is not an integer", k->name, v);
+            return -EINVAL;
+        }
+        *(long *)((char *)c + k->off) = (long)v;
+    } else {
+        *(double *)((char *)c + k->off) = v;
+    }
+    return 0;
+}
+
+int config_set_str(struct config *c, const char *key, const char *value, char *err, size_t errlen)
+{
+    const struct config_key *k = config_find(key);
+    if (!k) {
+        snprintf(err, errlen, "unknown config key '%.64s'", key);
+        return -ENOENT;
+    }
+    switch (k->type) {
+    case CK_STR:
+    case CK_ENUM:
+        return set_string(c, k, value, err, errlen);
+    case CK_BOOL:
+        if (strcmp(value, "true") && strcmp(value, "false")) {
+            snprintf(err, errlen, "%s: '%.64s' is not true or false", k->name, value);
+            return -EINVAL;
+        }
+        *(bool *)((char *)c + k->off) = value[0] == 't';
+        return 0;
+    default: {
+        double v;
+        int r = tf_parse_double(value, -INFINITY, INFINITY, &v);
+        if (r < 0) {
+            snprintf(err, errlen, "%s: '%.64s' is not a number", k->name, value);
+            return -EINVAL;
+        }
+        return set_number(c, k, v, err, errlen);
+    }
+    }
+}
+
+void config_defaults(struct config *c)
+{
+    char err[256];
+    memset(c, 0, sizeof(*c));
+    for (size_t i = 0; i < TF_ARRAY_SIZE(config_keys); i++)
+        if (config_set_str(c, config_keys[i].name, config_keys[i].def, err, sizeof(err)) < 0)
+            abort(); /* a default outside its own bounds is a programming error */
+}
+
+static int set_json(struct config *c, const char *name, json_t *v, char *err, size_t errlen)
+{
+    const struct config_key *k = config_find(name);
+    if (!k) {
+        snprintf(err, errlen, "unknown config key '%.64s'", name);
+        return -ENOENT;
+    }
+    switch (k->type) {
+    case CK_STR:
+    case CK_ENUM:
+        if (!json_is_string(v))
+            break;
+        return set_string(c, k, json_string_value(v), err, errlen);
+    case CK_BOOL:
+        if (!json_is_boolean(v))
+            break;
+        *(bool *)((char *)c + k->off) = json_is_true(v);
+        return 0;
+    case CK_LONG:
+        if (!json_is_integer(v))
+            break;
+        return set_number(c, k, (double)json_integer_value(v), err, errlen);
+    case CK_DOUBLE:
+        if (!json_is_number(v))
+            break;
+        return set_number(c, k, json_number_value(v), err, errlen);
+    }
+    static const char *const tn[] = {"a string", "an integer", "a number", "true or false", "a string"};
+    snprintf(err, errlen, "%s: must be %s", k->name, tn[k->type]);
+    return -EINVAL;
+}
+
+static int load_object(struct config *c, json_t *obj, const char *prefix, char *err, size_t errlen)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach(obj, key, v) {
+        char name[128];
+        if ((size_t)snprintf(name, sizeof(name), "%s%s%s", prefix, *prefix ? "." : "", key) >= sizeof(name)) {
+            snprintf(err, errlen, "config key '%.64s...' too long", name);
+            return -EINVAL;
+        }
+        int r;
+        /* A section is an object whose name prefixes some key. */
+        if (json_is_object(v) && !*prefix)
+            r = load_object(c, v, name, err, errlen);
+        else
+            r = set_json(c, name, v, err, errlen);
+        if (r < 0)
+            return r;
+    }
+    return 0;
+}
+
+int config_load_text(struct config *c, const char *text, size_t len, const char *origin,
+                     char *err, size_t errlen)
+{
+    json_error_t je;
+    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+    if (!root) {
+        snprintf(err, errlen, "%s:%d:%d: %s", origin, je.line, je.column, je.text);
+        return -EINVAL;
+    }
+    int r = 0;
+    if (!json_is_object(root)) {
+        snprintf(err, errlen, "%s: top level must be an object", origin);
+        r = -EINVAL;
+    } else {
+        char sub[224];
+        struct config tmp = *c; /* all or nothing */
+        r = load_object(&tmp, root, "", sub, sizeof(sub));
+        if (r < 0)
+            snprintf(err, errlen, "%s: %s", origin, sub);
+        else
+            *c = tmp;
+    }
+    json_decref(root);
+    return r;
+}
+
+int config_load_file(struct config *c, const char *path, char *err, size_t errlen)
+{
+    char *text;
+    size_t len;
+    int r = tf_read_file(path, 1 << 20, &text, &len);
+    if (r < 0) {
+        snprintf(err, errlen, "%s: %s", path, strerror(-r));
+        return r;
+    }
+    r = config_load_text(c, text, len, path, err, errlen);
+    free(text);
+    return r;
+}
+
+int config_listen_addr(const struct config *c, char *host, size_t hostlen, unsigned *port)
+{
+    const char *s = c->listen, *colon;
+    size_t hl;
+    if (s[0] == '[') {
+        const char *close = strchr(s, ']');
+        if (!close || close[1] != ':')
+            return -EINVAL;
+        s++;
+        hl = (size_t)(close - s);
+        colon = close + 1;
+    } else {
+        colon = strrchr(s, ':');
+        if (!colon)
+            return -EINVAL;
+        hl = (size_t)(colon - s);
+    }
+    if (hl == 0 || hl >= hostlen)
+        return -EINVAL;
+    memcpy(host, s, hl);
+    host[hl] = '\0';
+    uint64_t p;
+    if (tf_parse_u64(colon + 1, 0, 65535, &p) < 0)
+        return -EINVAL;
+    int af;
+    uint8_t a[16];
+    if (tf_addr_parse(host, &af, a) < 0)
+        return -EINVAL;
+    *port = (unsigned)p;
+    return 0;
+}
+
+int config_validate(const struct config *c, char *err, size_t errlen)
+{
+    char host[64];
+    unsigned port;
+    if (!c->topology[0]) {
+        snprintf(err, errlen, "topology: required (config key or --topology)");
+        return -EINVAL;
+    }
+    if (config_listen_addr(c, host, sizeof(host), &port) < 0) {
+        snprintf(err, errlen, "listen: '%s' is not ADDR:PORT with a numeric address", c->listen);
+        return -EINVAL;
+    }
+    if (c->rule_prio_min > c->rule_prio_max) {
+        snprintf(err, errlen, "backend_options.rule_prio_min (%ld) > rule_prio_max (%ld)",
+                 c->rule_prio_min, c->rule_prio_max);
+        return -EINVAL;
+    }
+    if (!c->tls_cert[0] != !c->tls_key[0]) {
+        snprintf(err, errlen, "tls_cert and tls_key must be given together");
+        return -EINVAL;
+    }
+    if (strcmp(c->backend, "plan") == 0 && !c->plan_dir[0]) {
+        snprintf(err, errlen, "backend_options.plan_dir: required by backend plan");
+        return -EINVAL;
+    }
+    return 0;
+}
+
+char *config_dump_json(const struct config *c)
+{
+    json_t *o = json_object();
+    for (size_t i = 0; i < TF_ARRAY_SIZE(config_keys); i++) {
+        const struct config_key *k = &config_keys[i];
+        const char *p = (const char *)c + k->off;
+        json_t *v;
+        switch (k->type) {
+        case CK_STR:
+        case CK_ENUM: v = json_string(p); break;
+        case CK_BOOL: v = json_boolean(*(const bool *)p); break;
+        case CK_LONG: v = json_integer(*(const long *)p); break;
+        default: v = json_real(*(const double *)p); break;
+        }
+        json_object_set_new(o, k->name, v);
+    }
+    char *s = json_dumps(o, JSON_INDENT(2) | JSON_SORT_KEYS);
+    json_decref(o);
+    return s;
+}

@@ -1,0 +1,69 @@
+/*
+ * config: tierflowd's settings, one table of keys with defaults and bounds
+ * (in the manner of redis' config.c).
+ *
+ * The JSON config file nests sections ({"thresholds": {"util": 0.9}}); every
+ * leaf is addressed by its dotted name ("thresholds.util"), which is also how
+ * command-line flags set keys. Invariants: after config_defaults() every
+ * field holds its default; config_set_json()/config_set_str() change a field
+ * only when the new value has the right type and lies within the key's
+ * bounds, and otherwise leave it alone and name the key and the problem.
+ * Unknown keys are errors, never ignored.
+ */
+#ifndef TF_CONFIG_H
+#define TF_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define CONFIG_STR_MAX 256
+
+struct config {
+    char listen[CONFIG_STR_MAX];       /* "ADDR:PORT" or "[v6]:PORT" */
+    char token_file[CONFIG_STR_MAX];
+    char topology[CONFIG_STR_MAX];     /* file or generator spec */
+    char policy[CONFIG_STR_MAX];
+    char backend[16];                  /* netlink | plan | none */
+    char plan_dir[CONFIG_STR_MAX];
+    long rule_prio_min, rule_prio_max; /* ip rule priority range tierflow owns */
+    long route_proto;                  /* rtm_protocol stamped on its routes */
+    long table_base;                   /* first routing table id it uses */
+    char web_dir[CONFIG_STR_MAX];      /* "" = built-in search */
+    char log_level[16];
+    bool syslog;
+    bool withdraw_on_exit;
+    char tls_cert[CONFIG_STR_MAX], tls_key[CONFIG_STR_MAX];
+    double interval;                   /* seconds between rebalance rounds */
+    /* thresholds */
+    double util;                       /* congestion when a direction's util exceeds this */
+    double ce_frac;                    /* ... or its CE fraction exceeds this */
+    double hysteresis;                 /* a move must lower max util by at least this */
+    double min_move_interval;          /* seconds between two moves of one flow */
+    long max_moves;                    /* per round */
+    double stale_intervals;            /* probe silent this many intervals = stale */
+    /* limits */
+    long max_connections;
+    long connection_timeout;           /* seconds */
+    long max_body;                     /* bytes */
+    long max_flows_per_report;
+    long max_flows;                    /* flows kept in state */
+    long rate_limit;                   /* requests per second per client address, 0 = off */
+    long threads;                      /* HTTP worker threads */
+};
+
+void config_defaults(struct config *c);
+/* Loads a JSON config file over the current values. */
+int config_load_file(struct config *c, const char *path, char *err, size_t errlen);
+/* Same, from text (origin names it in messages). */
+int config_load_text(struct config *c, const char *text, size_t len, const char *origin,
+                     char *err, size_t errlen);
+/* Sets one key (dotted name) from a command-line string. */
+int config_set_str(struct config *c, const char *key, const char *value, char *err, size_t errlen);
+/* Cross-key checks (required keys, ranges that depend on each other). */
+int config_validate(const struct config *c, char *err, size_t errlen);
+/* Splits c->listen into host and port. */
+int config_listen_addr(const struct config *c, char *host, size_t hostlen, unsigned *port);
+/* Writes the effective configuration as JSON (for --check-config -v). */
+char *config_dump_json(const struct config *c);
+
+#endif

@@ -1,0 +1,88 @@
+/*
+ * ingest: probe reports (DESIGN 2.3) in, fabric state out.
+ *
+ * Two steps so that validation never holds the state lock and is testable
+ * alone: ingest_parse() turns untrusted JSON into a bounded, fully validated
+ * batch (or an error naming the field, e.g. "flows[3].bps: negative -1");
+ * ingest_apply() resolves names against the current topology and updates
+ * the state under its write lock.
+ *
+ * Mapping: a report's `probe` is a topology node; each `if` names the link
+ * direction leaving that node (topo_dir_by_if). An interface that is not one
+ * of the node's links is not an error: it is counted as unmapped (result and
+ * probe status), and flows leaving by it keep no path. An unknown probe node
+ * is an error (-ENOENT). A link with oper "down" takes both its directions
+ * out of service until it is reported up again.
+ */
+#ifndef TF_INGEST_H
+#define TF_INGEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "controller/state.h"
+
+struct events;
+
+#define INGEST_MAX_REPORTS 64
+#define INGEST_MAX_LINKS 256
+#define INGEST_NAME_LEN 32
+#define INGEST_MAX_BPS 1e13     /* 10 Tb/s: above any port made */
+#define INGEST_MAX_COUNT 1e18
+
+struct ingest_link {
+    char ifname[STATE_IF_LEN];
+    double tx_bps, rx_bps;
+    bool has_rx;
+    uint64_t drops, ce_pkts;
+    bool down;
+};
+
+struct ingest_flow {
+    struct state_flow_key k;
+    char ifname[STATE_IF_LEN];
+    uint8_t dscp;
+    bool fat;
+    double bps, ce_frac;
+    uint64_t bytes, pkts, cnp;
+};
+
+struct ingest_report {
+    char probe[INGEST_NAME_LEN];
+    double ts, interval_s;
+    size_t nlinks, nflows;
+    struct ingest_link *links;
+    struct ingest_flow *flows;
+};
+
+struct ingest_batch {
+    size_t n;
+    struct ingest_report r[INGEST_MAX_REPORTS];
+};
+
+struct ingest_result {
+    size_t accepted, links, flows, fat, unmapped_flows, dropped_full;
+    size_t nunmapped;
+    char unmapped[STATE_UNMAPPED_MAX][STATE_IF_LEN];
+    char probes[INGEST_MAX_REPORTS][INGEST_NAME_LEN];
+};
+
+/* Error kinds so that the HTTP layer can pick the status. */
+enum ingest_err { INGEST_OK = 0, INGEST_BAD_JSON, INGEST_BAD_FIELD, INGEST_TOO_MANY, INGEST_UNKNOWN };
+
+struct ingest_error {
+    enum ingest_err kind;
+    int line, column, position; /* BAD_JSON */
+    char msg[256];
+};
+
+/* max_flows bounds the flows of one report (and of the whole batch). */
+int  ingest_parse(const char *body, size_t len, size_t max_flows, struct ingest_batch *b,
+                  struct ingest_error *e);
+void ingest_batch_free(struct ingest_batch *b);
+/* Resolves and applies (write lock taken inside). ev may be NULL. */
+int  ingest_apply(struct state *s, const struct ingest_batch *b, double now, struct events *ev,
+                  struct ingest_result *res, struct ingest_error *e);
+
+#endif

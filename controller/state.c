@@ -1,0 +1,306 @@
+/*
+ * state: see state.h. The flow table is a dense array plus an open-addressing
+ * index (linear probing, load <= 1/2) so that iteration for the views and the
+ * rebalancer is a plain loop and lookups from ingest are O(1).
+ */
+#include "controller/state.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "policy/classes.h"
+
+static size_t slots_for(size_t n)
+{
+    size_t s = 64;
+    while (s < 2 * n + 2)
+        s *= 2;
+    return s;
+}
+
+int state_init(struct state *s, struct topo *t, size_t max_flows, double stale_after, double now)
+{
+    memset(s, 0, sizeof(*s));
+    if (pthread_rwlock_init(&s->lock, NULL) != 0)
+        return -ENOMEM;
+    s->max_flows = max_flows;
+    s->stale_after = stale_after;
+    s->start = now;
+    s->nslots = slots_for(0);
+    s->fidx = calloc(s->nslots, sizeof(*s->fidx));
+    if (!s->fidx)
+        return -ENOMEM;
+    struct topo *old = state_set_topo(s, t);
+    (void)old;
+    return s->dirs && s->probes ? 0 : -ENOMEM;
+}
+
+void state_free(struct state *s)
+{
+    topo_free(s->topo);
+    free(s->dirs);
+    free(s->probes);
+    free(s->flows);
+    free(s->fidx);
+    pthread_rwlock_destroy(&s->lock);
+    memset(s, 0, sizeof(*s));
+}
+
+struct topo *state_set_topo(struct state *s, struct topo *t)
+{
+    struct topo *old = s->topo;
+    struct state_dir *d = calloc(2 * (size_t)t->nlinks + 1, sizeof(*d));
+    struct state_probe *p = calloc((size_t)t->nnodes + 1, sizeof(*p));
+    if (!d || !p) {
+        free(d);
+        free(p);
+        return t; /* caller frees the rejected one; state unchanged */
+    }
+    for (uint32_t i = 0; i < 2 * t->nlinks; i++) {
+        d[i].up = true;
+        d[i].probe = TOPO_NONE;
+    }
+    free(s->dirs);
+    free(s->probes);
+    s->dirs = d;
+    s->probes = p;
+    s->topo = t;
+    /* Node indices may mean other nodes now: forget every placement. */
+    for (size_t i = 0; i < s->nflows; i++) {
+        struct state_flow *f = &s->flows[i];
+        f->probe = f->egress = f->src_node = f->dst_node = TOPO_NONE;
+        f->path = f->pin = -1;
+        f->pinned = false;
+    }
+    s->gen++;
+    return old;
+}
+
+uint64_t state_flow_id(const struct state_flow_key *k)
+{
+    /* FNV-1a over the fields (not the struct, which has padding). */
+    uint64_t h = 1469598103934665603ull;
+#define MIX(p, n) for (size_t i_ = 0; i_ < (n); i_++) { h ^= ((const uint8_t *)(p))[i_]; h *= 1099511628211ull; }
+    MIX(&k->af, 1); MIX(&k->proto, 1); MIX(&k->sport, 2); MIX(&k->dport, 2);
+    MIX(&k->vlan, 2); MIX(&k->qp, 4); MIX(k->src, 16); MIX(k->dst, 16);
+#undef MIX
+    return h ^ (h >> 29);
+}
+
+static bool key_eq(const struct state_flow_key *a, const struct state_flow_key *b)
+{
+    return a->af == b->af && a->proto == b->proto && a->sport == b->sport && a->dport == b->dport &&
+           a->vlan == b->vlan && a->qp == b->qp && !memcmp(a->src, b->src, 16) && !memcmp(a->dst, b->dst, 16);
+}
+
+struct state_flow *state_flow_find(struct state *s, const struct state_flow_key *k)
+{
+    uint64_t id = state_flow_id(k);
+    for (size_t i = id & (s->nslots - 1);; i = (i + 1) & (s->nslots - 1)) {
+        uint32_t v = s->fidx[i];
+        if (!v)
+            return NULL;
+        if (s->flows[v - 1].id == id && key_eq(&s->flows[v - 1].k, k))
+            return &s->flows[v - 1];
+    }
+}
+
+static void index_insert(uint32_t *slots, size_t nslots, uint64_t id, uint32_t v)
+{
+    size_t i = id & (nslots - 1);
+    while (slots[i])
+        i = (i + 1) & (nslots - 1);
+    slots[i] = v;
+}
+
+static int reindex(struct state *s, size_t want)
+{
+    size_t n = slots_for(want);
+    uint32_t *slots = calloc(n, sizeof(*slots));
+    if (!slots)
+        return -ENOMEM;
+    for (size_t i = 0; i < s->nflows; i++)
+        index_insert(slots, n, s->flows[i].id, (uint32_t)i + 1);
+    free(s->fidx);
+    s->fidx = slots;
+    s->nslots = n;
+    return 0;
+}
+
+struct state_flow *state_flow_upsert(struct state *s, const struct state_flow_key *k, bool *inserted)
+{
+    *inserted = false;
+    struct state_flow *f = state_flow_find(s, k);
+    if (f)
+        return f;
+    if (s->nflows >= s->max_flows)
+        return NULL;
+    if (s->nflows == s->cap) {
+        size_t nc = s->cap ? s->cap * 2 : 256;
+        struct state_flow *nf = realloc(s->flows, nc * sizeof(*nf));
+        if (!nf)
+            return NULL;
+        s->flows = nf;
+        s->cap = nc;
+    }
+    if (2 * (s->nflows + 1) + 2 > s->nslots && reindex(s, s->nflows + 1) < 0)
+        return NULL;
+    f = &s->flows[s->nflows];
+    memset(f, 0, sizeof(*f));
+    f->k = *k;
+    f->id = state_flow_id(k);
+    f->probe = f->egress = f->src_node = f->dst_node = TOPO_NONE;
+    f->path = f->pin = -1;
+    f->cls = CLASS_DEFAULT;
+    f->tier = -1;
+    index_insert(s->fidx, s->nslots, f->id, (uint32_t)s->nflows + 1);
+    s->nflows++;
+    *inserted = true;
+    return f;
+}
+
+int state_flow_dirs(const struct state *s, const struct state_flow *f, uint32_t *dirs, int max)
+{
+    if (f->path < 0 || f->src_node == TOPO_NONE || f->dst_node == TOPO_NONE)
+        return -1;
+    int n = topo_path_dirs(s->topo, f->src_node, f->dst_node, (uint64_t)f->path, dirs, max);
+    return n < 0 ? -1 : n;
+}
+
+/* The walk from the flow's source up to the probe's node, then its egress:
+ * the prefix of every path the flow may be on. Handles probes on the source
+ * host, its leaf, or a switch adjacent to that leaf (the cases a
+ * leaf/spine fabric has); anything else leaves the path unknown. */
+static int locate_prefix(const struct topo *t, uint32_t src, uint32_t probe, uint32_t egress,
+                         uint32_t *dirs)
+{
+    int n = 0;
+    uint32_t at = src;
+    if (at != probe) {
+        uint32_t leaf = topo_leaf_of(t, src);
+        if (leaf != src && leaf != TOPO_NONE) {
+            if (topo_dir_between(t, src, leaf, &dirs[n]) < 0)
+                return -1;
+            n++;
+            at = leaf;
+        }
+        if (at != probe) {
+            if (topo_dir_between(t, at, probe, &dirs[n]) < 0)
+                return -1;
+            n++;
+        }
+    }
+    dirs[n++] = egress;
+    return n;
+}
+
+void state_flow_locate(struct state *s, struct state_flow *f)
+{
+    const struct topo *t = s->topo;
+    int af = f->k.af;
+    f->src_node = topo_node_by_addr(t, af, f->k.src);
+    f->dst_node = topo_node_by_addr(t, af, f->k.dst);
+    int64_t path = -1;
+    if (f->src_node != TOPO_NONE && f->dst_node != TOPO_NONE && f->src_node != f->dst_node &&
+        f->egress != TOPO_NONE) {
+        uint32_t dirs[TOPO_MAX_HOPS + 2];
+        int n = locate_prefix(t, f->src_node, f->probe, f->egress, dirs);
+        uint64_t first = 0, count = 0;
+        if (n > 0 && topo_path_prefix_range(t, f->src_node, f->dst_node, dirs, n, &first, &count) == 0 &&
+            count > 0) {
+            /* Ambiguous beyond what the probe sees: keep the pin if it fits. */
+            if (f->pin >= 0 && (uint64_t)f->pin >= first && (uint64_t)f->pin < first + count)
+                path = f->pin;
+            else
+                path = (int64_t)first;
+        }
+    }
+    f->path = path;
+}
+
+bool state_probe_stale(const struct state *s, uint32_t node, double now)
+{
+    if (node >= s->topo->nnodes)
+        return true;
+    const struct state_probe *p = &s->probes[node];
+    return p->last_seen <= 0 || now - p->last_seen > s->stale_after;
+}
+
+bool state_flow_stale(const struct state *s, const struct state_flow *f, double now)
+{
+    return now - f->last_seen > s->stale_after;
+}
+
+void state_dir_loads(const struct state *s, double now, double *bps, double *ce, uint32_t *nfat)
+{
+    uint32_t nd = 2 * s->topo->nlinks;
+    double *fbps = calloc(nd ? nd : 1, sizeof(double));
+    double *fce = calloc(nd ? nd : 1, sizeof(double));
+    if (nfat)
+        memset(nfat, 0, nd * sizeof(*nfat));
+    for (size_t i = 0; i < s->nflows; i++) {
+        const struct state_flow *f = &s->flows[i];
+        if (state_flow_stale(s, f, now))
+            continue;
+        uint32_t dirs[TOPO_MAX_HOPS];
+        int n = state_flow_dirs(s, f, dirs, TOPO_MAX_HOPS);
+        if (n < 0 && f->egress != TOPO_NONE) {
+            dirs[0] = f->egress;
+            n = 1;
+        }
+        for (int j = 0; j < n; j++) {
+            if (fbps && fce) {
+                fbps[dirs[j]] += f->bps;
+                fce[dirs[j]] += f->bps * f->ce_frac;
+            }
+            if (nfat && f->fat)
+                nfat[dirs[j]]++;
+        }
+    }
+    for (uint32_t d = 0; d < nd; d++) {
+        const struct state_dir *sd = &s->dirs[d];
+        double flow_bps = fbps ? fbps[d] : 0, flow_ce = fbps && fbps[d] > 0 ? fce[d] / fbps[d] : 0;
+        bool fresh = sd->measured && !state_probe_stale(s, sd->probe, now);
+        /* A probe's counter is the truth for its interface; the flows it did
+         * not report (below the fat threshold) are in it too. */
+        bps[d] = fresh && sd->bps > flow_bps ? sd->bps : flow_bps;
+        ce[d] = fresh && sd->ce_frac > flow_ce ? sd->ce_frac : flow_ce;
+    }
+    free(fbps);
+    free(fce);
+}
+
+int state_tick(struct state *s, double now, state_probe_cb cb, void *arg)
+{
+    int changed = 0;
+    pthread_rwlock_wrlock(&s->lock);
+    for (uint32_t n = 0; n < s->topo->nnodes; n++) {
+        struct state_probe *p = &s->probes[n];
+        if (p->last_seen <= 0)
+            continue;
+        bool st = state_probe_stale(s, n, now);
+        if (st != p->stale) {
+            p->stale = st;
+            changed++;
+            if (cb)
+                cb(arg, s->topo->nodes[n].name, st);
+        }
+    }
+    /* Age out flows nobody reported for a long time; keep the array dense. */
+    size_t w = 0;
+    for (size_t i = 0; i < s->nflows; i++) {
+        if (now - s->flows[i].last_seen > STATE_AGE_OUT * s->stale_after)
+            continue;
+        if (w != i)
+            s->flows[w] = s->flows[i];
+        w++;
+    }
+    if (w != s->nflows) {
+        s->nflows = w;
+        reindex(s, w);
+    }
+    s->gen++; /* ages shown in views move with time */
+    pthread_rwlock_unlock(&s->lock);
+    return changed;
+}

@@ -1,0 +1,129 @@
+/*
+ * state: the controller's picture of the fabric: per link direction load,
+ * CE fraction and oper state; per probe when it last reported; per flow its
+ * rate, class and the path it takes.
+ *
+ * Invariants:
+ *   - every field is guarded by `lock` (a rwlock): ingest and the rebalance
+ *     loop write, the HTTP views read. `gen` is bumped on every write so that
+ *     cached renderings know when to rebuild.
+ *   - dirs[] and probes[] are sized by the topology (2*nlinks, nnodes) and
+ *     are replaced together with it (state_set_topo).
+ *   - flows[] is dense (0..nflows); fidx is an open-addressing hash of
+ *     (5-tuple, qp, vlan) -> flow index, rebuilt whenever flows are removed.
+ *   - time is passed in (`now`, seconds, the caller's clock) so that staleness
+ *     is testable; a probe is stale when now - last_seen > stale_after, and a
+ *     stale probe's measurements and flows stop counting (they are kept, and
+ *     shown as stale, until they age out at AGE_OUT times that).
+ */
+#ifndef TF_STATE_H
+#define TF_STATE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "policy/topo.h"
+
+struct classes;
+
+#define STATE_IF_LEN 16
+#define STATE_UNMAPPED_MAX 8
+#define STATE_AGE_OUT 10.0       /* drop flows silent for this many stale periods */
+
+struct state_dir {
+    double bps;                  /* measured tx rate leaving `from` */
+    double ce_frac;              /* rate-weighted CE fraction of the flows seen on it */
+    uint64_t drops;
+    bool up;                     /* false once a probe reported oper down */
+    bool measured;               /* a probe reported this direction */
+    uint32_t probe;              /* node index of the probe that measured it */
+    double last_update;
+};
+
+struct state_probe {
+    double last_seen;            /* 0 = never */
+    uint64_t reports;
+    bool stale;                  /* as of the last state_tick */
+    uint8_t nunmapped;
+    char unmapped[STATE_UNMAPPED_MAX][STATE_IF_LEN];
+};
+
+struct state_flow_key {
+    uint8_t af, proto;
+    uint16_t sport, dport, vlan;
+    uint32_t qp;
+    uint8_t src[16], dst[16];
+};
+
+struct state_flow {
+    struct state_flow_key k;
+    uint64_t id;
+    uint8_t dscp;
+    bool fat, pinned;
+    double bps, ce_frac;
+    uint64_t cnp;
+    uint32_t probe;              /* reporting node */
+    char ifname[STATE_IF_LEN];
+    uint32_t egress;             /* link direction it left the probe by, TOPO_NONE unmapped */
+    uint32_t src_node, dst_node; /* TOPO_NONE when the address is outside the topology */
+    int64_t path;                /* path index, -1 unknown */
+    int64_t pin;                 /* path index the controller holds it on, -1 none */
+    int cls;                     /* class index (classes.h), CLASS_DEFAULT if unknown */
+    int tier;                    /* tier its class is confined to, -1 none */
+    double last_seen, last_moved;
+    uint32_t moves;
+};
+
+struct state {
+    pthread_rwlock_t lock;
+    uint64_t gen;
+    struct topo *topo;
+    const struct classes *classes; /* not owned; swapped with the write lock held */
+    struct state_dir *dirs;      /* 2 * topo->nlinks */
+    struct state_probe *probes;  /* topo->nnodes */
+    struct state_flow *flows;
+    size_t nflows, cap, max_flows;
+    uint32_t *fidx;              /* hash slots: flow index + 1, 0 empty */
+    size_t nslots;
+    double stale_after;          /* seconds */
+    double start;
+    uint64_t reports_total, reports_rejected;
+};
+
+int  state_init(struct state *s, struct topo *t, size_t max_flows, double stale_after, double now);
+void state_free(struct state *s);
+/* Takes ownership of t; keeps flows (their paths are recomputed on the next
+ * report) and drops per-direction data. Caller holds the write lock. The old
+ * topology is returned for the caller to free once no reader can see it. */
+struct topo *state_set_topo(struct state *s, struct topo *t);
+
+uint64_t state_flow_id(const struct state_flow_key *k);
+/* Looks a flow up; NULL if absent. Caller holds a lock. */
+struct state_flow *state_flow_find(struct state *s, const struct state_flow_key *k);
+/* Finds or inserts (zeroed except key, id, path -1, pin -1). NULL with
+ * *full set when max_flows is reached. Caller holds the write lock. */
+struct state_flow *state_flow_upsert(struct state *s, const struct state_flow_key *k, bool *inserted);
+/* The path of a flow as directions, or -1 if unknown. */
+int  state_flow_dirs(const struct state *s, const struct state_flow *f, uint32_t *dirs, int max);
+/* Derives the flow's path from the probe that saw it and its egress. */
+void state_flow_locate(struct state *s, struct state_flow *f);
+
+bool state_probe_stale(const struct state *s, uint32_t node, double now);
+bool state_flow_stale(const struct state *s, const struct state_flow *f, double now);
+
+/* Per-direction load as the rebalancer and the views see it: a fresh probe
+ * measurement when there is one, else the sum of the live flows crossing it.
+ * bps/ce/nfat are arrays of 2*nlinks (nfat may be NULL). Read lock. */
+void state_dir_loads(const struct state *s, double now, double *bps, double *ce, uint32_t *nfat);
+static inline double state_dir_util(const struct state *s, uint32_t dir, double bps)
+{ double g = topo_dir_gbps(s->topo, dir); return g > 0 ? bps / (g * 1e9) : 0; }
+
+/* Periodic housekeeping (write lock taken inside): marks probes stale or
+ * alive (calls back for each transition), ages flows out. Returns how many
+ * probes changed state. */
+typedef void (*state_probe_cb)(void *arg, const char *node, bool stale);
+int  state_tick(struct state *s, double now, state_probe_cb cb, void *arg);
+
+#endif
