@@ -142,11 +142,14 @@ int capture_dispatch(struct capture *c, int max, pcap_handler cb, u_char *user)
     int n = pcap_dispatch(c->p, max, cb, user);
     if (n == PCAP_ERROR_BREAK)
         return -EINTR;
-    if (n < 0) {
-        log_err("%s %s: read failed: %s", c->offline ? "-r" : "-i", c->src, pcap_geterr(c->p));
+    if (n < 0)
         return -EIO;
-    }
     return n;
+}
+
+const char *capture_error(struct capture *c)
+{
+    return pcap_geterr(c->p);
 }
 
 int capture_poll(const struct capture *cs, size_t n, int timeout_ms)

@@ -47,9 +47,12 @@ int capture_open_live(struct capture *c, const char *ifname, const struct captur
 int capture_open_file(struct capture *c, const char *path, const struct capture_opts *o);
 
 /* Hands up to max packets to cb. Returns how many, 0 when none is ready (live)
- * or at the end of a file, -EIO on a read error (logged, naming the source),
- * -EINTR when pcap_breakloop() was called. */
+ * or at the end of a file, -EIO on a read error, -EINTR when pcap_breakloop()
+ * was called. A read error is not logged here: the probe first prints the
+ * report of what was read, then the error (capture_error()). */
 int capture_dispatch(struct capture *c, int max, pcap_handler cb, u_char *user);
+/* libpcap's message for the last error on c. */
+const char *capture_error(struct capture *c);
 
 /* Waits until one of the live sources may have packets, at most timeout_ms.
  * Returns 0 (also on timeout or EINTR) or a negative errno. */

@@ -1,0 +1,478 @@
+/*
+ * tierflow-probe: captures on live interfaces (-i, repeatable) or reads a
+ * capture file (-r), keeps the bounded flow table, and every interval emits a
+ * DESIGN 2.3 report on stdout (JSON lines or a table) and, with --controller,
+ * POSTs it to the controller.
+ *
+ * The per-packet path is decode_frame + flowtab_update + a few counters: no
+ * allocation, no system call, no lock. Everything else (link counters,
+ * reports, POST) happens once per interval. Intervals follow the wall clock
+ * live and packet time with -r.
+ *
+ * Exit status: 0 on success (also after SIGINT/SIGTERM, which flush a final
+ * report), 1 when a source fails (open or read; a read error still prints
+ * the report of what was read first), 2 on a usage error.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "probes/capture.h"
+#include "probes/decode.h"
+#include "probes/flowtab.h"
+#include "probes/linkstats.h"
+#include "probes/post.h"
+#include "probes/report.h"
+
+#define PROBE_MAX_IF 64
+#define PROBE_DEFAULT_GBPS 100.0   /* link rate when neither sysfs nor --link-gbps says */
+#define PROBE_POST_WAIT_S 2.0      /* how long exit waits for queued POSTs */
+
+struct probe_opts {
+    const char *ifs[PROBE_MAX_IF];
+    size_t nifs;
+    const char *file, *controller, *token_file, *filter;
+    char node[REPORT_NAME_LEN];
+    double interval, fat_share, link_gbps, idle_timeout;
+    uint64_t max_flows, top, snaplen, buffer_mb;
+    enum report_fmt fmt;
+    int log_level;
+};
+
+struct probe;
+struct probe_src {
+    struct probe *pr;
+    uint16_t ifidx;
+    int dlt;
+};
+
+struct probe {
+    struct probe_opts o;
+    struct capture cap[PROBE_MAX_IF];
+    struct probe_src src[PROBE_MAX_IF];
+    const char *ifname[PROBE_MAX_IF];
+    size_t ncap;
+    bool offline;
+    struct flowtab *ft;
+    struct report_stats st;
+    uint64_t ivl_pkts[PROBE_MAX_IF], ivl_bytes[PROBE_MAX_IF], ivl_ce[PROBE_MAX_IF];
+    double link_bps[PROBE_MAX_IF];
+    struct linkstats *ls;
+    struct linkstats_counters prev[PROBE_MAX_IF];
+    struct report_link links[PROBE_MAX_IF];
+    struct report rep;
+    struct report_snap snap;
+    struct post *post;
+    /* -r: packet time */
+    bool have_ts;
+    double ivl_start, last_ts;
+    /* live: wall clock */
+    double ivl_start_mono;
+};
+
+static volatile sig_atomic_t probe_stop;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    probe_stop = 1;
+}
+
+/* ---- intervals and reports ------------------------------------------- */
+
+static void fill_links(struct probe *pr, double interval_s)
+{
+    if (pr->ls && linkstats_refresh(pr->ls) < 0)
+        log_warn("link counters not refreshed this interval");
+    for (size_t i = 0; i < pr->ncap; i++) {
+        struct report_link *l = &pr->links[i];
+        memset(l, 0, sizeof(*l));
+        tf_strlcpy(l->name, pr->ifname[i], sizeof(l->name));
+        l->ce_pkts = pr->ivl_ce[i];
+        l->speed_bps = pr->link_bps[i];
+        if (pr->ls) {
+            struct linkstats_counters cur;
+            linkstats_read(pr->ls, pr->ifname[i], &cur);
+            linkstats_rate(&pr->prev[i], &cur, l);
+            pr->prev[i] = cur;
+        } else if (interval_s > 0) {
+            /* A file: what was captured is all we know of the link. */
+            l->tx_bps = 8.0 * (double)pr->ivl_bytes[i] / interval_s;
+            l->tx_pps = (double)pr->ivl_pkts[i] / interval_s;
+        }
+        pr->ivl_pkts[i] = pr->ivl_bytes[i] = pr->ivl_ce[i] = 0;
+    }
+}
+
+static void fill_stats(struct probe *pr)
+{
+    struct flowtab_stats fs;
+    flowtab_get_stats(pr->ft, &fs);
+    pr->st.evicted = fs.evicted;
+    uint64_t drops = 0;
+    for (size_t i = 0; i < pr->ncap; i++) {
+        uint64_t d;
+        if (capture_drops(&pr->cap[i], &d) == 0)
+            drops += d;
+    }
+    pr->st.pcap_drops = drops;
+    if (pr->post)
+        post_counters(pr->post, &pr->st.post_dropped, &pr->st.post_errors, NULL);
+}
+
+/* Closes the interval [now - interval_s, now] and emits its report. */
+static int probe_close(struct probe *pr, double now, double interval_s)
+{
+    fill_links(pr, interval_s);
+    fill_stats(pr);
+    if (report_snap_take(&pr->snap, pr->ft) < 0)
+        return -ENOMEM;
+    flowtab_close_interval(pr->ft, now, interval_s, pr->link_bps, pr->ncap, pr->o.fat_share);
+    if (report_pick_flows(&pr->rep, pr->ft, &pr->snap, (unsigned)pr->o.top, pr->ifname,
+                          pr->ncap) < 0)
+        return -ENOMEM;
+    pr->rep.ts = now;
+    pr->rep.interval_s = interval_s;
+    pr->rep.links = pr->links;
+    pr->rep.nlinks = pr->ncap;
+    pr->rep.stats = pr->st;
+    int r = report_print(&pr->rep, pr->o.fmt, stdout);
+    if (r < 0)
+        log_err("writing the report to stdout: %s", strerror(-r));
+    if (pr->post) {
+        char *s = report_dumps(&pr->rep);
+        if (s)
+            post_submit(pr->post, s);
+    }
+    return r;
+}
+
+/* ---- per packet ------------------------------------------------------- */
+
+/* -r with --interval: a packet past the current interval closes it. A gap of
+ * several intervals yields one report, not one per empty interval. */
+static void offline_tick(struct probe *pr, double ts)
+{
+    if (!pr->have_ts) {
+        pr->have_ts = true;
+        pr->ivl_start = pr->last_ts = ts;
+        return;
+    }
+    if (ts > pr->last_ts)
+        pr->last_ts = ts;
+    double end = pr->ivl_start + pr->o.interval;
+    if (pr->o.interval > 0 && ts >= end) {
+        probe_close(pr, end, pr->o.interval);
+        pr->ivl_start = end + pr->o.interval * (double)(long long)((ts - end) / pr->o.interval);
+    }
+}
+
+static void on_packet(u_char *user, const struct pcap_pkthdr *h, const u_char *data)
+{
+    struct probe_src *s = (struct probe_src *)(void *)user;
+    struct probe *pr = s->pr;
+    double ts = (double)h->ts.tv_sec + (double)h->ts.tv_usec * 1e-6;
+    if (pr->offline)
+        offline_tick(pr, ts);
+    pr->st.pkts++;
+    pr->st.bytes += h->len;
+    pr->ivl_pkts[s->ifidx]++;
+    pr->ivl_bytes[s->ifidx] += h->len;
+
+    struct decode_pkt pkt;
+    int r = decode_frame(s->dlt, data, h->caplen, h->len, &pkt);
+    if (r < 0) {
+        pr->st.unparsed++;
+        pr->st.truncated += r == -EMSGSIZE;
+        return;
+    }
+    pr->st.truncated += (pkt.flags & DECODE_F_TRUNC) != 0;
+    pr->ivl_ce[s->ifidx] += pkt.ecn == 3;
+    if (pkt.roce)
+        pr->st.roce_opcodes[pkt.bth_opcode]++;
+    flowtab_update(pr->ft, &pkt, s->ifidx, ts, 1, FLOW_SRC_PCAP);
+}
+
+/* ---- main loops ------------------------------------------------------- */
+
+static int run_file(struct probe *pr)
+{
+    struct capture *c = &pr->cap[0];
+    int r = 0;
+    while (!probe_stop && (r = capture_dispatch(c, 4096, on_packet, (u_char *)&pr->src[0])) > 0)
+        ;
+    if (probe_stop)
+        r = 0;
+    double span = pr->last_ts - pr->ivl_start;
+    /* A capture of one instant still gets a rate: over one second. */
+    probe_close(pr, pr->have_ts ? pr->last_ts : 0, span > 0 ? span : 1.0);
+    if (r < 0) {
+        log_err("-r %s: read failed after %llu packets: %s", c->src,
+                (unsigned long long)pr->st.pkts, capture_error(c));
+        return 1;
+    }
+    return 0;
+}
+
+static int run_live(struct probe *pr)
+{
+    pr->ivl_start_mono = tf_now_mono();
+    double next = pr->ivl_start_mono + pr->o.interval;
+    int rc = 0;
+    while (!probe_stop) {
+        double now = tf_now_mono();
+        int wait = now >= next ? 0 : (int)((next - now) * 1000.0) + 1;
+        capture_poll(pr->cap, pr->ncap, wait);
+        for (size_t i = 0; i < pr->ncap && rc == 0; i++) {
+            if (capture_dispatch(&pr->cap[i], -1, on_packet, (u_char *)&pr->src[i]) < 0) {
+                log_err("-i %s: read failed: %s", pr->cap[i].src, capture_error(&pr->cap[i]));
+                rc = 1;
+            }
+        }
+        if (rc)
+            break;
+        now = tf_now_mono();
+        if (now >= next) {
+            probe_close(pr, tf_now_real(), now - pr->ivl_start_mono);
+            pr->ivl_start_mono = now;
+            next += pr->o.interval;
+            if (next <= now) /* fell behind: do not emit a burst of reports */
+                next = now + pr->o.interval;
+        }
+    }
+    double now = tf_now_mono();
+    probe_close(pr, tf_now_real(), now - pr->ivl_start_mono);
+    return rc;
+}
+
+/* ---- options ---------------------------------------------------------- */
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: tierflow-probe -i IFACE [-i IFACE ...] | -r FILE\n"
+        "         [--node NAME] [--controller URL] [--token-file F] [--interval SEC]\n"
+        "         [--fat-share 0.10] [--link-gbps N] [--filter BPF] [--format json|table]\n"
+        "         [--max-flows N] [--top N] [--snaplen N] [--buffer-size MB]\n"
+        "         [--idle-timeout SEC] [--log-level LEVEL] [--help] [--version]\n"
+        "See tierflow-probe(1).\n");
+}
+
+enum { O_NODE = 256, O_CTL, O_TOKEN, O_IVL, O_FAT, O_GBPS, O_FILTER, O_FMT, O_MAXF, O_TOP,
+       O_SNAP, O_BUF, O_IDLE, O_LOG, O_HELP, O_VER };
+
+static const struct option long_opts[] = {
+    {"interface", required_argument, 0, 'i'}, {"read", required_argument, 0, 'r'},
+    {"node", required_argument, 0, O_NODE}, {"controller", required_argument, 0, O_CTL},
+    {"token-file", required_argument, 0, O_TOKEN}, {"interval", required_argument, 0, O_IVL},
+    {"fat-share", required_argument, 0, O_FAT}, {"link-gbps", required_argument, 0, O_GBPS},
+    {"filter", required_argument, 0, O_FILTER}, {"format", required_argument, 0, O_FMT},
+    {"max-flows", required_argument, 0, O_MAXF}, {"top", required_argument, 0, O_TOP},
+    {"snaplen", required_argument, 0, O_SNAP}, {"buffer-size", required_argument, 0, O_BUF},
+    {"idle-timeout", required_argument, 0, O_IDLE}, {"log-level", required_argument, 0, O_LOG},
+    {"help", no_argument, 0, O_HELP}, {"version", no_argument, 0, O_VER}, {0, 0, 0, 0},
+};
+
+static int bad_opt(const char *name, const char *val, const char *why)
+{
+    fprintf(stderr, "tierflow-probe: %s '%s': %s\n", name, val, why);
+    return 2;
+}
+
+static int num_opt(const char *name, const char *val, double lo, double hi, double *out)
+{
+    char why[96];
+    if (tf_parse_double(val, lo, hi, out) == 0)
+        return 0;
+    snprintf(why, sizeof(why), "must be a number in %g..%g", lo, hi);
+    return bad_opt(name, val, why);
+}
+
+static int int_opt(const char *name, const char *val, uint64_t lo, uint64_t hi, uint64_t *out)
+{
+    char why[96];
+    if (tf_parse_u64(val, lo, hi, out) == 0)
+        return 0;
+    snprintf(why, sizeof(why), "must be an integer in %llu..%llu", (unsigned long long)lo,
+             (unsigned long long)hi);
+    return bad_opt(name, val, why);
+}
+
+/* Returns 0 to run, 2 on a usage error, -1 after --help / --version. */
+static int parse_opts(int argc, char **argv, struct probe_opts *o)
+{
+    *o = (struct probe_opts){.interval = -1, .fat_share = 0.10, .idle_timeout = 30,
+                             .max_flows = 65536, .top = REPORT_DEFAULT_TOP, .snaplen = 128,
+                             .log_level = LOG_WARNING};
+    if (gethostname(o->node, sizeof(o->node)) < 0 || !o->node[0])
+        tf_strlcpy(o->node, "probe", sizeof(o->node));
+    o->node[sizeof(o->node) - 1] = '\0';
+    int c, r = 0;
+    opterr = 0;
+    while (r == 0 && (c = getopt_long(argc, argv, ":i:r:", long_opts, NULL)) != -1) {
+        const char *a = optarg, *n = argv[optind - 1];
+        switch (c) {
+        case 'i':
+            if (o->nifs == PROBE_MAX_IF)
+                r = bad_opt("-i", a, "too many interfaces (at most 64)");
+            else if (!*a || strlen(a) >= CAPTURE_NAME_LEN || strchr(a, '/'))
+                r = bad_opt("-i", a, "not an interface name");
+            else
+                o->ifs[o->nifs++] = a;
+            break;
+        case 'r':
+            r = o->file ? bad_opt("-r", a, "only one file can be read") : 0;
+            o->file = a;
+            break;
+        case O_NODE:
+            if (!*a || strlen(a) >= REPORT_NAME_LEN)
+                r = bad_opt("--node", a, "must be 1..63 characters");
+            else
+                tf_strlcpy(o->node, a, sizeof(o->node));
+            break;
+        case O_CTL: o->controller = a; break;
+        case O_TOKEN: o->token_file = a; break;
+        case O_IVL: r = num_opt("--interval", a, 0.01, 3600, &o->interval); break;
+        case O_FAT: r = num_opt("--fat-share", a, 0.001, 1.0, &o->fat_share); break;
+        case O_GBPS: r = num_opt("--link-gbps", a, 0.000001, 100000, &o->link_gbps); break;
+        case O_IDLE: r = num_opt("--idle-timeout", a, 0, 86400, &o->idle_timeout); break;
+        case O_FILTER:
+            r = strlen(a) > 4096 ? bad_opt("--filter", "...", "longer than 4096 bytes") : 0;
+            o->filter = a;
+            break;
+        case O_FMT:
+            if (strcmp(a, "json") == 0)
+                o->fmt = REPORT_JSON;
+            else if (strcmp(a, "table") == 0)
+                o->fmt = REPORT_TABLE;
+            else
+                r = bad_opt("--format", a, "must be json or table");
+            break;
+        case O_MAXF: r = int_opt("--max-flows", a, 1, FLOWTAB_MAX_FLOWS, &o->max_flows); break;
+        case O_TOP: r = int_opt("--top", a, 0, 10000, &o->top); break;
+        case O_SNAP: r = int_opt("--snaplen", a, 64, 262144, &o->snaplen); break;
+        case O_BUF: r = int_opt("--buffer-size", a, 1, 4096, &o->buffer_mb); break;
+        case O_LOG:
+            if ((o->log_level = log_level_parse(a)) < 0)
+                r = bad_opt("--log-level", a, "must be error, warning, notice, info or debug");
+            break;
+        case O_HELP: usage(stdout); return -1;
+        case O_VER: printf("tierflow-probe %s\n", TF_VERSION); return -1;
+        case ':': r = bad_opt(n, "", "needs a value"); break;
+        default: r = bad_opt(n, "", "unknown option"); break;
+        }
+    }
+    if (r)
+        return r;
+    if (optind < argc)
+        return bad_opt("argument", argv[optind], "unexpected (options only)");
+    if (!o->file == !o->nifs) {
+        fprintf(stderr, "tierflow-probe: give either -i IFACE (one or more) or -r FILE\n");
+        usage(stderr);
+        return 2;
+    }
+    if (o->token_file && !o->controller)
+        return bad_opt("--token-file", o->token_file, "needs --controller");
+    if (o->interval < 0)
+        o->interval = o->file ? 0 : 1.0;
+    return 0;
+}
+
+/* ---- setup ------------------------------------------------------------ */
+
+static int open_sources(struct probe *pr)
+{
+    struct capture_opts co = {.snaplen = (int)pr->o.snaplen, .buffer_mb = (int)pr->o.buffer_mb,
+                              .filter = pr->o.filter};
+    size_t n = pr->offline ? 1 : pr->o.nifs;
+    for (size_t i = 0; i < n; i++) {
+        int r = pr->offline ? capture_open_file(&pr->cap[i], pr->o.file, &co)
+                            : capture_open_live(&pr->cap[i], pr->o.ifs[i], &co);
+        if (r < 0)
+            return r;
+        pr->ncap++;
+        pr->src[i] = (struct probe_src){pr, (uint16_t)i, pr->cap[i].dlt};
+        pr->ifname[i] = pr->cap[i].name;
+        double sys = pr->offline ? 0 : linkstats_speed_bps(pr->cap[i].name);
+        pr->link_bps[i] = pr->o.link_gbps > 0 ? pr->o.link_gbps * 1e9
+                          : sys > 0         ? sys
+                                            : PROBE_DEFAULT_GBPS * 1e9;
+    }
+    return 0;
+}
+
+static int start_post(struct probe *pr)
+{
+    char token[256];
+    if (!pr->o.controller)
+        return 0;
+    if (pr->o.token_file) {
+        int r = tf_read_token(pr->o.token_file, token, sizeof(token));
+        if (r < 0) {
+            log_err("--token-file %s: %s", pr->o.token_file,
+                    r == -EINVAL ? "must hold 1..255 printable characters" : strerror(-r));
+            return r;
+        }
+    }
+    struct post_opts po = {.url = pr->o.controller, .token = pr->o.token_file ? token : NULL,
+                           .retries = 3};
+    int r = post_start(&pr->post, &po);
+    memset(token, 0, sizeof(token));
+    return r;
+}
+
+static void probe_free(struct probe *pr)
+{
+    post_stop(pr->post, PROBE_POST_WAIT_S);
+    for (size_t i = 0; i < pr->ncap; i++)
+        capture_close(&pr->cap[i]);
+    linkstats_free(pr->ls);
+    flowtab_free(pr->ft);
+    report_free_flows(&pr->rep);
+    report_snap_free(&pr->snap);
+    free(pr);
+}
+
+int main(int argc, char **argv)
+{
+    struct probe *pr = calloc(1, sizeof(*pr));
+    if (!pr)
+        return 1;
+    int r = parse_opts(argc, argv, &pr->o);
+    if (r) {
+        free(pr);
+        return r < 0 ? 0 : r;
+    }
+    log_init("tierflow-probe", pr->o.log_level, false);
+    pr->offline = pr->o.file != NULL;
+    tf_strlcpy(pr->rep.probe, pr->o.node, sizeof(pr->rep.probe));
+
+    struct sigaction sa = {.sa_handler = on_signal};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    int rc = 1;
+    pr->ft = flowtab_new((uint32_t)pr->o.max_flows, pr->o.idle_timeout);
+    if (!pr->ft) {
+        log_err("--max-flows %llu: cannot allocate the flow table: %s",
+                (unsigned long long)pr->o.max_flows, strerror(errno));
+    } else if (open_sources(pr) == 0 && start_post(pr) == 0 &&
+               (pr->offline || linkstats_new(&pr->ls) == 0)) {
+        if (pr->ls) { /* first readings, so that the first interval has rates */
+            linkstats_refresh(pr->ls);
+            for (size_t i = 0; i < pr->ncap; i++)
+                linkstats_read(pr->ls, pr->ifname[i], &pr->prev[i]);
+        }
+        rc = pr->offline ? run_file(pr) : run_live(pr);
+    }
+    probe_free(pr);
+    return rc;
+}
