@@ -1,0 +1,98 @@
+/*
+ * assign: puts fat flows on paths.
+ *
+ * Input: a topology, optional background load per link direction, optional
+ * out-of-service directions, the fat flows (endpoints, demand, class, current
+ * path) and per-class path policies. Output: a path index (topo_path_dirs
+ * order) per flow. Three algorithms:
+ *   ecmp      what hash-based ECMP does: path = mix(flow hash, seed) % count;
+ *   gff       Hedera's Global First Fit: in input order, the first path whose
+ *             every direction still has room for the flow; else its ECMP path;
+ *   tierflow  minimises the maximum utilisation with few moves: a greedy
+ *             least-max-utilisation placement in decreasing demand that keeps
+ *             a flow's current path unless another is better by the margin,
+ *             then a local search that moves flows off the hottest direction.
+ *
+ * Invariants: every algorithm is deterministic for a given seed; no flow is
+ * put on a path through an out-of-service direction or outside its class's
+ * policy while an allowed path exists (a policy that no path satisfies is
+ * ignored for that flow and counted in unconfined; a flow with no usable path
+ * gets ASSIGN_NO_PATH and is counted in unroutable); tierflow moves at most
+ * max_moves movable flows off a usable current path (flows whose current path
+ * is unusable must move and are not limited, but are counted in moved);
+ * non-movable flows keep their current path whenever it is usable.
+ * Loads are kept incrementally per direction; paths are decoded only when a
+ * candidate is tested, never materialised for the whole fabric.
+ */
+#ifndef TF_ASSIGN_H
+#define TF_ASSIGN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct topo;
+
+#define ASSIGN_NO_PATH UINT32_MAX
+/* Path indices are 32-bit; a pair with more paths uses the first this many. */
+#define ASSIGN_MAX_PATHS (UINT32_MAX - 1)
+
+enum assign_algo { ASSIGN_ECMP = 0, ASSIGN_GFF, ASSIGN_TIERFLOW, ASSIGN_NALGOS };
+
+struct assign_flow {
+    uint32_t src, dst;          /* topology node indices (endpoints) */
+    double gbps;                /* demand */
+    int cls;                    /* index into the policies (any value when npol = 0) */
+    uint32_t path;              /* current path, or ASSIGN_NO_PATH */
+    uint32_t hash;              /* the flow's ECMP hash input (e.g. 5-tuple hash) */
+    bool movable;
+};
+
+/* A class's path policy resolved against a topology (classes_resolve). */
+struct assign_policy {
+    int max_tier;               /* highest tier a path may reach, -1: any */
+    const uint8_t *node_ok;     /* per node: nonzero allowed; NULL: all */
+};
+
+struct assign_input {
+    const struct topo *t;
+    const double *bg_gbps;      /* per direction (2 * nlinks), NULL: none */
+    const uint8_t *down;        /* per direction, nonzero: out of service, NULL: none */
+    const struct assign_flow *flows;
+    uint32_t nflows;
+    const struct assign_policy *pol;   /* indexed by flow cls, NULL: unconstrained */
+    uint32_t npol;
+};
+
+struct assign_params {
+    uint64_t seed;
+    int64_t max_moves;          /* < 0: unlimited */
+    double margin;              /* min relative gain for a move (default 0.05) */
+    uint32_t candidates;        /* paths tested per flow and step, 0: default (64); all when fewer */
+};
+
+struct assign_result {
+    uint32_t *path;             /* caller's array of nflows */
+    uint32_t moved;             /* flows whose path differs from their current one */
+    uint32_t unroutable, unconfined;
+    double max_util;            /* over every direction, background included */
+    double compute_s;
+};
+
+void assign_params_default(struct assign_params *p);
+int  assign_algo_parse(const char *name);          /* enum or -EINVAL */
+const char *assign_algo_name(int algo);
+
+/* Runs one algorithm. Returns 0, -EINVAL for a bad input (err names it) or
+ * -ENOMEM. */
+int assign_run(int algo, const struct assign_input *in, const struct assign_params *p,
+               struct assign_result *res, char *err, size_t errlen);
+
+/* ECMP's choice for one flow (count > 0). */
+uint32_t assign_ecmp_path(uint32_t hash, uint64_t seed, uint64_t count);
+
+/* Per-direction load (gbps, background included) of a full assignment; load
+ * is 2*nlinks long. Returns the maximum utilisation. Flows with
+ * ASSIGN_NO_PATH add nothing. */
+double assign_loads(const struct assign_input *in, const uint32_t *path, double *load);
+
+#endif
