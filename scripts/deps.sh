@@ -26,7 +26,25 @@ done
 # Node.js may come from elsewhere (with npm bundled); only install Debian's
 # when there is no npm at all.
 case " $* " in *" browser "*) command -v npm >/dev/null 2>&1 || want+=(nodejs npm) ;; esac
-[ ${#want[@]} -eq 0 ] && exit 0
+# browser: the dashboard tests' npm packages (playwright-core, pinned in
+# tests/browser/package-lock.json). `npm ci` runs only when node_modules is
+# missing or older than the lock file, under a lock so parallel runs agree.
+npm_browser() {
+  case " $* " in *" browser "*) ;; *) return 0 ;; esac
+  local d
+  d="$(cd "$(dirname "$0")/.." && pwd)/tests/browser"
+  [ -f "$d/package-lock.json" ] || return 0
+  stale() { [ ! -f "$d/node_modules/.package-lock.json" ] || [ "$d/package-lock.json" -nt "$d/node_modules/.package-lock.json" ]; }
+  stale || return 0
+  exec 9>"${TMPDIR:-/tmp}/tierflow-npm-$(id -u).lock"
+  flock 9
+  if stale; then
+    echo "deps.sh: npm ci in tests/browser" >&2
+    (cd "$d" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+  fi
+  exec 9>&-
+}
+[ ${#want[@]} -eq 0 ] && { npm_browser "$@"; exit 0; }
 
 # Deduplicate while keeping order.
 mapfile -t want < <(printf '%s\n' "${want[@]}" | awk '!seen[$0]++')
@@ -38,3 +56,4 @@ echo "deps.sh: installing ${want[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq >/dev/null
 apt-get install -y -qq --no-install-recommends "${want[@]}" >/dev/null
+npm_browser "$@"

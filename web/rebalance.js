@@ -3,7 +3,7 @@
 // → after), and only on "Apply plan" POST /api/v1/rebalance for real. A 401
 // shows the controller's message in the dialog and forgets the saved token.
 
-import { post, savedToken, saveToken } from './api.js';
+import { get, post, savedToken, saveToken } from './api.js';
 import { bps, pct, el } from './fmt.js';
 
 let onApplied = () => {};
@@ -46,10 +46,12 @@ async function run(dry) {
   $('rb-preview').disabled = true;
   $('rb-apply').disabled = true;
   try {
+    // What is installed now, to show the plan as changes; optional.
+    const current = dry ? await get('routes').catch(() => null) : null;
     const res = await post(`rebalance${dry ? '?dry_run=true' : ''}`, token);
     saveToken(token);
-    showPlan(res, dry);
-    if (dry) $('rb-apply').disabled = res.moved === 0 && !hasChanges(res);
+    showPlan(res, dry, current);
+    if (dry) $('rb-apply').disabled = res.moved === 0 && changes(res.plan, current).length === 0;
     else onApplied();
   } catch (e) {
     if (e.status === 401) {
@@ -63,10 +65,6 @@ async function run(dry) {
   } finally {
     $('rb-preview').disabled = false;
   }
-}
-
-function hasChanges(res) {
-  return ((res.plan && res.plan.switches) || []).some((s) => s.rules.length || s.routes.length);
 }
 
 function ruleText(r) {
@@ -86,7 +84,27 @@ function routeText(r) {
   return `route ${r.dst} table ${r.table}: ${nh}`;
 }
 
-function showPlan(res, dry) {
+// The plan is the full desired state; against GET /api/v1/routes it becomes
+// per-switch additions (+) and removals (−). Without it, list the whole plan.
+function changes(plan, current) {
+  const want = new Map(((plan && plan.switches) || []).map((s) => [s.node, s]));
+  if (!current) {
+    return [...want.values()].filter((s) => s.rules.length || s.routes.length).map((s) => ({ node: s.node,
+      items: [...s.rules.map((r) => ['', ruleText(r)]), ...s.routes.map((r) => ['', routeText(r)])] }));
+  }
+  const have = new Map((current.switches || []).map((s) => [s.node, s]));
+  const out = [];
+  for (const node of [...new Set([...want.keys(), ...have.keys()])].sort()) {
+    const w = want.get(node) || { rules: [], routes: [] }, h = have.get(node) || { rules: [], routes: [] };
+    const wt = [...w.rules.map(ruleText), ...w.routes.map(routeText)];
+    const ht = [...h.rules.map(ruleText), ...h.routes.map(routeText)];
+    const items = [...wt.filter((t) => !ht.includes(t)).map((t) => ['+', t]), ...ht.filter((t) => !wt.includes(t)).map((t) => ['−', t])];
+    if (items.length) out.push({ node, items });
+  }
+  return out;
+}
+
+function showPlan(res, dry, current) {
   const box = document.getElementById('rb-plan');
   const kids = [];
   const head = dry ? 'Plan (dry run — nothing applied yet)' : res.applied ? 'Applied' : 'Not applied';
@@ -103,13 +121,14 @@ function showPlan(res, dry) {
   if (!res.moves.length) kids.push(el('p', { class: 'muted', text: 'No flow needs to move.' }));
   else kids.push(el('ul', { id: 'rb-moves' }, ...res.moves.map((m) => el('li', { 'data-move': m.flow,
     text: `${m.src} → ${m.dst} (${m.class}, ${bps(m.bps)}): ${m.from.join('>')} ⇒ ${m.to.join('>')}` }))));
-  const sw = ((res.plan && res.plan.switches) || []).filter((s) => s.rules.length || s.routes.length);
-  kids.push(el('h3', { text: 'Per-switch changes' }));
+  const sw = changes(res.plan, current);
+  kids.push(el('h3', { text: current ? 'Per-switch changes (+ add, − remove)' : 'Per-switch rules and routes in the plan' }));
   if (!sw.length) kids.push(el('p', { class: 'muted', text: 'No rule or route changes.' }));
   for (const s of sw) {
+    const add = s.items.filter(([k]) => k === '+').length, del = s.items.filter(([k]) => k === '−').length;
     kids.push(el('div', { 'data-switch': s.node },
-      el('strong', { text: `${s.node}: ${s.rules.length} rule${s.rules.length === 1 ? '' : 's'}, ${s.routes.length} route${s.routes.length === 1 ? '' : 's'}` }),
-      el('ul', {}, ...s.rules.map((r) => el('li', { text: ruleText(r) })), ...s.routes.map((r) => el('li', { text: routeText(r) })))));
+      el('strong', { text: current ? `${s.node}: ${add} to add, ${del} to remove` : `${s.node}: ${s.items.length} entries` }),
+      el('ul', { class: 'changes' }, ...s.items.map(([k, t]) => el('li', { 'data-op': k || null, text: `${k ? `${k} ` : ''}${t}` })))));
   }
   if (dry && (res.moved || sw.length)) kids.push(el('p', { text: 'Apply this plan? The controller recomputes it from the latest reports when you apply.' }));
   box.replaceChildren(...kids);
