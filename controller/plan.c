@@ -195,6 +195,8 @@ static void canon_rule(struct plan_rule *r)
         memset(r->src, 0, 16);
     if (!r->dst_len)
         memset(r->dst, 0, 16);
+    if (!r->fwmark || r->fwmask == 0xffffffffu)
+        r->fwmask = 0;   /* 0 = exact mark, however it was spelt */
     size_t l = strnlen(r->sw, sizeof(r->sw));
     memset(r->sw + l, 0, sizeof(r->sw) - l);
 }

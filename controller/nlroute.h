@@ -1,0 +1,57 @@
+/*
+ * nlroute: one rtnetlink socket into one kernel (the local one or a named
+ * network namespace), speaking policy rules and routes in plan form.
+ *
+ * Messages are encoded by hand (struct fib_rule_hdr / rtmsg + attributes),
+ * not through libnl objects, because the batch path needs many messages in
+ * one buffer and because libnl 3.7 knows neither FRA_DSCP nor multipath
+ * weights on read. Changes go out zebra style: up to NLROUTE_BATCH bytes of
+ * requests per sendmsg, each with NLM_F_ACK, then every ack is collected by
+ * sequence number before the next batch, so an error names its item.
+ *
+ * Invariant: the socket lives in the target namespace for its whole life
+ * (it is created after setns(2) into it and the thread returns at once).
+ */
+#ifndef TF_NLROUTE_H
+#define TF_NLROUTE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "controller/plan.h"
+
+#define NLROUTE_BATCH (64 * 1024)
+
+struct nlroute;
+
+/* What tierflow owns in a kernel: rules with priority in [prio_min,
+ * prio_max] AND protocol proto; routes with protocol proto in tables
+ * [table_min, table_max]. Nothing else is ever read into a plan, changed
+ * or deleted. */
+struct nlroute_own {
+    uint32_t prio_min, prio_max, table_min, table_max;
+    uint8_t proto;
+};
+
+enum nlroute_op { NLROUTE_ROUTE_REPLACE, NLROUTE_RULE_ADD, NLROUTE_RULE_DEL, NLROUTE_ROUTE_DEL };
+
+/* netns NULL or "" = the caller's namespace; else /run/netns/<netns>. */
+int nlroute_open(const char *netns, struct nlroute **out, char *err, size_t errlen);
+void nlroute_close(struct nlroute *n);
+
+/* Appends the owned rules and routes, labelled with switch name sw. */
+int nlroute_read(struct nlroute *n, const struct nlroute_own *own, const char *sw,
+                 struct plan *out, char *err, size_t errlen);
+
+/*
+ * Applies op to every rule (RULE_*) or route (ROUTE_*) of p, batched. An
+ * add that finds the identical rule (EEXIST) and a delete that finds
+ * nothing (ENOENT/ESRCH) count as done: the kernel is already as asked.
+ * Stops after the first batch with an error and returns it (err names the
+ * item and the kernel's reason). *done counts successful items,
+ * *round_trips adds the batches sent.
+ */
+int nlroute_run(struct nlroute *n, enum nlroute_op op, const struct plan *p, uint8_t proto,
+                size_t *done, size_t *round_trips, char *err, size_t errlen);
+
+#endif
