@@ -224,6 +224,10 @@ int sflow_parse(const uint8_t *buf, size_t len, const struct sflow_handler *h,
 {
     static const struct sflow_handler none;
     int r = parse_pass(buf, len, &none, 0, st);
+    if (r == -EPROTONOSUPPORT) {
+        st->other_versions++;
+        return r;
+    }
     if (r < 0) {
         st->bad_datagrams++;
         return r;

@@ -69,11 +69,13 @@ struct sflow_handler {
 
 struct sflow_stats {
     uint64_t datagrams, bad_datagrams;
+    uint64_t other_versions;  /* not sFlow v5 (e.g. NetFlow sent to the port) */
     uint64_t flow_samples, counter_samples, skipped_samples, skipped_records;
 };
 
 /* Parses one datagram. 0 on success (callbacks ran), -EBADMSG when malformed
- * or -EPROTONOSUPPORT when not version 5 (nothing delivered, counted). */
+ * (counted in bad_datagrams) or -EPROTONOSUPPORT when not version 5 (counted
+ * in other_versions); nothing is delivered in either case. */
 int sflow_parse(const uint8_t *buf, size_t len, const struct sflow_handler *h,
                 struct sflow_stats *st);
 

@@ -233,6 +233,7 @@ static void test_lying_lengths(void **state)
     put_header(&b, 1, 0);
     patch32(&b, 0, 4);
     assert_int_equal(sflow_parse(b.b, b.n, NULL, &st), -EPROTONOSUPPORT);
+    assert_int_equal(st.other_versions, 1);
     /* a counters record too short for generic counters */
     put_header(&b, 1, 1);
     s = b.n;
