@@ -1,0 +1,181 @@
+#!/usr/bin/env bash
+# timeout: 240
+# End to end on the emulated 2-leaf x 4-spine fabric (4 hosts per leaf, every
+# link shaped to $E2E_MBIT): four iperf3 flows H1..H4 -> H5..H8 whose source
+# ports make ECMP put them on two spines; then tierflow-probe on the leaf
+# uplinks and tierflowd (netlink backend on the leaves) must spread them.
+#
+#   0. one flow alone: the single-flow ceiling C of this run
+#   1. ECMP: the four flows collide (two spines busy, two idle, aggregate ~2C)
+#   2. tierflowd starts: within 5 s the aggregate reaches >= 90% of 4C and
+#      each L1 uplink carries one flow's worth (the leaf's own counters)
+#   3. one L1 uplink goes down: the aggregate recovers to >= 90% of 3C
+#   4. tierflowd stops with --withdraw-on-exit: no rule or route of its own
+#      remains in the leaves
+# Aggregates come from the receivers' iperf3 JSON; per-link loads from the
+# kernel counters; per-flow shares on a shared link are never asserted.
+set -u
+TF_ROOT=${TF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
+. "$TF_ROOT/tests/lib/tap.sh"
+. "$TF_ROOT/tests/lab/lib.sh"
+t_need_root e2e_leafspine
+for t in iperf3 jq tc ss; do command -v $t >/dev/null || { t_fail "tool $t present" "scripts/deps.sh test installs it"; t_done; }; done
+
+MBIT=${E2E_MBIT:-50}
+lab_init e2els
+trap 'lab_cleanup' EXIT
+trap 'exit 130' INT TERM
+
+t_check "lab up 2x4x4 at ${MBIT} Mbit/s" lab_up leafspine:leaves=2,spines=4,hosts=4,gbps=100 --mbit "$MBIT" --seed 7
+[ -s "$LAB_TOPO" ] || t_done
+mapfile -t UP < <(lab_uplinks L1)
+t_eq "L1 has four uplinks" 4 "${#UP[@]}"
+mapfile -t SRC < <(lab_hosts_of L1)
+mapfile -t DST < <(lab_hosts_of L2)
+[ ${#SRC[@]} -eq 4 ] && [ ${#DST[@]} -eq 4 ] || { t_fail "4 hosts per leaf" "got ${SRC[*]} / ${DST[*]}"; t_done; }
+
+# ---- 0. single-flow ceiling --------------------------------------------
+iperf_server "${DST[0]}" 5300 "$LAB_TMP/solo.json"
+iperf_wait_listen "${DST[0]}" 5300
+"$LAB" exec "${SRC[0]}" -- iperf3 -c "$(lab_addr "${DST[0]}")" -p 5300 -t 4 -J > "$LAB_TMP/solo-c.json" 2>&1
+sleep 0.3
+t0=$(jq -r '.start.timestamp.timesecs' "$LAB_TMP/solo.json" 2>/dev/null)
+C=$(iperf_window $((t0 + 1)) $((t0 + 4)) "$LAB_TMP/solo.json")
+echo "# single-flow ceiling C = $(awk -v c="$C" 'BEGIN{printf "%.1f", c/1e6}') Mbit/s at ${MBIT} Mbit/s links"
+t_ge "one flow reaches >= 85% of the shaped rate" "$C" "$(awk -v m="$MBIT" 'BEGIN{print 0.85*m*1e6}')"
+
+# ---- flows: ports chosen so that ECMP puts 2 flows on UP[0], 2 on UP[1] ----
+declare -a SPORT WANT
+for i in 0 1 2 3; do
+  WANT[$i]=${UP[$((i / 2))]}
+  SPORT[$i]=$(lab_pick_sport L1 "${SRC[$i]}" "$(lab_addr "${DST[$i]}")" $((5201 + i)) "${WANT[$i]}" $((41000 + 300 * i)))
+  [ -n "${SPORT[$i]}" ] || { t_fail "found a source port for flow $i on ${WANT[$i]}"; t_done; }
+done
+ok=1
+for i in 0 1 2 3; do
+  got=$(lab_route_dev L1 "${SRC[$i]}" "$(lab_addr "${DST[$i]}")" "${SPORT[$i]}" $((5201 + i)))
+  [ "$got" = "${WANT[$i]}" ] || ok=0
+done
+t_eq "ip route get predicts two flows on each of ${UP[0]}, ${UP[1]}" 1 "$ok"
+
+FLOW_SECS=${E2E_FLOW_SECS:-40}
+for i in 0 1 2 3; do iperf_server "${DST[$i]}" $((5201 + i)) "$LAB_TMP/srv$i.json"; done
+for i in 0 1 2 3; do iperf_wait_listen "${DST[$i]}" $((5201 + i)); done
+
+# Probes and controller (step 2 onwards) need tierflow's programs.
+PROBE=$(tf_bin tierflow-probe); CTL=$(tf_bin tierflowd)
+missing=""
+[ -n "$PROBE" ] || missing+=" tierflow-probe"
+[ -n "$CTL" ] || missing+=" tierflowd"
+MGMT=$(jq -r '.lab.mgmt.controller' "$LAB_TOPO")
+PORT=$((18000 + $$ % 2000))
+URL="http://$MGMT:$PORT"
+TOKEN=$LAB_TMP/token; head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$TOKEN"; chmod 600 "$TOKEN"
+GBPS=$(awk -v m="$MBIT" 'BEGIN{print m/1000}')
+start_probes() {
+  local leaf ifs a
+  for leaf in L1 L2; do
+    a=(); for ifs in $(lab_uplinks $leaf); do a+=(-i "$ifs"); done
+    lab_bg "probe-$leaf" "$LAB" exec $leaf -- "$PROBE" "${a[@]}" --node $leaf --controller "$URL" \
+      --token-file "$TOKEN" --interval 1 --link-gbps "$GBPS"
+  done
+}
+snapshot_leaf() { # the rules and every table but main's kernel-made routes
+  "$LAB" exec "$1" -- ip rule show
+  "$LAB" exec "$1" -- ip route show table all | grep -v ' proto kernel ' | grep -v '^local \|^broadcast \|table local'
+}
+for leaf in L1 L2; do snapshot_leaf $leaf > "$LAB_TMP/before-$leaf.txt"; done
+
+uplink_rates() { # bit/s per L1 uplink over SECS seconds, from L1's counters
+  local a b; a=($(lab_txbytes L1 "${UP[@]}")); sleep "$1"; b=($(lab_txbytes L1 "${UP[@]}"))
+  for i in 0 1 2 3; do awk -v x="${a[$i]}" -v y="${b[$i]}" -v s="$1" 'BEGIN{printf "%.0f ", (y-x)*8/s}'; done; echo
+}
+mbit() { awk -v b="$1" 'BEGIN{printf "%.1f", b/1e6}'; }
+
+tstart=$(date +%s)
+for i in 0 1 2 3; do
+  iperf_client "${SRC[$i]}" "$(lab_addr "${DST[$i]}")" $((5201 + i)) "${SPORT[$i]}" "$FLOW_SECS" "$LAB_TMP/cli$i.json"
+done
+[ -z "$missing" ] && start_probes
+
+# ---- 1. ECMP -----------------------------------------------------------
+sleep 1.5
+R=($(uplink_rates 4))
+echo "# ECMP: L1 uplinks ${UP[*]} carry $(for r in "${R[@]}"; do printf '%s ' "$(mbit "$r")"; done)Mbit/s"
+t_ge "ECMP: ${UP[0]} busy (counters)" "${R[0]}" "$(awk -v c="$C" 'BEGIN{print 0.8*c}')"
+t_ge "ECMP: ${UP[1]} busy (counters)" "${R[1]}" "$(awk -v c="$C" 'BEGIN{print 0.8*c}')"
+t_ge "ECMP: ${UP[2]} idle (counters)" "$(awk -v c="$C" 'BEGIN{print 0.05*c}')" "${R[2]}"
+t_ge "ECMP: ${UP[3]} idle (counters)" "$(awk -v c="$C" 'BEGIN{print 0.05*c}')" "${R[3]}"
+tecmp_end=$(date +%s)
+tecmp_start=$((tecmp_end - 5))
+
+# ---- 2. tierflowd ------------------------------------------------------
+if [ -n "$missing" ]; then
+  echo "# !!!! tierflow side NOT TESTED: missing$missing (build them: make all) !!!!" >&2
+  for n in "rebalanced within 5 s to >= 90% of 4C" "one flow per uplink (counters)" \
+           "link down: recovers to >= 90% of 3C" "withdraw leaves no rules or routes"; do
+    t_skip "$n" "not built:$missing"
+  done
+  for i in 0 1 2 3; do lab_stop "cli-${SRC[$i]}-${SPORT[$i]}"; done
+  t_done
+fi
+lab_bg tierflowd "$CTL" --topology "$LAB_TOPO" --backend netlink --listen "$MGMT:$PORT" \
+  --token-file "$TOKEN" --interval 1 --withdraw-on-exit
+tctl=$(date +%s)
+sleep 6
+R=($(uplink_rates 3))
+echo "# tierflow: L1 uplinks ${UP[*]} carry $(for r in "${R[@]}"; do printf '%s ' "$(mbit "$r")"; done)Mbit/s"
+for i in 0 1 2 3; do
+  t_ge "tierflow: ${UP[$i]} carries one flow (counters >= 75% of C)" "${R[$i]}" "$(awk -v c="$C" 'BEGIN{print 0.75*c}')"
+done
+curl -s "$URL/api/v1/status" > "$LAB_TMP/status.json" || true
+
+# ---- 3. link down --------------------------------------------------------
+DOWN=${UP[3]}
+tdown=$(date +%s)
+"$LAB" exec L1 -- ip link set "$DOWN" down
+sleep 8
+trec=$(date +%s)
+R=($(uplink_rates 3))
+echo "# after $DOWN down: L1 uplinks ${UP[*]} carry $(for r in "${R[@]}"; do printf '%s ' "$(mbit "$r")"; done)Mbit/s"
+for i in 0 1 2; do
+  t_ge "link down: ${UP[$i]} busy (counters >= 75% of C)" "${R[$i]}" "$(awk -v c="$C" 'BEGIN{print 0.75*c}')"
+done
+trec_end=$(date +%s)
+"$LAB" exec L1 -- ip link set "$DOWN" up
+
+# ---- 4. withdraw ------------------------------------------------------------
+curl -s "$URL/api/v1/routes" > "$LAB_TMP/routes.json" || true
+lab_stop tierflowd
+for leaf in L1 L2; do snapshot_leaf $leaf > "$LAB_TMP/after-$leaf.txt"; done
+for leaf in L1 L2; do
+  if diff -u "$LAB_TMP/before-$leaf.txt" "$LAB_TMP/after-$leaf.txt" > "$LAB_TMP/diff-$leaf.txt"; then
+    t_pass "withdraw: $leaf rules and tables as before tierflowd"
+  else
+    t_fail "withdraw: $leaf rules and tables as before tierflowd" "$(head -20 "$LAB_TMP/diff-$leaf.txt" | tr '\n' '|')"
+  fi
+done
+
+# ---- goodput from the receivers' JSON ---------------------------------------
+for i in 0 1 2 3; do wait "${LAB_PIDS[cli-${SRC[$i]}-${SPORT[$i]}]}" 2>/dev/null; done
+for i in 0 1 2 3; do lab_stop "srv-${DST[$i]}-$((5201 + i))"; done
+S=("$LAB_TMP"/srv[0-3].json)
+ECMP=$(iperf_window "$tecmp_start" "$tecmp_end" "${S[@]}")
+echo "# aggregate goodput, 1 s bins (C = $(mbit "$C") Mbit/s, ideal 4C = $(mbit "$(awk -v c="$C" 'BEGIN{print 4*c}')"))"
+iperf_bins "$tstart" "$((trec_end))" "${S[@]}" | while read -r t b; do
+  m=""; [ "$t" -eq "$tctl" ] && m=" <- tierflowd starts"; [ "$t" -eq "$tdown" ] && m=" <- $DOWN down"
+  echo "#   +$((t - tstart))s $(mbit "$b")$m"
+done
+echo "# ECMP aggregate $(mbit "$ECMP") Mbit/s = $(awk -v a="$ECMP" -v c="$C" 'BEGIN{printf "%.0f", 100*a/(4*c)}')% of 4C"
+t_ge "ECMP aggregate <= 60% of 4C (the collision happened)" "$(awk -v c="$C" 'BEGIN{print 0.6*4*c}')" "$ECMP"
+# reached: the first 2-s window ending within 5 s of the start at >= 90% of 4C
+best=0
+for ((t = tctl + 2; t <= tctl + 5; t++)); do
+  w=$(iperf_window $((t - 2)) "$t" "${S[@]}"); [ "$w" -gt "$best" ] && best=$w
+done
+echo "# tierflow: best 2-s aggregate within 5 s of start $(mbit "$best") Mbit/s = $(awk -v a="$best" -v c="$C" 'BEGIN{printf "%.0f", 100*a/(4*c)}')% of 4C"
+t_ge "tierflow: aggregate >= 90% of 4C within 5 s" "$best" "$(awk -v c="$C" 'BEGIN{print 0.9*4*c}')"
+REC=$(iperf_window "$((trec - 2))" "$trec_end" "${S[@]}")
+echo "# after $DOWN down: aggregate $(mbit "$REC") Mbit/s = $(awk -v a="$REC" -v c="$C" 'BEGIN{printf "%.0f", 100*a/(3*c)}')% of 3C"
+t_ge "link down: aggregate >= 90% of 3C" "$REC" "$(awk -v c="$C" 'BEGIN{print 0.9*3*c}')"
+t_done

@@ -1,0 +1,140 @@
+# Helpers for the end-to-end tests, the demo and the e2e benchmark; source it.
+# Everything started here is recorded by PID and stopped by PID (lab_cleanup);
+# the fabric is removed with `lab down` for this LAB_ID only.
+#
+#   lab_init ID                     set LAB_ID, LAB (the lab command), LAB_TMP
+#   lab_up TOPOLOGY ARGS...         lab up; the resolved topology in $LAB_TOPO
+#   lab_addr NODE / lab_uplinks LEAF / lab_hostif LEAF HOST / lab_hosts_of LEAF
+#   lab_pick_sport LEAF HOST DST DPORT WANT_IF FROM   a source port ECMP sends by WANT_IF
+#   lab_bg NAME CMD...              start CMD in the background, remember its PID
+#   lab_stop NAME                   stop one remembered process (TERM, then KILL)
+#   iperf_server NODE PORT JSON     one-shot iperf3 server writing its JSON report
+#   iperf_client NODE DST PORT CPORT SECS JSON
+#   iperf_window T1 T2 JSON...      aggregate goodput (bit/s) received in [T1,T2] (epoch s)
+#   iperf_bins T1 T2 JSON...        per-second aggregate goodput, "T BPS" lines
+#   lab_txbytes NODE IF...          tx_bytes of interfaces inside NODE
+#   tf_bin NAME                     path of a tierflow program (optimised first), or fail
+#   lab_cleanup                     stop every remembered process, lab down
+LAB_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+TF_ROOT=${TF_ROOT:-$(cd "$LAB_LIB_DIR/../.." && pwd)}
+LAB="$LAB_LIB_DIR/lab"
+declare -gA LAB_PIDS=()
+
+lab_init() {
+  export LAB_ID=$1
+  LAB_TMP=$(mktemp -d "${TMPDIR:-/tmp}/tflab-$1.XXXXXX")
+  LAB_TOPO=$LAB_TMP/topology.json
+}
+
+lab_up() { "$LAB" up "$@" > "$LAB_TOPO"; }
+
+lab_addr() { jq -r --arg n "$1" '.nodes[] | select(.name == $n) | .addr' "$LAB_TOPO"; }
+lab_tier_of() { jq -r --arg n "$1" '.nodes[] | select(.name == $n) | .tier' "$LAB_TOPO"; }
+# Interfaces of NODE toward the tier above it, in file order.
+lab_uplinks() {
+  jq -r --arg n "$1" '.tiers as $tiers | (reduce range(0; $tiers|length) as $i ({}; .[$tiers[$i]] = $i)) as $ti
+    | (reduce .nodes[] as $x ({}; .[$x.name] = $ti[$x.tier])) as $t
+    | .links[] | if .a == $n and $t[.b] > $t[.a] then .a_if elif .b == $n and $t[.a] > $t[.b] then .b_if else empty end' "$LAB_TOPO"
+}
+lab_hostif() {
+  jq -r --arg l "$1" --arg h "$2" '.links[] | if .a == $l and .b == $h then .a_if elif .b == $l and .a == $h then .b_if else empty end' "$LAB_TOPO"
+}
+lab_hosts_of() {
+  jq -r --arg l "$1" '(reduce .nodes[] as $x ({}; .[$x.name] = $x.tier)) as $t
+    | .links[] | if .a == $l and $t[.b] == "host" then .b elif .b == $l and $t[.a] == "host" then .a else empty end' "$LAB_TOPO"
+}
+lab_leaf_of() {
+  jq -r --arg h "$1" '(reduce .nodes[] as $x ({}; .[$x.name] = $x.tier)) as $t
+    | [.links[] | if .a == $h and $t[.b] == "leaf" then .b elif .b == $h and $t[.a] == "leaf" then .a else empty end][0]' "$LAB_TOPO"
+}
+
+# The first source port >= FROM that the leaf's multipath hash sends out of
+# WANT_IF for a TCP flow HOST -> DST:DPORT. One `ip -batch` for 256 candidates.
+lab_pick_sport() {
+  local leaf=$1 host=$2 dst=$3 dport=$4 want=$5 from=$6 src iif
+  src=$(lab_addr "$host"); iif=$(lab_hostif "$leaf" "$host")
+  seq "$from" $((from + 255)) | awk -v d="$dst" -v s="$src" -v i="$iif" -v dp="$dport" \
+      '{ printf "route get %s from %s iif %s ipproto tcp sport %d dport %d\n", d, s, i, $1, dp }' \
+    | "$LAB" exec "$leaf" -- ip -o -batch - \
+    | awk -v w="$want" -v f="$from" '{ for (k = 1; k < NF; k++) if ($k == "dev" && $(k+1) == w) { print f + NR - 1; exit } }'
+}
+
+# ECMP's choice (uplink name) at LEAF for a TCP flow HOST -> DST sport:dport.
+lab_route_dev() {
+  local leaf=$1 host=$2 dst=$3 sport=$4 dport=$5
+  "$LAB" exec "$leaf" -- ip -o route get "$dst" from "$(lab_addr "$host")" iif "$(lab_hostif "$leaf" "$host")" \
+    ipproto tcp sport "$sport" dport "$dport" | awk '{ for (k = 1; k < NF; k++) if ($k == "dev") { print $(k+1); exit } }'
+}
+
+lab_bg() {
+  local name=$1; shift
+  "$@" &
+  LAB_PIDS[$name]=$!
+}
+lab_stop() {
+  local pid=${LAB_PIDS[$1]:-} i
+  [ -n "$pid" ] || return 0
+  kill "$pid" 2>/dev/null
+  for i in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  kill -9 "$pid" 2>/dev/null
+  wait "$pid" 2>/dev/null
+  unset "LAB_PIDS[$1]"
+  return 0
+}
+lab_cleanup() {
+  local n
+  for n in "${!LAB_PIDS[@]}"; do kill "${LAB_PIDS[$n]}" 2>/dev/null; done
+  sleep 0.2
+  for n in "${!LAB_PIDS[@]}"; do kill -9 "${LAB_PIDS[$n]}" 2>/dev/null; wait "${LAB_PIDS[$n]}" 2>/dev/null; done
+  LAB_PIDS=()
+  "$LAB" down 2>/dev/null
+  [ -n "${LAB_TMP:-}" ] && [ -z "${LAB_KEEP_TMP:-}" ] && rm -rf "$LAB_TMP"
+  return 0
+}
+
+iperf_server() { lab_bg "srv-$1-$2" "$LAB" exec "$1" -- iperf3 -s -1 -J -i 1 -p "$2" --logfile "$3"; }
+iperf_client() { lab_bg "cli-$1-$4" "$LAB" exec "$1" -- iperf3 -c "$2" -p "$3" --cport "$4" -t "$5" -i 1 -J --logfile "$6"; }
+# Waits until NODE listens on PORT (iperf3 server up), at most 5 s.
+iperf_wait_listen() {
+  local i
+  for i in $(seq 50); do
+    "$LAB" exec "$1" -- ss -Hltn "sport = :$2" 2>/dev/null | grep -q . && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
+# Receiver-side interval reports, as "START_EPOCH END_EPOCH BYTES" lines.
+_iperf_intervals() {
+  local f
+  for f in "$@"; do
+    [ -s "$f" ] || continue
+    jq -r '.start.timestamp.timesecs as $t | .intervals[]?.sum | "\($t + .start) \($t + .end) \(.bytes)"' "$f" 2>/dev/null
+  done
+}
+iperf_window() {
+  local t1=$1 t2=$2; shift 2
+  _iperf_intervals "$@" | awk -v a="$t1" -v b="$t2" '
+    { s = $1; e = $2; if (e <= s) next; lo = (s > a ? s : a); hi = (e < b ? e : b)
+      if (hi > lo) bytes += $3 * (hi - lo) / (e - s) }
+    END { printf "%.0f\n", (b > a ? bytes * 8 / (b - a) : 0) }'
+}
+iperf_bins() {
+  local t1=$1 t2=$2 t; shift 2
+  for ((t = t1; t < t2; t++)); do echo "$t $(iperf_window "$t" $((t + 1)) "$@")"; done
+}
+
+lab_txbytes() {
+  local node=$1; shift
+  local f
+  for f in "$@"; do printf '%s ' "$("$LAB" exec "$node" -- cat "/sys/class/net/$f/statistics/tx_bytes")"; done
+  echo
+}
+
+tf_bin() {
+  local c
+  for c in "${TF_OPT_BIN:-}/$1" "${TF_BIN:-}/$1" "$TF_ROOT/${O:-build}/bin/$1" "$TF_ROOT/build/bin/$1"; do
+    [ -x "$c" ] && [ -f "$c" ] && { echo "$c"; return 0; }
+  done
+  command -v "$1" 2>/dev/null
+}
