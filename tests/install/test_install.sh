@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# `make install` honours PREFIX and DESTDIR: programs, dashboard, man pages and
+# the systemd unit land under DESTDIR/PREFIX and nowhere else, and the
+# installed programs run.
+# timeout: 300
+set -u
+. "$TF_ROOT/tests/lib/tap.sh"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+dest="$tmp/root"
+if ! make -C "$TF_ROOT" --no-print-directory O="$TF_BUILD" PREFIX=/opt/tf DESTDIR="$dest" install >"$tmp/log" 2>&1; then
+  t_fail "make install" "$(tail -5 "$tmp/log")"
+  t_done
+fi
+t_pass "make install PREFIX=/opt/tf DESTDIR=..."
+for p in tierflow-probe tierflowd tierflow-sim tierflow-topo; do
+  t_check "installs $p" test -x "$dest/opt/tf/bin/$p"
+done
+t_check "installed tierflowd runs" "$dest/opt/tf/bin/tierflowd" --help
+t_check "installed tierflow-probe runs" "$dest/opt/tf/bin/tierflow-probe" --help
+t_check "installs the dashboard" test -f "$dest/opt/tf/share/tierflow/web/index.html"
+t_check "installs tierflowd(8)" test -f "$dest/opt/tf/share/man/man8/tierflowd.8"
+t_check "installs tierflow-probe(1)" test -f "$dest/opt/tf/share/man/man1/tierflow-probe.1"
+if [ -f "$TF_ROOT/controller/tierflowd.service" ]; then
+  unit="$dest/opt/tf/lib/systemd/system/tierflowd.service"
+  t_check "installs the systemd unit" test -f "$unit"
+  t_check "unit points at the installed binary" grep -q "ExecStart=/opt/tf/bin/tierflowd" "$unit"
+else
+  t_fail "installs the systemd unit" "controller/tierflowd.service is missing"
+fi
+outside=$(find "$dest" -mindepth 1 -maxdepth 1 ! -name opt | head -3)
+t_eq "nothing installed outside PREFIX" "" "$outside"
+t_done
