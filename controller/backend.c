@@ -1,0 +1,231 @@
+/*
+ * backend: see backend.h. The dispatcher owns what every kind shares:
+ * validation of the wanted plan against tierflow's ranges (so no kind can
+ * be asked to touch state it does not own), the last applied plan (what
+ * "plan" and "none" report as installed) and the error text.
+ */
+#include "controller/backend.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+#include "controller/nl_backend.h"
+#include "controller/plan_backend.h"
+#include "controller/planbuild.h"
+
+enum kind { K_NONE, K_PLAN, K_NETLINK };
+
+struct backend {
+    enum kind kind;
+    struct backend_cfg cfg;
+    char plan_dir[4096];
+    struct plan last;
+    struct nl_backend *nl;
+    bool healthy;
+    char err[256];
+};
+
+void backend_cfg_default(struct backend_cfg *c)
+{
+    struct plan_opts o;
+    plan_opts_default(&o);
+    memset(c, 0, sizeof(*c));
+    c->prio_min = o.prio_min;
+    c->prio_max = o.prio_max;
+    c->table_base = o.table_base;
+    c->rt_proto = BACKEND_RT_PROTO_DEFAULT;
+}
+
+static int cfg_check(const struct backend_cfg *c, char *err, size_t errlen)
+{
+    if (c->prio_max < c->prio_min || c->prio_min == 0 ||
+        c->prio_max - c->prio_min + 1 < PLANBUILD_PRIO_SPAN)
+        snprintf(err, errlen, "rule priorities %u-%u: need 1.. and at least %d of them",
+                 c->prio_min, c->prio_max, PLANBUILD_PRIO_SPAN);
+    else if (c->table_base < 256 || c->table_base > UINT32_MAX - PLANBUILD_TABLE_SPAN)
+        snprintf(err, errlen, "table base %u: must be 256..%u", c->table_base,
+                 UINT32_MAX - PLANBUILD_TABLE_SPAN);
+    else if (c->rt_proto <= 4)   /* unspec, redirect, kernel, boot, static */
+        snprintf(err, errlen, "route protocol %u is reserved by the kernel", c->rt_proto);
+    else
+        return 0;
+    return -EINVAL;
+}
+
+int backend_open(const char *kind, const struct backend_cfg *cfg, struct backend **out,
+                 char *err, size_t errlen)
+{
+    enum kind k;
+    if (!kind || !strcmp(kind, "none"))
+        k = K_NONE;
+    else if (!strcmp(kind, "plan"))
+        k = K_PLAN;
+    else if (!strcmp(kind, "netlink"))
+        k = K_NETLINK;
+    else {
+        snprintf(err, errlen, "backend '%.32s': not one of netlink, plan, none", kind);
+        return -EINVAL;
+    }
+    int rc = cfg_check(cfg, err, errlen);
+    if (rc)
+        return rc;
+    struct backend *b = calloc(1, sizeof(*b));
+    if (!b)
+        return -ENOMEM;
+    b->kind = k;
+    b->cfg = *cfg;
+    plan_init(&b->last);
+    if (k == K_PLAN) {
+        if (!cfg->plan_dir || tf_strlcpy(b->plan_dir, cfg->plan_dir, sizeof(b->plan_dir)) >=
+                                  sizeof(b->plan_dir) || !cfg->plan_dir[0]) {
+            snprintf(err, errlen, "plan backend: plan_dir missing or too long");
+            free(b);
+            return -EINVAL;
+        }
+    }
+    b->cfg.plan_dir = b->plan_dir;
+    b->cfg.local_name = NULL;   /* not kept: only used by nl_backend_open */
+    if (k == K_NETLINK && (rc = nl_backend_open(cfg, &b->nl, err, errlen))) {
+        free(b);
+        return rc;
+    }
+    b->healthy = true;
+    *out = b;
+    return 0;
+}
+
+static int check_owned(struct backend *b, const struct plan *p)
+{
+    uint32_t tmin = b->cfg.table_base, tmax = tmin + PLANBUILD_TABLE_SPAN - 1;
+    for (size_t i = 0; i < p->nrules; i++) {
+        const struct plan_rule *r = &p->rules[i];
+        if (r->prio < b->cfg.prio_min || r->prio > b->cfg.prio_max || r->table < tmin ||
+            r->table > tmax) {
+            snprintf(b->err, sizeof(b->err),
+                     "rule %zu on switch %s: priority %u or table %u outside tierflow's "
+                     "(%u-%u, %u-%u)", i, r->sw, r->prio, r->table, b->cfg.prio_min,
+                     b->cfg.prio_max, tmin, tmax);
+            return -EINVAL;
+        }
+    }
+    for (size_t i = 0; i < p->nroutes; i++) {
+        const struct plan_route *r = &p->routes[i];
+        if (r->table < tmin || r->table > tmax) {
+            snprintf(b->err, sizeof(b->err),
+                     "route %zu on switch %s: table %u outside tierflow's %u-%u", i, r->sw,
+                     r->table, tmin, tmax);
+            return -EINVAL;
+        }
+    }
+    return 0;
+}
+
+/* Counts for the kinds that install nothing: what would change. */
+static int count_diff(const struct plan *want, const struct plan *last, struct backend_result *res)
+{
+    struct plan w, h, add, del;
+    int rc = plan_copy(&w, want);
+    if (rc)
+        return rc;
+    if ((rc = plan_copy(&h, last))) {
+        plan_free(&w);
+        return rc;
+    }
+    if (!(rc = plan_diff(&w, &h, &add, &del))) {
+        res->rules_added = add.nrules;
+        res->rules_deleted = del.nrules;
+        res->routes_added = add.nroutes;
+        res->routes_deleted = del.nroutes;
+        plan_free(&add);
+        plan_free(&del);
+    }
+    plan_free(&w);
+    plan_free(&h);
+    return rc;
+}
+
+int backend_apply(struct backend *b, const struct plan *want, struct backend_result *res)
+{
+    struct backend_result scratch;
+    if (!res)
+        res = &scratch;
+    memset(res, 0, sizeof(*res));
+    b->err[0] = '\0';
+    int rc = check_owned(b, want);
+    if (rc) {
+        tf_strlcpy(res->error, b->err, sizeof(res->error));
+        return rc;
+    }
+    if (b->kind == K_NETLINK) {
+        rc = nl_backend_apply(b->nl, want, res);
+    } else {
+        rc = count_diff(want, &b->last, res);
+        if (!rc && b->kind == K_PLAN)
+            rc = plan_backend_write(b->plan_dir, want, &b->last, b->cfg.rt_proto, res->error,
+                                    sizeof(res->error));
+    }
+    if (!rc) {
+        struct plan copy;
+        if (!(rc = plan_copy(&copy, want))) {
+            plan_sort(&copy);
+            plan_free(&b->last);
+            b->last = copy;
+        }
+    }
+    if (rc && !res->error[0])
+        snprintf(res->error, sizeof(res->error), "%s", strerror(-rc));
+    tf_strlcpy(b->err, res->error, sizeof(b->err));
+    b->healthy = rc == 0;
+    return rc;
+}
+
+int backend_read(struct backend *b, struct plan *have)
+{
+    plan_init(have);
+    int rc = b->kind == K_NETLINK ? nl_backend_read(b->nl, have, b->err, sizeof(b->err))
+                                  : plan_append(have, &b->last, NULL);
+    if (rc) {
+        b->healthy = false;
+        plan_free(have);
+        return rc;
+    }
+    plan_sort(have);
+    return 0;
+}
+
+int backend_withdraw(struct backend *b, struct backend_result *res)
+{
+    struct plan empty;
+    plan_init(&empty);
+    if (b->kind != K_NETLINK)
+        return backend_apply(b, &empty, res);
+    struct backend_result scratch;
+    if (!res)
+        res = &scratch;
+    memset(res, 0, sizeof(*res));
+    int rc = nl_backend_withdraw(b->nl, res);
+    plan_clear(&b->last);
+    tf_strlcpy(b->err, res->error, sizeof(b->err));
+    b->healthy = rc == 0;
+    return rc;
+}
+
+bool backend_healthy(const struct backend *b) { return b->healthy; }
+const char *backend_error(const struct backend *b) { return b->err; }
+
+const char *backend_kind(const struct backend *b)
+{
+    return b->kind == K_NETLINK ? "netlink" : b->kind == K_PLAN ? "plan" : "none";
+}
+
+void backend_close(struct backend *b)
+{
+    if (!b)
+        return;
+    nl_backend_close(b->nl);
+    plan_free(&b->last);
+    free(b);
+}

@@ -1,0 +1,124 @@
+/*
+ * plan_backend: see plan_backend.h. Switch names become file names, so a
+ * name that is not a plain file name is refused (named in the error)
+ * rather than mangled.
+ */
+#include "controller/plan_backend.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+typedef int (*writer_fn)(FILE *f, const void *ctx);
+
+static int write_atomic(const char *dir, const char *name, writer_fn fn, const void *ctx,
+                        char *err, size_t errlen)
+{
+    char tmp[4096], dst[4096];
+    if ((size_t)snprintf(dst, sizeof(dst), "%s/%s", dir, name) >= sizeof(dst) ||
+        (size_t)snprintf(tmp, sizeof(tmp), "%s/.%s.XXXXXX", dir, name) >= sizeof(tmp)) {
+        snprintf(err, errlen, "%s/%s: path too long", dir, name);
+        return -ENAMETOOLONG;
+    }
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        int e = errno;
+        snprintf(err, errlen, "%s: %s", tmp, strerror(e));
+        return -e;
+    }
+    FILE *f = fdopen(fd, "w");
+    if (!f) {
+        int e = errno;
+        close(fd);
+        unlink(tmp);
+        snprintf(err, errlen, "%s: %s", tmp, strerror(e));
+        return -e;
+    }
+    fchmod(fd, 0644);
+    int rc = fn(f, ctx);
+    if (!rc && (fflush(f) || fsync(fd)))
+        rc = -errno;
+    if (fclose(f) && !rc)
+        rc = -errno;
+    if (!rc && rename(tmp, dst) < 0)
+        rc = -errno;
+    if (rc) {
+        unlink(tmp);
+        snprintf(err, errlen, "writing %s: %s", dst, strerror(-rc));
+        return rc;
+    }
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+        fsync(dfd);   /* the rename itself must survive a crash */
+        close(dfd);
+    }
+    return 0;
+}
+
+static int write_json(FILE *f, const void *ctx)
+{
+    return plan_write_json(ctx, f);
+}
+
+struct batch_ctx {
+    const struct plan *p;
+    const char *sw;
+    uint8_t proto;
+};
+
+static int write_batch(FILE *f, const void *ctx)
+{
+    const struct batch_ctx *c = ctx;
+    fprintf(f, "# tierflow plan for switch %s: run with ip -force -batch FILE\n", c->sw);
+    return plan_write_ipbatch(c->p, c->sw, f, false, c->proto);
+}
+
+static bool file_name_ok(const char *s)
+{
+    if (!s[0] || s[0] == '.')
+        return false;
+    for (const char *c = s; *c; c++)
+        if (*c == '/' || (unsigned char)*c <= ' ' || (unsigned char)*c >= 0x7f)
+            return false;
+    return true;
+}
+
+int plan_backend_write(const char *dir, const struct plan *p, const struct plan *prev,
+                       uint8_t proto, char *err, size_t errlen)
+{
+    if (!dir || !dir[0]) {
+        snprintf(err, errlen, "plan backend: no output folder (plan_dir)");
+        return -EINVAL;
+    }
+    struct plan all;
+    plan_init(&all);
+    char (*names)[PLAN_SW_LEN] = NULL;
+    size_t n = 0;
+    int rc = plan_append(&all, p, NULL);
+    if (!rc && prev)
+        rc = plan_append(&all, prev, NULL);
+    if (!rc)
+        rc = plan_switches(&all, &names, &n);
+    plan_free(&all);
+    for (size_t i = 0; i < n && !rc; i++) {
+        if (!file_name_ok(names[i])) {
+            snprintf(err, errlen, "switch '%s': not usable as a file name", names[i]);
+            rc = -EINVAL;
+            break;
+        }
+        char fname[PLAN_SW_LEN + 16];
+        snprintf(fname, sizeof(fname), "%s.ipbatch", names[i]);
+        struct batch_ctx c = {p, names[i], proto};
+        rc = write_atomic(dir, fname, write_batch, &c, err, errlen);
+    }
+    free(names);
+    /* plan.json last: a reader that sees it also sees every script. */
+    if (!rc)
+        rc = write_atomic(dir, "plan.json", write_json, p, err, errlen);
+    return rc;
+}
