@@ -174,7 +174,7 @@ static int from_json(json_t *root, struct topo **out, char *err, size_t errlen)
     if (jname && !json_is_string(jname))
         return topobuild_fail(err, errlen, -EINVAL, "\"name\" must be a string");
     uint8_t tiers[TOPO_NTIERS_MAX];
-    int ntiers, r;
+    int ntiers = 0, r;
     if ((r = parse_tiers(root, nodes, tiers, &ntiers, err, errlen)) < 0)
         return r;
     struct topobuild b;
