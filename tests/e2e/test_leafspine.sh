@@ -58,15 +58,36 @@ for i in 0 1 2 3; do
 done
 t_eq "ip route get predicts two flows on each of ${UP[0]}, ${UP[1]}" 1 "$ok"
 
-FLOW_SECS=${E2E_FLOW_SECS:-40}
+FLOW_SECS=${E2E_FLOW_SECS:-30}
 for i in 0 1 2 3; do iperf_server "${DST[$i]}" $((5201 + i)) "$LAB_TMP/srv$i.json"; done
 for i in 0 1 2 3; do iperf_wait_listen "${DST[$i]}" $((5201 + i)); done
 
 # Probes and controller (step 2 onwards) need tierflow's programs.
+# E2E_CONTROLLER=manual checks this harness instead: the test pins the flows
+# itself with the same kind of ip rules, no tierflow involved.
+MANUAL=0; [ "${E2E_CONTROLLER:-}" = manual ] && MANUAL=1
 PROBE=$(tf_bin tierflow-probe); CTL=$(tf_bin tierflowd)
 missing=""
-[ -n "$PROBE" ] || missing+=" tierflow-probe"
-[ -n "$CTL" ] || missing+=" tierflowd"
+if [ $MANUAL -eq 0 ]; then
+  [ -n "$PROBE" ] || missing+=" tierflow-probe"
+  [ -n "$CTL" ] || missing+=" tierflowd"
+fi
+manual_pin() { # flow i -> table 100+j (default via UP[j]), as tierflow's plan would
+  local i j peer
+  for j in 0 1 2 3; do
+    peer=$(jq -r --arg i "${UP[$j]}" '.links[] | select(.a == "L1" and .a_if == $i) | .b_ip' "$LAB_TOPO")
+    "$LAB" exec L1 -- ip route replace default via "$peer" dev "${UP[$j]}" table $((100 + j)) proto 99
+  done
+  for i in "$@"; do
+    "$LAB" exec L1 -- ip rule add pref $((1000 + i)) from "$(lab_addr "${SRC[$i]}")" to "$(lab_addr "${DST[$i]}")" \
+      ipproto tcp sport "${SPORT[$i]}" dport $((5201 + i)) lookup $((100 + i))
+  done
+}
+manual_withdraw() {
+  local i j
+  for i in 0 1 2 3; do "$LAB" exec L1 -- ip rule del pref $((1000 + i)) 2>/dev/null; done
+  for j in 0 1 2 3; do "$LAB" exec L1 -- ip route flush table $((100 + j)) 2>/dev/null; done
+}
 MGMT=$(jq -r '.lab.mgmt.controller' "$LAB_TOPO")
 PORT=$((18000 + $$ % 2000))
 URL="http://$MGMT:$PORT"
@@ -96,7 +117,7 @@ tstart=$(date +%s)
 for i in 0 1 2 3; do
   iperf_client "${SRC[$i]}" "$(lab_addr "${DST[$i]}")" $((5201 + i)) "${SPORT[$i]}" "$FLOW_SECS" "$LAB_TMP/cli$i.json"
 done
-[ -z "$missing" ] && start_probes
+[ -z "$missing" ] && [ $MANUAL -eq 0 ] && start_probes
 
 # ---- 1. ECMP -----------------------------------------------------------
 sleep 1.5
@@ -119,8 +140,13 @@ if [ -n "$missing" ]; then
   for i in 0 1 2 3; do lab_stop "cli-${SRC[$i]}-${SPORT[$i]}"; done
   t_done
 fi
+if [ $MANUAL -eq 1 ]; then
+  echo "# E2E_CONTROLLER=manual: the test pins the flows itself (harness check, not tierflow)"
+  manual_pin 0 1 2 3
+else
 lab_bg tierflowd "$CTL" --topology "$LAB_TOPO" --backend netlink --listen "$MGMT:$PORT" \
   --token-file "$TOKEN" --interval 1 --withdraw-on-exit
+fi
 tctl=$(date +%s)
 sleep 6
 R=($(uplink_rates 3))
@@ -134,6 +160,7 @@ curl -s "$URL/api/v1/status" > "$LAB_TMP/status.json" || true
 DOWN=${UP[3]}
 tdown=$(date +%s)
 "$LAB" exec L1 -- ip link set "$DOWN" down
+[ $MANUAL -eq 1 ] && "$LAB" exec L1 -- ip rule del pref 1003
 sleep 8
 trec=$(date +%s)
 R=($(uplink_rates 3))
@@ -146,7 +173,7 @@ trec_end=$(date +%s)
 
 # ---- 4. withdraw ------------------------------------------------------------
 curl -s "$URL/api/v1/routes" > "$LAB_TMP/routes.json" || true
-lab_stop tierflowd
+if [ $MANUAL -eq 1 ]; then manual_withdraw; else lab_stop tierflowd; fi
 for leaf in L1 L2; do snapshot_leaf $leaf > "$LAB_TMP/after-$leaf.txt"; done
 for leaf in L1 L2; do
   if diff -u "$LAB_TMP/before-$leaf.txt" "$LAB_TMP/after-$leaf.txt" > "$LAB_TMP/diff-$leaf.txt"; then
