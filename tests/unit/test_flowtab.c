@@ -1,0 +1,363 @@
+/*
+ * Unit tests for probes/flowtab: keys (VLANs, QPs), accounting, expiry,
+ * eviction when full, the rate EWMA, fat-flow hysteresis and CNP
+ * attribution. Packets are built as decode_pkt structs directly: the
+ * decoder has its own suite.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <string.h>
+
+#include "probes/flowtab.h"
+
+static struct decode_pkt mk(uint8_t a, uint8_t b, uint16_t sport, uint16_t dport, uint32_t len)
+{
+    struct decode_pkt p;
+    memset(&p, 0, sizeof(p));
+    p.af = 4;
+    p.src[0] = 10; p.src[3] = a;
+    p.dst[0] = 10; p.dst[3] = b;
+    p.proto = 6;
+    p.sport = sport;
+    p.dport = dport;
+    p.l4 = 1;
+    p.wire_len = p.ip_len = len;
+    return p;
+}
+
+static struct decode_pkt mk_roce(uint8_t a, uint8_t b, uint8_t opcode, uint32_t dqp, uint32_t len)
+{
+    struct decode_pkt p = mk(a, b, 0xc000, DECODE_ROCE_PORT, len);
+    p.proto = 17;
+    p.roce = 1;
+    p.bth_opcode = opcode;
+    p.dqp = dqp;
+    return p;
+}
+
+static struct flow *get(struct flowtab *ft, const struct decode_pkt *p)
+{
+    struct flow_key k;
+    flowtab_key(p, &k);
+    return flowtab_lookup(ft, &k);
+}
+
+static void test_insert_lookup(void **state)
+{
+    (void)state;
+    struct flowtab *ft = flowtab_new(16, 0);
+    assert_non_null(ft);
+    struct decode_pkt p = mk(1, 2, 1000, 80, 1500);
+    p.dscp = 26;
+    p.ecn = 3;
+    assert_int_equal(flowtab_update(ft, &p, 2, 10.0, 1, FLOW_SRC_PCAP), 0);
+    p.ecn = 2;
+    assert_int_equal(flowtab_update(ft, &p, 2, 11.0, 1, FLOW_SRC_PCAP), 0);
+    p.ecn = 1;
+    assert_int_equal(flowtab_update(ft, &p, 2, 10.5, 100, FLOW_SRC_SFLOW), 0);
+    struct flow *f = get(ft, &p);
+    assert_non_null(f);
+    assert_int_equal(f->bytes, 1500 * 102);
+    assert_int_equal(f->ivl_bytes, 1500 * 102);
+    assert_int_equal(f->pkts, 102);
+    assert_int_equal(f->ce_pkts, 1);
+    assert_int_equal(f->ect_pkts, 101);
+    assert_int_equal(f->dscp, 26);
+    assert_int_equal(f->ifidx, 2);
+    assert_int_equal(f->sampling, 100);
+    assert_int_equal(f->source, FLOW_SRC_SFLOW);
+    assert_true(f->first_ts == 10.0);
+    assert_true(f->last_ts == 11.0); /* out-of-order packet does not move it back */
+    assert_int_equal(flowtab_count(ft), 1);
+
+    struct decode_pkt rev = mk(2, 1, 80, 1000, 60);
+    assert_null(get(ft, &rev));
+    struct decode_pkt bad = p;
+    bad.af = 0;
+    assert_int_equal(flowtab_update(ft, &bad, 0, 12, 1, 0), -EINVAL);
+    assert_int_equal(flowtab_count(ft), 1);
+
+    struct flowtab_stats st;
+    flowtab_get_stats(ft, &st);
+    assert_int_equal(st.inserted, 1);
+    assert_int_equal(st.evicted, 0);
+    flowtab_free(ft);
+
+    assert_null(flowtab_new(0, 1));
+    assert_int_equal(errno, EINVAL);
+    assert_null(flowtab_new(FLOWTAB_MAX_FLOWS + 1, 1));
+}
+
+static void test_vlan_and_qp_separation(void **state)
+{
+    (void)state;
+    struct flowtab *ft = flowtab_new(64, 0);
+    struct decode_pkt p = mk(1, 2, 59856, 80, 100);
+    assert_int_equal(flowtab_update(ft, &p, 0, 1, 1, 0), 0);
+    p.nvlan = 1;
+    p.vlan[0] = 42;
+    assert_int_equal(flowtab_update(ft, &p, 0, 1, 1, 0), 0);
+    p.nvlan = 2;
+    p.vlan[0] = 10;
+    p.vlan[1] = 20;
+    assert_int_equal(flowtab_update(ft, &p, 0, 1, 1, 0), 0);
+    assert_int_equal(flowtab_update(ft, &p, 0, 1, 1, 0), 0);
+    assert_int_equal(flowtab_count(ft), 3);
+    assert_int_equal(get(ft, &p)->pkts, 2);
+
+    /* Three tags key on the outer and the innermost. */
+    struct flow_key k;
+    p.nvlan = 3;
+    p.vlan[0] = 30; p.vlan[1] = 20; p.vlan[2] = 10;
+    flowtab_key(&p, &k);
+    assert_int_equal(k.vlan[0], 30);
+    assert_int_equal(k.vlan[1], 10);
+
+    struct decode_pkt r1 = mk_roce(1, 2, 0x0a, 0x45, 1082), r2 = mk_roce(1, 2, 0x0a, 0x48, 1082);
+    assert_int_equal(flowtab_update(ft, &r1, 0, 1, 1, 0), 0);
+    assert_int_equal(flowtab_update(ft, &r2, 0, 1, 1, 0), 0);
+    assert_int_equal(flowtab_update(ft, &r2, 0, 1, 1, 0), 0);
+    assert_int_equal(flowtab_count(ft), 5);
+    assert_int_equal(get(ft, &r1)->pkts, 1);
+    assert_int_equal(get(ft, &r2)->pkts, 2);
+    assert_int_equal(get(ft, &r2)->key.qp, 0x48);
+    /* A non-RoCE packet carries no QP even if the field is set. */
+    struct decode_pkt u = r1;
+    u.roce = 0;
+    flowtab_key(&u, &k);
+    assert_int_equal(k.qp, 0);
+
+    uint32_t cur = 0, n = 0;
+    while (flowtab_next(ft, &cur))
+        n++;
+    assert_int_equal(n, 5);
+    flowtab_free(ft);
+}
+
+static void test_expiry(void **state)
+{
+    (void)state;
+    struct flowtab *ft = flowtab_new(8, 10.0);
+    struct decode_pkt a = mk(1, 2, 1, 1, 100), b = mk(1, 2, 2, 2, 100);
+    flowtab_update(ft, &a, 0, 0.0, 1, 0);
+    flowtab_update(ft, &b, 0, 15.0, 1, 0);
+    double link = 1e9;
+    flowtab_close_interval(ft, 20.0, 1.0, &link, 1, 0.1);
+    assert_null(get(ft, &a));
+    assert_non_null(get(ft, &b));
+    assert_int_equal(flowtab_count(ft), 1);
+    struct flowtab_stats st;
+    flowtab_get_stats(ft, &st);
+    assert_int_equal(st.expired, 1);
+    /* The freed slot is reusable. */
+    assert_int_equal(flowtab_update(ft, &a, 0, 21.0, 1, 0), 0);
+    assert_int_equal(get(ft, &a)->pkts, 1);
+    flowtab_free(ft);
+}
+
+static void test_eviction_when_full(void **state)
+{
+    (void)state;
+    struct flowtab *ft = flowtab_new(4, 0);
+    struct decode_pkt p[6];
+    for (int i = 0; i < 6; i++)
+        p[i] = mk(1, 2, (uint16_t)(100 + i), 80, 100);
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(flowtab_update(ft, &p[i], 0, 1.0 + i, 1, 0), 0);
+    assert_int_equal(flowtab_update(ft, &p[0], 0, 5.0, 1, 0), 0); /* p[1] is now oldest */
+    assert_int_equal(flowtab_update(ft, &p[4], 0, 6.0, 1, 0), 0);
+    assert_int_equal(flowtab_count(ft), 4);
+    assert_null(get(ft, &p[1]));
+    assert_non_null(get(ft, &p[0]));
+    assert_non_null(get(ft, &p[4]));
+    struct flowtab_stats st;
+    flowtab_get_stats(ft, &st);
+    assert_int_equal(st.evicted, 1);
+    assert_int_equal(st.inserted, 5);
+
+    /* Fat flows are kept: make all four fat, then a new flow is dropped. */
+    double link = 8000.0; /* 100-byte packets over 1 s are 800 b/s = 10% */
+    flowtab_close_interval(ft, 6.0, 1.0, &link, 1, 0.05);
+    uint32_t cur = 0;
+    struct flow *f;
+    while ((f = flowtab_next(ft, &cur)))
+        assert_true(f->fat);
+    assert_int_equal(flowtab_update(ft, &p[5], 0, 7.0, 1, 0), -ENOSPC);
+    flowtab_get_stats(ft, &st);
+    assert_int_equal(st.full_drops, 1);
+    assert_int_equal(st.evicted, 1);
+    assert_null(get(ft, &p[5]));
+    flowtab_free(ft);
+}
+
+/* Many inserts and removals through a small index: every survivor must
+ * stay reachable (exercises backward-shift deletion). */
+static void test_index_churn(void **state)
+{
+    (void)state;
+    struct flowtab *ft = flowtab_new(1500, 5.0); /* never full: no eviction */
+    double link = 1e9;
+    for (int round = 0; round < 4; round++) {
+        for (int i = 0; i < 1000; i++) {
+            struct decode_pkt p = mk((uint8_t)i, (uint8_t)(i >> 8), (uint16_t)i, (uint16_t)round, 64);
+            /* Odd flows are touched late so that they survive expiry. */
+            assert_int_equal(flowtab_update(ft, &p, 0, round * 100.0 + (i & 1) * 50, 1, 0), 0);
+        }
+        flowtab_close_interval(ft, round * 100.0 + 52, 1.0, &link, 1, 0.1);
+        assert_int_equal(flowtab_count(ft), 500);
+        for (int i = 1; i < 1000; i += 2) {
+            struct decode_pkt p = mk((uint8_t)i, (uint8_t)(i >> 8), (uint16_t)i, (uint16_t)round, 64);
+            assert_non_null(get(ft, &p));
+        }
+    }
+    struct flowtab_stats st;
+    flowtab_get_stats(ft, &st);
+    /* Round 0 expires its 500 even flows, later rounds also the previous
+     * round's 500 survivors. */
+    assert_int_equal(st.expired, 500 + 3 * 1000);
+    assert_int_equal(st.evicted, 0);
+    flowtab_free(ft);
+}
+
+static void close1(struct flowtab *ft, double now, double link, double share)
+{
+    flowtab_close_interval(ft, now, 1.0, &link, 1, share);
+}
+
+static void test_rate_ewma(void **state)
+{
+    (void)state;
+    struct flowtab *ft = flowtab_new(4, 0);
+    struct decode_pkt p = mk(1, 2, 1, 2, 1000000);
+    for (int i = 0; i < 100; i++)
+        flowtab_update(ft, &p, 0, 0.5, 1, 0); /* 1e8 bytes: 8e8 b/s */
+    close1(ft, 1.0, 1e10, 0.1);
+    struct flow *f = get(ft, &p);
+    assert_float_equal(f->ivl_bps, 8e8, 1);
+    assert_float_equal(f->rate_bps, 8e8, 1); /* first interval seeds the EWMA */
+    assert_int_equal(f->ivl_bytes, 0);
+    assert_int_equal(f->bytes, 100000000);
+    close1(ft, 2.0, 1e10, 0.1);
+    assert_float_equal(f->ivl_bps, 0, 1);
+    assert_float_equal(f->rate_bps, 4e8, 1);
+    p.wire_len = 25000000; /* 2e8 b/s */
+    flowtab_update(ft, &p, 0, 2.5, 1, 0);
+    close1(ft, 3.0, 1e10, 0.1);
+    assert_float_equal(f->rate_bps, 0.5 * 2e8 + 0.5 * 4e8, 1);
+    /* Half-second interval doubles the rate of the same bytes. */
+    flowtab_update(ft, &p, 0, 3.2, 1, 0);
+    double link = 1e10;
+    flowtab_close_interval(ft, 3.5, 0.5, &link, 1, 0.1);
+    assert_float_equal(f->ivl_bps, 4e8, 1);
+    flowtab_free(ft);
+}
+
+static void test_fat_hysteresis(void **state)
+{
+    (void)state;
+    struct flowtab *ft = flowtab_new(4, 0);
+    const double link = 1e9, share = 0.1; /* fat at 1e8 b/s, lean below 8e7 */
+    struct decode_pkt p = mk(1, 2, 1, 2, 0);
+    struct flow *f;
+    /* interval b/s -> EWMA -> fat? */
+    const struct { double bps, rate; bool fat; } seq[] = {
+        {0.95e8, 0.95e8, false},   /* below the threshold */
+        {1.05e8, 1.0e8, true},     /* crosses up (>= share) */
+        {0.70e8, 0.85e8, true},    /* in the band: stays fat */
+        {0.70e8, 0.775e8, false},  /* below share * HYST_LOW: drops */
+        {0.95e8, 0.8625e8, false}, /* back in the band: stays lean */
+        {1.2e8, 1.03125e8, true},
+    };
+    for (unsigned i = 0; i < sizeof(seq) / sizeof(seq[0]); i++) {
+        p.wire_len = (uint32_t)(seq[i].bps / 8);
+        flowtab_update(ft, &p, 0, i + 0.5, 1, 0);
+        close1(ft, i + 1.0, link, share);
+        f = get(ft, &p);
+        assert_float_equal(f->rate_bps, seq[i].rate, 10);
+        assert_int_equal(f->fat, seq[i].fat);
+    }
+    /* No known link rate for the flow's interface: never fat. */
+    flowtab_update(ft, &p, 3, 10.5, 1, 0);
+    close1(ft, 11.0, link, share);
+    assert_false(get(ft, &p)->fat);
+    flowtab_free(ft);
+}
+
+static void test_cnp_attribution(void **state)
+{
+    (void)state;
+    struct flowtab *ft = flowtab_new(64, 0);
+    /* Host 1 receives B's data and sends CNPs to host 2, naming 2's QP 0x99. */
+    struct decode_pkt cnp = mk_roce(1, 2, DECODE_BTH_CNP, 0x99, 74);
+    cnp.sport = 0;
+
+    /* No throttled flow yet: the count stays on the CNP's own entry. */
+    assert_int_equal(flowtab_update(ft, &cnp, 0, 1, 1, 0), 0);
+    assert_int_equal(get(ft, &cnp)->cnps, 1);
+    assert_int_equal(get(ft, &cnp)->pkts, 1);
+
+    /* A flow in the CNP's own direction is not what it throttles. */
+    struct decode_pkt same = mk_roce(1, 2, 0x0a, 0x99, 1000);
+    flowtab_update(ft, &same, 0, 1, 1, 0);
+    struct decode_pkt x = mk_roce(2, 1, 0x0a, 0x45, 4000); /* 2 -> 1, QP 0x45 */
+    flowtab_update(ft, &x, 0, 2, 1, 0);
+    /* Same pair behind another VLAN: a different path, not charged. */
+    struct decode_pkt xv = x;
+    xv.nvlan = 1;
+    xv.vlan[0] = 7;
+    for (int i = 0; i < 5; i++)
+        flowtab_update(ft, &xv, 0, 2, 1, 0);
+    assert_int_equal(flowtab_update(ft, &cnp, 0, 3, 1, 0), 0);
+    assert_int_equal(get(ft, &x)->cnps, 1);
+    assert_int_equal(get(ft, &x)->ivl_cnps, 1);
+    assert_int_equal(get(ft, &xv)->cnps, 0);
+    assert_int_equal(get(ft, &same)->cnps, 0);
+    assert_int_equal(get(ft, &cnp)->cnps, 1);
+    assert_int_equal(get(ft, &cnp)->pkts, 2);
+
+    /* Two QPs 2 -> 1: the busier one in this interval takes it. */
+    struct decode_pkt z = mk_roce(2, 1, 0x0a, 0x48, 4000);
+    flowtab_update(ft, &z, 0, 4, 1, 0);
+    flowtab_update(ft, &z, 0, 4, 1, 0);
+    flowtab_update(ft, &cnp, 0, 5, 1, 0);
+    assert_int_equal(get(ft, &z)->cnps, 1);
+    assert_int_equal(get(ft, &x)->cnps, 1);
+    /* A new interval: x is now the busier one. */
+    double link = 1e9;
+    flowtab_close_interval(ft, 6, 1, &link, 1, 0.1);
+    flowtab_update(ft, &x, 0, 6.5, 1, 0);
+    flowtab_update(ft, &cnp, 0, 6.6, 2, 0); /* sampled 1:2 */
+    assert_int_equal(get(ft, &x)->cnps, 3);
+    assert_int_equal(get(ft, &z)->cnps, 1);
+    flowtab_free(ft);
+
+    /* Removal unlinks a flow from the pair chain: after expiry the CNP falls
+     * back to its own entry instead of touching a freed slot. */
+    ft = flowtab_new(4, 1.0);
+    flowtab_update(ft, &x, 0, 0, 1, 0);
+    flowtab_close_interval(ft, 5, 1, &link, 1, 0.1);
+    assert_int_equal(flowtab_count(ft), 0);
+    flowtab_update(ft, &cnp, 0, 6, 1, 0);
+    assert_int_equal(get(ft, &cnp)->cnps, 1);
+    flowtab_free(ft);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_insert_lookup),
+        cmocka_unit_test(test_vlan_and_qp_separation),
+        cmocka_unit_test(test_expiry),
+        cmocka_unit_test(test_eviction_when_full),
+        cmocka_unit_test(test_index_churn),
+        cmocka_unit_test(test_rate_ewma),
+        cmocka_unit_test(test_fat_hysteresis),
+        cmocka_unit_test(test_cnp_attribution),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
