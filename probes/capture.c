@@ -73,8 +73,9 @@ static int capture_activate(struct capture *c, const struct capture_opts *o)
     int r = pcap_activate(c->p);
     if (r < 0) {
         /* libpcap's message is empty for some codes; pcap_statustostr never is. */
-        const char *msg = pcap_geterr(c->p);
-        log_err("-i %s: %s%s%s", c->src, pcap_statustostr(r), *msg ? ": " : "", msg);
+        const char *msg = pcap_geterr(c->p), *st = pcap_statustostr(r);
+        bool same = !*msg || strcmp(msg, st) == 0;
+        log_err("-i %s: %s%s%s", c->src, st, same ? "" : ": ", same ? "" : msg);
         return activate_errno(r);
     }
     if (r > 0)
