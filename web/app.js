@@ -35,6 +35,12 @@ function fillPairSelects(topo) {
   }
 }
 
+function drawFabric() {
+  const box = $('fabric-scroll');
+  renderFabric($('fabric-svg'), lastTopo, $('link-detail'), box.clientWidth);
+  $('fabric-hint').hidden = box.scrollWidth <= box.clientWidth;
+}
+
 function banner(msg) {
   const b = $('banner');
   b.textContent = msg || '';
@@ -68,7 +74,7 @@ async function pollOnce() {
     if (ok.topology) {
       lastTopo = ok.topology;
       fillPairSelects(lastTopo);
-      renderFabric($('fabric-svg'), lastTopo, $('link-detail'), $('fabric-scroll').clientWidth);
+      drawFabric();
     }
     if (ok.flows || ok.classes) renderFlows(ok.flows, ok.classes);
     if (ok.classes) renderClasses(ok.classes);
@@ -100,7 +106,7 @@ function start() {
   let resizeT = null;
   window.addEventListener('resize', () => {
     clearTimeout(resizeT);
-    resizeT = setTimeout(() => lastTopo && renderFabric($('fabric-svg'), lastTopo, $('link-detail'), $('fabric-scroll').clientWidth), 150);
+    resizeT = setTimeout(() => lastTopo && drawFabric(), 150);
   });
   poll();
 }

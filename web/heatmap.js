@@ -27,13 +27,14 @@ export function renderHeatmap(svgEl, noteEl, src, dst, availWidth) {
   // As many cells as fit the card (at least MIN_CELLS; the box scrolls).
   const cells = Math.max(MIN_CELLS, Math.min(HISTORY, Math.floor(((availWidth || 600) - LABEL_W - VALUE_W - 4) / CELL_W)));
   const h = (history.get(pairKey(src, dst)) || []).slice(-cells);
+  const empty = () => { svgEl.replaceChildren(); svgEl.setAttribute('width', 0); svgEl.setAttribute('height', 0); };
   if (!src || !dst || src === dst) {
-    svgEl.replaceChildren();
+    empty();
     noteEl.textContent = 'Choose two different leaves.';
     return;
   }
   if (!h.length) {
-    svgEl.replaceChildren();
+    empty();
     noteEl.textContent = 'Waiting for the first sample…';
     return;
   }

@@ -107,7 +107,10 @@ function changes(plan, current) {
 function showPlan(res, dry, current) {
   const box = document.getElementById('rb-plan');
   const kids = [];
-  const head = dry ? 'Plan (dry run — nothing applied yet)' : res.applied ? 'Applied' : 'Not applied';
+  const head = dry ? 'Plan (dry run — nothing applied yet)'
+    : res.applied ? 'Applied'
+      : res.error ? 'Not applied'
+        : 'Done: plan computed and recorded (this backend does not program switches)';
   kids.push(el('h3', { text: head }));
   kids.push(el('p', { 'data-summary': '1', text:
     `Max utilisation ${pct(res.max_util_before, 1)} → ${pct(res.max_util_after, 1)} · ${res.moved} flow${res.moved === 1 ? '' : 's'} ${dry ? 'to move' : 'moved'} · ${res.congested.length} congested direction${res.congested.length === 1 ? '' : 's'}` }));

@@ -91,7 +91,8 @@ const CONGESTED = { from: 'L1', to: 'S1', util: 0.97 };
 
 function reports() {
   const ts = Date.now() / 1000;
-  const tx = (node, ifname) => (node === 'L1' ? FLOWS.filter((f) => f.if === ifname).reduce((a, f) => a + f.bps, 0) : 0) + 1e9;
+  // A direction carries its flows, or 1 Gb/s of background when it has none.
+  const tx = (node, ifname) => (node === 'L1' ? FLOWS.filter((f) => f.if === ifname).reduce((a, f) => a + f.bps, 0) : 0) || 1e9;
   const mk = (node) => ({
     probe: node, ts, interval_s: 1,
     links: [...Array.from({ length: SPINES }, (_, i) => `up${i + 1}`), ...Array.from({ length: HOSTS }, (_, i) => `h${i + 1}`)]
@@ -340,6 +341,7 @@ await step('phone width', async () => {
   await page.reload();
   await page.waitForSelector('#flows-table tr[data-flow]');
   await page.waitForSelector('#fabric-svg [data-node]');
+  await page.waitForSelector('#heatmap-svg [data-path] rect');
   const w = await page.evaluate(() => ({ doc: document.documentElement.scrollWidth, body: document.body.scrollWidth, vw: window.innerWidth }));
   ok('no horizontal page overflow at 390x844', w.doc <= w.vw && w.body <= w.vw, w);
   const btn = await page.locator('#rebalance-btn').boundingBox();
