@@ -215,7 +215,10 @@ static void canon_route(struct plan_route *r)
         l = strnlen(h->dev, sizeof(h->dev));
         memset(h->dev + l, 0, sizeof(h->dev) - l);
     }
-    qsort(r->nh, r->nnh, sizeof(r->nh[0]), nh_cmp);
+    if (r->nnh == 1)
+        r->nh[0].weight = 1;   /* a single path has no weight in the kernel */
+    if (r->nnh)
+        qsort(r->nh, r->nnh, sizeof(r->nh[0]), nh_cmp);
 }
 
 void plan_sort(struct plan *p)
@@ -224,8 +227,10 @@ void plan_sort(struct plan *p)
         canon_rule(&p->rules[i]);
     for (size_t i = 0; i < p->nroutes; i++)
         canon_route(&p->routes[i]);
-    qsort(p->rules, p->nrules, sizeof(p->rules[0]), rule_qcmp);
-    qsort(p->routes, p->nroutes, sizeof(p->routes[0]), route_qcmp);
+    if (p->nrules)   /* qsort(NULL, 0) is undefined */
+        qsort(p->rules, p->nrules, sizeof(p->rules[0]), rule_qcmp);
+    if (p->nroutes)
+        qsort(p->routes, p->nroutes, sizeof(p->routes[0]), route_qcmp);
     size_t w = 0;
     for (size_t i = 0; i < p->nrules; i++)
         if (!w || plan_rule_cmp(&p->rules[w - 1], &p->rules[i]))
@@ -305,7 +310,8 @@ int plan_switches(const struct plan *p, char (**out)[PLAN_SW_LEN], size_t *n)
         tf_strlcpy(v[k++], p->rules[i].sw, PLAN_SW_LEN);
     for (size_t i = 0; i < p->nroutes; i++)
         tf_strlcpy(v[k++], p->routes[i].sw, PLAN_SW_LEN);
-    qsort(v, k, PLAN_SW_LEN, (int (*)(const void *, const void *))strcmp);
+    if (k)
+        qsort(v, k, PLAN_SW_LEN, (int (*)(const void *, const void *))strcmp);
     size_t w = 0;
     for (size_t i = 0; i < k; i++)
         if (!w || strcmp(v[w - 1], v[i]))
