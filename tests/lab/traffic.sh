@@ -1,0 +1,101 @@
+# Traffic patterns and the ECMP-then-tierflow experiment on a lab fabric;
+# source after lib.sh, with the lab up ($LAB_TOPO).
+#
+#   lab_pattern NAME SEED        "SRC DST" host pairs, one flow each, for the Hedera
+#                                patterns stride:I, staggered:EDGE_P,POD_P, random, randbij
+#   tf_start URL TOKEN GBPS      tierflowd (netlink backend) + a probe on every
+#                                leaf's and spine's uplinks; needs CTL and PROBE set
+#   tf_stop                      stop them (tierflowd withdraws its routes)
+#   e2e_run PAIRS_FILE ECMP_S SETTLE_S TF_S
+#        runs the pairs as iperf3 flows; ECMP for ECMP_S seconds, then tierflow
+#        (tf_start) and, after SETTLE_S, TF_S seconds of measurement. Sets
+#        E2E_ECMP and E2E_TF (aggregate goodput, bit/s, receivers' JSON) and
+#        E2E_REACT (seconds from tierflowd's start to the first 1-s bin at
+#        >= 90% of E2E_TF). With ECMP_S=0 tierflow runs from the start.
+lab_hosts() { jq -r '.nodes[] | select(.tier == "host") | .name' "$LAB_TOPO"; }
+lab_pod_of_leaf() { # leaves that reach the same spines form a pod
+  jq -r --arg l "$1" '(reduce .nodes[] as $x ({}; .[$x.name] = $x.tier)) as $t
+    | [.links[] | if .a == $l and $t[.b] == "spine" then .b elif .b == $l and $t[.a] == "spine" then .a else empty end] | sort | join(",")' "$LAB_TOPO"
+}
+
+lab_pattern() {
+  local name=$1 seed=${2:-1} h
+  local -a H E P
+  mapfile -t H < <(lab_hosts)
+  for h in "${H[@]}"; do E+=("$(lab_leaf_of "$h")"); done
+  for ((i = 0; i < ${#H[@]}; i++)); do P+=("$(lab_pod_of_leaf "${E[$i]}")"); done
+  for ((i = 0; i < ${#H[@]}; i++)); do printf '%s %s %s\n' "${H[$i]}" "${E[$i]}" "${P[$i]}"; done |
+  awk -v pat="$name" -v seed="$seed" '
+    { h[NR-1] = $1; e[NR-1] = $2; p[NR-1] = $3; n = NR }
+    function pick_where(i, kind,   c, j, k, cand) { c = 0
+      for (j = 0; j < n; j++) if (j != i && ((kind == "edge" && e[j] == e[i]) ||
+          (kind == "pod" && p[j] == p[i] && e[j] != e[i]) || (kind == "other" && p[j] != p[i]))) cand[c++] = j
+      if (c == 0) return -1
+      return cand[int(rand() * c)] }
+    END {
+      srand(seed)
+      split(pat, a, ":"); kind = a[1]; split(a[2], arg, ",")
+      if (kind == "stride") { s = arg[1] + 0; for (i = 0; i < n; i++) print h[i], h[(i + s) % n]; exit }
+      if (kind == "random") { for (i = 0; i < n; i++) { do j = int(rand() * n); while (j == i); print h[i], h[j] } exit }
+      if (kind == "randbij") {
+        do { for (i = 0; i < n; i++) q[i] = i
+             for (i = n - 1; i > 0; i--) { j = int(rand() * (i + 1)); t = q[i]; q[i] = q[j]; q[j] = t }
+             ok = 1; for (i = 0; i < n; i++) if (q[i] == i) ok = 0 } while (!ok)
+        for (i = 0; i < n; i++) print h[i], h[q[i]]; exit }
+      if (kind == "staggered") { ep = (arg[1] == "" ? 0.5 : arg[1]); pp = (arg[2] == "" ? 0.3 : arg[2])
+        for (i = 0; i < n; i++) { r = rand(); k = (r < ep ? "edge" : (r < ep + pp ? "pod" : "other"))
+          j = pick_where(i, k); if (j < 0) j = pick_where(i, "other"); print h[i], h[j] } exit }
+      print "lab_pattern: unknown pattern " pat > "/dev/stderr"; exit 1 }'
+}
+
+tf_start() {
+  local url=$1 token=$2 gbps=$3 mgmt port node a u
+  mgmt=${url#http://}; port=${mgmt##*:}; mgmt=${mgmt%:*}
+  lab_bg tierflowd "$CTL" --topology "$LAB_TOPO" --backend netlink --listen "$mgmt:$port" \
+    --token-file "$token" --interval 1 --withdraw-on-exit >>"$LAB_TMP/tierflowd.log" 2>&1
+  for node in $(jq -r '.nodes[] | select(.tier == "leaf" or .tier == "spine") | .name' "$LAB_TOPO"); do
+    a=(); for u in $(lab_uplinks "$node"); do a+=(-i "$u"); done
+    [ ${#a[@]} -gt 0 ] || continue
+    lab_bg "probe-$node" "$LAB" exec "$node" -- "$PROBE" "${a[@]}" --node "$node" --controller "$url" \
+      --token-file "$token" --interval 1 --link-gbps "$gbps" >>"$LAB_TMP/probe-$node.log" 2>&1
+  done
+}
+tf_stop() {
+  local n
+  for n in "${!LAB_PIDS[@]}"; do [[ "$n" == probe-* ]] && lab_stop "$n"; done
+  lab_stop tierflowd
+}
+
+e2e_run() {
+  local pairs=$1 ecmp_s=$2 settle_s=$3 tf_s=$4 i=0 s d total t tstart tctl tm1 tm2 te1 te2
+  local -a files=() srcs=() dsts=()
+  while read -r s d; do srcs+=("$s"); dsts+=("$d"); done < "$pairs"
+  total=$((ecmp_s + settle_s + tf_s + 3))
+  rm -f "$LAB_TMP"/run-srv*.json
+  for ((i = 0; i < ${#srcs[@]}; i++)); do
+    iperf_server "${dsts[$i]}" $((5400 + i)) "$LAB_TMP/run-srv$i.json"; files+=("$LAB_TMP/run-srv$i.json")
+  done
+  for ((i = 0; i < ${#srcs[@]}; i++)); do iperf_wait_listen "${dsts[$i]}" $((5400 + i)); done
+  [ "$ecmp_s" -eq 0 ] && { tf_start "$E2E_URL" "$E2E_TOKEN" "$E2E_GBPS"; sleep 1; }
+  tstart=$(date +%s)
+  for ((i = 0; i < ${#srcs[@]}; i++)); do
+    iperf_client "${srcs[$i]}" "$(lab_addr "${dsts[$i]}")" $((5400 + i)) $((42000 + i)) "$total" "$LAB_TMP/run-cli$i.json"
+  done
+  if [ "$ecmp_s" -gt 0 ]; then
+    sleep "$ecmp_s"; tctl=$(date +%s); tm1=$((tstart + 2)); tm2=$tctl
+    tf_start "$E2E_URL" "$E2E_TOKEN" "$E2E_GBPS"
+  else
+    tctl=$tstart
+  fi
+  sleep "$settle_s"; te1=$(date +%s); sleep "$tf_s"; te2=$(date +%s)
+  tf_stop
+  for ((i = 0; i < ${#srcs[@]}; i++)); do wait "${LAB_PIDS[cli-${srcs[$i]}-$((42000 + i))]}" 2>/dev/null; unset "LAB_PIDS[cli-${srcs[$i]}-$((42000 + i))]"; done
+  for ((i = 0; i < ${#srcs[@]}; i++)); do lab_stop "srv-${dsts[$i]}-$((5400 + i))"; done
+  E2E_ECMP=0; [ "$ecmp_s" -gt 0 ] && E2E_ECMP=$(iperf_window "$tm1" "$tm2" "${files[@]}")
+  E2E_TF=$(iperf_window "$te1" "$te2" "${files[@]}")
+  E2E_REACT=-1
+  while read -r t b; do
+    if awk -v b="$b" -v f="$E2E_TF" 'BEGIN{exit !(b >= 0.9 * f)}'; then E2E_REACT=$((t + 1 - tctl)); break; fi
+  done < <(iperf_bins "$tctl" "$te2" "${files[@]}")
+  E2E_BINS=$(iperf_bins "$tstart" "$te2" "${files[@]}" | awk -v t0="$tstart" '{printf "%d:%.1f ", $1 - t0, $2/1e6}')
+}
