@@ -429,7 +429,7 @@ int nlroute_run(struct nlroute *n, enum nlroute_op op, const struct plan *p, uin
                 break;
             i++;
         }
-        long bad;
+        long bad = -1;
         int bad_errno = 0;
         char why[160] = "", desc[200];
         int rc = i > first ? exchange(n, base, i - first, !add, done, &bad, &bad_errno, why,
