@@ -38,7 +38,12 @@ function fillPairSelects(topo) {
 function drawFabric() {
   const box = $('fabric-scroll');
   renderFabric($('fabric-svg'), lastTopo, $('link-detail'), box.clientWidth);
-  $('fabric-hint').hidden = box.scrollWidth <= box.clientWidth;
+  const hidden = Number($('fabric-svg').dataset.hiddenHosts || 0);
+  const hints = [];
+  if (hidden) hints.push(`${hidden} hosts and their links are not drawn (large fabric); the switches are.`);
+  if (box.scrollWidth > box.clientWidth) hints.push('Scroll sideways to see the whole fabric.');
+  $('fabric-hint').textContent = hints.join(' ');
+  $('fabric-hint').hidden = !hints.length;
 }
 
 function banner(msg) {

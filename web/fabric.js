@@ -69,7 +69,18 @@ function dirText(d, gbps) {
 
 function isHot(d) { return d.congested || d.up === false || d.util >= HOT_UTIL || d.ce_frac > 0; }
 
+// Above this many nodes the hosts (and their links) are left out, so that a
+// 24K-GPU fabric stays a picture of its switches rather than 50k SVG nodes.
+const MAX_NODES = 600;
+
 export function renderFabric(svgEl, topo, detailEl, availWidth) {
+  let hidden = 0;
+  if (topo.nodes.length > MAX_NODES) {
+    const hosts = new Set(topo.nodes.filter((x) => x.tier === 'host').map((x) => x.name));
+    hidden = hosts.size;
+    topo = { ...topo, nodes: topo.nodes.filter((x) => !hosts.has(x.name)), links: topo.links.filter((l) => !hosts.has(l.a) && !hosts.has(l.b)) };
+  }
+  svgEl.dataset.hiddenHosts = hidden;
   const rows = layout(topo);
   const widest = Math.max(1, ...rows.map((r) => r.names.length));
   const width = Math.max(availWidth || 0, 2 * PAD_X + widest * MIN_GAP);
