@@ -28,6 +28,7 @@
 #define TF_ASSIGN_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct topo;
@@ -53,8 +54,25 @@ struct assign_policy {
     const uint8_t *node_ok;     /* per node: nonzero allowed; NULL: all */
 };
 
+/* Path decoding for the assignment loop. topo_path_dirs is exact for any
+ * fabric but costs ~20 us a call on the 24K Clos; for regular Clos fabrics
+ * (single-homed hosts, every up choice leading to the destination, a unique
+ * way down) a closed-form decoder gives the same indices and directions in
+ * ~50 ns. assign_paths_new verifies it against topo_path_* on a sample of
+ * pairs and falls back to topo_path_* for the whole topology if any differ,
+ * and per pair for endpoints that are not single-homed hosts. */
+struct assign_paths;
+int  assign_paths_new(const struct topo *t, struct assign_paths **out);
+void assign_paths_free(struct assign_paths *p);
+bool assign_paths_fast(const struct assign_paths *p);
+uint64_t assign_paths_count(const struct assign_paths *p, uint32_t src, uint32_t dst);
+int  assign_paths_dirs(const struct assign_paths *p, uint32_t src, uint32_t dst, uint64_t idx, uint32_t *dirs, int max);
+/* Meet tier (topo_meet_tier semantics; 0 when a == b). */
+int  assign_paths_meet(const struct assign_paths *p, uint32_t a, uint32_t b);
+
 struct assign_input {
     const struct topo *t;
+    const struct assign_paths *paths;  /* NULL: made (and verified) per call */
     const double *bg_gbps;      /* per direction (2 * nlinks), NULL: none */
     const uint8_t *down;        /* per direction, nonzero: out of service, NULL: none */
     const struct assign_flow *flows;
@@ -94,5 +112,8 @@ uint32_t assign_ecmp_path(uint32_t hash, uint64_t seed, uint64_t count);
  * is 2*nlinks long. Returns the maximum utilisation. Flows with
  * ASSIGN_NO_PATH add nothing. */
 double assign_loads(const struct assign_input *in, const uint32_t *path, double *load);
+/* All flows' directions as CSR: flow f's are dirs[off[f] .. off[f+1]);
+ * dirs holds nflows * TOPO_MAX_HOPS. */
+int assign_flow_dirs(const struct assign_input *in, const uint32_t *path, uint32_t *off, uint32_t *dirs);
 
 #endif

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "common/util.h"
+#include "policy/assign.h"
 #include "policy/topo.h"
 
 static const char *const builtin_names[CLASS_NBUILTIN] = { "tp", "cp", "pp", "dp", "ep", "default" };
@@ -410,6 +411,47 @@ int classes_match(const struct classes *cs, const struct class_flow *f)
         if (classes_rules_match(&cs->c[i], f))
             return i;
     return CLASS_DEFAULT;
+}
+
+/* ---- resolution against a topology -------------------------------------- */
+
+int classes_resolve(const struct classes *cs, const struct topo *t, struct assign_policy *pol,
+                    uint8_t **owned, char *err, size_t errlen)
+{
+    uint32_t nvia = 0;
+    for (uint32_t i = 0; i < cs->n; i++)
+        nvia += cs->c[i].nvia > 0;
+    *owned = NULL;
+    uint8_t *block = nvia ? calloc((size_t)nvia * t->nnodes, 1) : NULL;
+    if (nvia && !block)
+        return -ENOMEM;
+    uint8_t *next = block;
+    for (uint32_t i = 0; i < cs->n; i++) {
+        const struct class_def *c = &cs->c[i];
+        pol[i].max_tier = c->max_tier;
+        pol[i].node_ok = NULL;
+        if (!c->nvia)
+            continue;
+        uint8_t *ok = next;
+        next += t->nnodes;
+        bool named_tier[TOPO_NTIERS_MAX] = { false };
+        for (uint16_t k = 0; k < c->nvia; k++) {
+            uint32_t n = topo_node_by_name(t, c->via[k]);
+            if (n == TOPO_NONE || t->nodes[n].tier < TOPO_SPINE) {
+                free(block);
+                return fail(err, errlen, "class '%s': path.via '%s' is not a spine or superspine of topology '%s'",
+                            c->name, c->via[k], t->name);
+            }
+            ok[n] = 1;
+            named_tier[t->nodes[n].tier] = true;
+        }
+        for (uint32_t n = 0; n < t->nnodes; n++)
+            if (!named_tier[t->nodes[n].tier])
+                ok[n] = 1;
+        pol[i].node_ok = ok;
+    }
+    *owned = block;
+    return 0;
 }
 
 /* ---- output ------------------------------------------------------------- */

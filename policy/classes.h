@@ -91,6 +91,14 @@ int  classes_find(const struct classes *cs, const char *name);
 int  classes_match(const struct classes *cs, const struct class_flow *f);
 /* True when class cls's rules (not its precedence) accept the flow. */
 bool classes_rules_match(const struct class_def *c, const struct class_flow *f);
+struct topo;
+struct assign_policy;
+/* Resolves every class's path policy against t into pol[0 .. cs->n): via
+ * names must be spines or superspines of t; within each tier that via names,
+ * the unnamed nodes are excluded. *owned receives the one allocation behind
+ * the node_ok arrays (free() it after the policies are no longer used). */
+int  classes_resolve(const struct classes *cs, const struct topo *t, struct assign_policy *pol,
+                     uint8_t **owned, char *err, size_t errlen);
 /* {"name", "match": {...}, "path": {...}} for one class (new reference). */
 json_t *classes_def_json(const struct class_def *c);
 

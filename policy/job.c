@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "common/util.h"
+#include "policy/assign.h"
 
 /* Llama-3-like exposed bytes per step, relative: tp all-reduces activations
  * every layer, cp/ep exchange per layer too, pp sends one activation per
@@ -242,35 +243,44 @@ int job_node_pair_dim(const struct job *j, uint32_t a, uint32_t b)
     return job_pair_dim(j, (uint32_t)ra, (uint32_t)rb);
 }
 
-/* The meet tier of two nodes; a rank pair on one node stays at the host. */
-static int meet(const struct topo *t, uint32_t a, uint32_t b)
+/* The meet tier of two nodes; a rank pair on one node stays at the host.
+ * Uses the assignment decoder's closed form on regular Clos fabrics
+ * (topo_meet_tier costs ~10 us, too slow for 24K-rank jobs). */
+static int meet(const struct assign_paths *ps, uint32_t a, uint32_t b)
 {
-    return a == b ? TOPO_HOST : topo_meet_tier(t, a, b);
+    return assign_paths_meet(ps, a, b);
 }
 
+/* In a tree-like Clos the meet tier is an ultrametric (meet(b, c) <=
+ * max(meet(a, b), meet(a, c))), so the highest meet tier within a group is
+ * reached from its first member: O(nranks) per dimension, not O(n * size). */
 int job_class_tiers(const struct job *j, const struct topo *t, int tier[JOB_NDIMS])
 {
     for (int d = 0; d < JOB_NDIMS; d++)
         tier[d] = -1;
     if (!j->rank_node)
         return -EINVAL;
+    struct assign_paths *ps;
+    int r = assign_paths_new(t, &ps);
+    if (r < 0)
+        return r;
     uint32_t c[JOB_NDIMS];
     for (int i = 0; i < j->ndims; i++) {
         if (j->size[i] < 2)
             continue;
         int best = -1;
-        for (uint32_t r = 0; r < j->nranks; r++) {
-            job_coords(j, r, c);
-            uint32_t own = c[i];
-            for (uint32_t v = own + 1; v < j->size[i]; v++) {
-                c[i] = v;
-                int m = meet(t, j->rank_node[r], j->rank_node[job_rank_at(j, c)]);
-                if (m > best)
-                    best = m;
-            }
+        for (uint32_t rk = 0; rk < j->nranks; rk++) {
+            job_coords(j, rk, c);
+            if (c[i] == 0)
+                continue;
+            c[i] = 0;
+            int m = meet(ps, j->rank_node[job_rank_at(j, c)], j->rank_node[rk]);
+            if (m > best)
+                best = m;
         }
         tier[j->dim[i]] = best;
     }
+    assign_paths_free(ps);
     return 0;
 }
 
@@ -280,18 +290,23 @@ int job_tier_bytes(const struct job *j, const struct topo *t, double bytes[TOPO_
         bytes[k] = 0;
     if (!j->rank_node)
         return -EINVAL;
+    struct assign_paths *ps;
+    int r = assign_paths_new(t, &ps);
+    if (r < 0)
+        return r;
     uint32_t c[JOB_NDIMS];
-    for (uint32_t r = 0; r < j->nranks; r++) {
+    for (uint32_t rk = 0; rk < j->nranks; rk++) {
         for (int i = 0; i < j->ndims; i++) {
             if (j->size[i] < 2)
                 continue;
-            job_coords(j, r, c);
+            job_coords(j, rk, c);
             c[i] = (c[i] + 1) % j->size[i];
-            int m = meet(t, j->rank_node[r], j->rank_node[job_rank_at(j, c)]);
+            int m = meet(ps, j->rank_node[rk], j->rank_node[job_rank_at(j, c)]);
             if (m >= 0 && m < TOPO_NTIERS_MAX)
                 bytes[m] += job_dim_weight[j->dim[i]];
         }
     }
+    assign_paths_free(ps);
     return 0;
 }
 

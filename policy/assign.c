@@ -1,0 +1,849 @@
+/*
+ * assign: the three path-assignment algorithms (see assign.h).
+ *
+ * Shared machinery: per-direction loads (gbps) and inverse capacities; a
+ * direct-mapped cache of decoded candidate paths per (src, dst, class), so
+ * that the 16 flows of a GPU pair decode their paths once; "usable" means no
+ * out-of-service direction and inside the class policy (or the policy is
+ * ignored for a pair that no path satisfies). tierflow adds per-direction
+ * flow lists and a max segment tree over utilisations for its local search.
+ */
+#include "policy/assign.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+#include "policy/topo.h"
+
+#define KMAX 256
+#define CACHE_SLOTS 256
+#define H TOPO_MAX_HOPS
+
+struct cand { uint32_t idx; uint8_t nh; uint32_t d[H]; };
+
+struct pairc {
+    uint32_t src, dst;
+    int cls;
+    bool valid, ignored;          /* ignored: no path satisfies the policy */
+    uint32_t n;
+    uint64_t count;
+    struct cand c[KMAX];
+};
+
+struct ctx {
+    const struct assign_input *in;
+    const struct topo *t;
+    const struct assign_paths *paths;
+    uint64_t seed;
+    uint32_t ndirs, k;
+    double *load, *icap;
+    struct pairc *cache;
+};
+
+void assign_params_default(struct assign_params *p)
+{
+    memset(p, 0, sizeof(*p));
+    p->seed = 1;
+    p->max_moves = -1;
+    p->margin = 0.05;
+    p->candidates = 64;
+}
+
+static const char *const algo_names[ASSIGN_NALGOS] = { "ecmp", "gff", "tierflow" };
+
+int assign_algo_parse(const char *name)
+{
+    for (int i = 0; name && i < ASSIGN_NALGOS; i++)
+        if (strcmp(name, algo_names[i]) == 0)
+            return i;
+    return -EINVAL;
+}
+
+const char *assign_algo_name(int algo) { return algo >= 0 && algo < ASSIGN_NALGOS ? algo_names[algo] : NULL; }
+
+static uint64_t mix64(uint64_t z)
+{
+    z += 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+uint32_t assign_ecmp_path(uint32_t hash, uint64_t seed, uint64_t count)
+{
+    if (count > ASSIGN_MAX_PATHS)
+        count = ASSIGN_MAX_PATHS;
+    return count ? (uint32_t)(mix64(hash ^ mix64(seed)) % count) : ASSIGN_NO_PATH;
+}
+
+/* ---- path decoding: regular-Clos fast path ------------------------------ */
+
+struct assign_paths { const struct topo *t; bool fast; };
+
+static uint32_t up_nb(const struct topo *t, uint32_t n, uint32_t k)
+{
+    return t->links[t->up_links[t->nodes[n].up_first + k]].hi;
+}
+
+static bool single_host(const struct topo *t, uint32_t n)
+{
+    return n < t->nnodes && t->nodes[n].tier == TOPO_HOST && t->nodes[n].up_count == 1;
+}
+
+/* Up hops to the meet level: 1 under one leaf, 2 when the leaves share a
+ * spine (checked on the source leaf's first spine: regular fabrics share all
+ * or none), 3 over the superspines; -1 if none. */
+static int fast_level(const struct topo *t, uint32_t src, uint32_t dst, uint32_t *ls, uint32_t *ld)
+{
+    *ls = up_nb(t, src, 0);
+    *ld = up_nb(t, dst, 0);
+    if (*ls == *ld)
+        return 1;
+    if (!t->nodes[*ls].up_count)
+        return -1;
+    uint32_t s = up_nb(t, *ls, 0);
+    for (uint32_t q = 0; q < t->nodes[*ld].up_count; q++)
+        if (up_nb(t, *ld, q) == s)
+            return 2;
+    return t->nodes[s].up_count ? 3 : -1;
+}
+
+static uint64_t fast_count(const struct topo *t, uint32_t src, uint32_t dst)
+{
+    uint32_t ls, ld;
+    if (src == dst)
+        return 1;
+    int m = fast_level(t, src, dst, &ls, &ld);
+    if (m < 0)
+        return 0;
+    uint64_t c = 1;
+    if (m >= 2)
+        c *= t->nodes[ls].up_count;
+    if (m >= 3)
+        c *= t->nodes[up_nb(t, ls, 0)].up_count;
+    return c;
+}
+
+/* The down direction from hi-tier node x to its lower neighbour y. */
+static int down_to(const struct topo *t, uint32_t y, uint32_t x, uint32_t *dir)
+{
+    for (uint32_t k = 0; k < t->nodes[y].up_count; k++) {
+        uint32_t l = t->up_links[t->nodes[y].up_first + k];
+        if (t->links[l].hi == x) {
+            *dir = topo_dir(l, 1);
+            return 0;
+        }
+    }
+    return -ENOENT;
+}
+
+static int fast_dirs(const struct topo *t, uint32_t src, uint32_t dst, uint64_t idx, uint32_t *dirs, int max)
+{
+    if (src == dst)
+        return idx == 0 ? 0 : -ERANGE;
+    uint32_t ls, ld;
+    int m = fast_level(t, src, dst, &ls, &ld), n = 0;
+    if (m < 0)
+        return -ENOENT;
+    if (max < 2 * m)
+        return -ENOSPC;
+    uint64_t below = m >= 3 ? t->nodes[up_nb(t, ls, 0)].up_count : 1;
+    if (idx >= fast_count(t, src, dst))
+        return -ERANGE;
+    dirs[n++] = topo_dir(t->up_links[t->nodes[src].up_first], 0);
+    uint32_t x = ls;
+    for (int j = 1; j < m; j++) {
+        uint64_t c = idx / below;
+        idx %= below;
+        uint32_t l = t->up_links[t->nodes[x].up_first + (uint32_t)c];
+        dirs[n++] = topo_dir(l, 0);
+        x = t->links[l].hi;
+        below = 1;
+    }
+    if (m == 3) { /* superspine x: down to the spine above ld that it serves */
+        uint32_t d1 = 0, d2 = 0;
+        bool ok = false;
+        for (uint32_t k = 0; k < t->nodes[ld].up_count && !ok; k++) {
+            uint32_t s = up_nb(t, ld, k);
+            ok = down_to(t, s, x, &d1) == 0 && down_to(t, ld, s, &d2) == 0;
+        }
+        if (!ok)
+            return -ENOENT;
+        dirs[n++] = d1;
+        dirs[n++] = d2;
+    } else if (m == 2) {
+        uint32_t d;
+        if (down_to(t, ld, x, &d) < 0)
+            return -ENOENT;
+        dirs[n++] = d;
+    }
+    dirs[n++] = topo_dir(t->up_links[t->nodes[dst].up_first], 1);
+    return n;
+}
+
+static bool same_dirs(const struct topo *t, uint32_t a, uint32_t b, uint64_t idx)
+{
+    uint32_t x[H], y[H];
+    int n1 = topo_path_dirs(t, a, b, idx, x, H), n2 = fast_dirs(t, a, b, idx, y, H);
+    return n1 == n2 && n1 >= 0 && memcmp(x, y, (size_t)n1 * sizeof(uint32_t)) == 0;
+}
+
+static uint64_t mix64(uint64_t z);
+
+int assign_paths_new(const struct topo *t, struct assign_paths **out)
+{
+    struct assign_paths *p = calloc(1, sizeof(*p));
+    if (!p)
+        return -ENOMEM;
+    p->t = t;
+    p->fast = t->nhosts >= 2;
+    for (uint32_t i = 0; i < t->nhosts && p->fast; i++)
+        p->fast = single_host(t, t->hosts[i]);
+    /* Neighbours (same leaf), the far half, and seeded random pairs. */
+    for (uint32_t k = 0; k < 96 && p->fast; k++) {
+        uint32_t i = (uint32_t)(mix64(k) % t->nhosts), j;
+        j = k % 3 == 0 ? (i + 1) % t->nhosts : k % 3 == 1 ? (i + t->nhosts / 2) % t->nhosts
+                                                          : (uint32_t)(mix64(k + 1000) % t->nhosts);
+        uint32_t a = t->hosts[i], b = t->hosts[j];
+        uint64_t c = topo_path_count(t, a, b);
+        if (c != fast_count(t, a, b) || c == 0) {
+            p->fast = false;
+            break;
+        }
+        p->fast = same_dirs(t, a, b, 0) && same_dirs(t, a, b, c - 1) && same_dirs(t, a, b, mix64(k + 7) % c);
+    }
+    *out = p;
+    return 0;
+}
+
+void assign_paths_free(struct assign_paths *p) { free(p); }
+bool assign_paths_fast(const struct assign_paths *p) { return p->fast; }
+
+static bool use_fast(const struct assign_paths *p, uint32_t a, uint32_t b)
+{
+    return p->fast && single_host(p->t, a) && single_host(p->t, b);
+}
+
+uint64_t assign_paths_count(const struct assign_paths *p, uint32_t src, uint32_t dst)
+{
+    return use_fast(p, src, dst) ? fast_count(p->t, src, dst) : topo_path_count(p->t, src, dst);
+}
+
+int assign_paths_dirs(const struct assign_paths *p, uint32_t src, uint32_t dst, uint64_t idx, uint32_t *dirs, int max)
+{
+    return use_fast(p, src, dst) ? fast_dirs(p->t, src, dst, idx, dirs, max)
+                                 : topo_path_dirs(p->t, src, dst, idx, dirs, max);
+}
+
+int assign_paths_meet(const struct assign_paths *p, uint32_t a, uint32_t b)
+{
+    if (a == b)
+        return 0;
+    uint32_t ls, ld;
+    if (use_fast(p, a, b)) {
+        int m = fast_level(p->t, a, b, &ls, &ld);
+        return m < 0 ? -ENOENT : m;
+    }
+    return topo_meet_tier(p->t, a, b);
+}
+
+/* ---- paths -------------------------------------------------------------- */
+
+static const struct assign_policy *policy_of(const struct ctx *c, int cls)
+{
+    const struct assign_input *in = c->in;
+    return in->pol && cls >= 0 && (uint32_t)cls < in->npol ? &in->pol[cls] : NULL;
+}
+
+static bool usable(const struct ctx *c, const struct cand *p, const struct assign_policy *pol)
+{
+    for (int h = 0; h < p->nh; h++) {
+        uint32_t d = p->d[h];
+        if (c->in->down && c->in->down[d])
+            return false;
+        if (!pol)
+            continue;
+        uint32_t node = topo_dir_to(c->t, d);
+        if (pol->max_tier >= 0 && c->t->nodes[node].tier > pol->max_tier)
+            return false;
+        if (pol->node_ok && !pol->node_ok[node])
+            return false;
+    }
+    return true;
+}
+
+static bool decode(const struct ctx *c, uint32_t src, uint32_t dst, uint32_t idx, struct cand *p)
+{
+    int n = assign_paths_dirs(c->paths, src, dst, idx, p->d, H);
+    if (n < 0)
+        return false;
+    p->idx = idx;
+    p->nh = (uint8_t)n;
+    return true;
+}
+
+static void fill(const struct ctx *c, struct pairc *pc, const struct assign_policy *pol)
+{
+    uint64_t cnt = pc->count;
+    pc->n = 0;
+    if (cnt <= c->k) {
+        for (uint32_t i = 0; i < cnt; i++)
+            if (decode(c, pc->src, pc->dst, i, &pc->c[pc->n]) && usable(c, &pc->c[pc->n], pol))
+                pc->n++;
+        return;
+    }
+    /* Evenly spread sample with a per-pair offset, then a full scan if the
+     * sample found nothing usable (a heavily restricted pair). */
+    uint64_t off = mix64(((uint64_t)pc->src << 32 | pc->dst) ^ c->seed) % cnt;
+    for (uint32_t i = 0; i < c->k; i++) {
+        uint32_t idx = (uint32_t)((off + (uint64_t)i * cnt / c->k) % cnt);
+        if (decode(c, pc->src, pc->dst, idx, &pc->c[pc->n]) && usable(c, &pc->c[pc->n], pol))
+            pc->n++;
+    }
+    for (uint64_t i = 0; pc->n == 0 && i < cnt && pc->n < c->k; i++)
+        if (decode(c, pc->src, pc->dst, (uint32_t)i, &pc->c[pc->n]) && usable(c, &pc->c[pc->n], pol))
+            pc->n++;
+}
+
+/* The candidates of a flow (cached). NULL when the pair has no path at all. */
+static struct pairc *cands(struct ctx *c, uint32_t src, uint32_t dst, int cls)
+{
+    uint64_t key = mix64(((uint64_t)src << 32 | dst) ^ ((uint64_t)(uint32_t)cls << 20));
+    struct pairc *pc = &c->cache[key % CACHE_SLOTS];
+    if (pc->valid && pc->src == src && pc->dst == dst && pc->cls == cls)
+        return pc;
+    pc->src = src;
+    pc->dst = dst;
+    pc->cls = cls;
+    pc->valid = true;
+    pc->ignored = false;
+    pc->count = assign_paths_count(c->paths, src, dst);
+    if (pc->count > ASSIGN_MAX_PATHS)
+        pc->count = ASSIGN_MAX_PATHS;
+    const struct assign_policy *pol = policy_of(c, cls);
+    fill(c, pc, pol);
+    if (pc->n == 0 && pol) {
+        pc->ignored = true;
+        fill(c, pc, NULL);
+    }
+    return pc;
+}
+
+/* Decodes path idx of the flow into p if it is usable under the pair's rules. */
+static bool path_usable(struct ctx *c, const struct assign_flow *f, uint32_t idx, struct cand *p)
+{
+    struct pairc *pc = cands(c, f->src, f->dst, f->cls);
+    if (idx == ASSIGN_NO_PATH || idx >= pc->count || pc->n == 0)
+        return false;
+    if (!decode(c, f->src, f->dst, idx, p))
+        return false;
+    return usable(c, p, pc->ignored ? NULL : policy_of(c, f->cls));
+}
+
+static void add_load(struct ctx *c, const struct cand *p, double g)
+{
+    for (int h = 0; h < p->nh; h++)
+        c->load[p->d[h]] += g;
+}
+
+/* Max utilisation along p with g more on it; *sum gets the sum (tie-break). */
+static double cost(const struct ctx *c, const struct cand *p, double g, double *sum)
+{
+    double m = 0, s = 0;
+    for (int h = 0; h < p->nh; h++) {
+        double u = (c->load[p->d[h]] + g) * c->icap[p->d[h]];
+        s += u;
+        if (u > m)
+            m = u;
+    }
+    *sum = s;
+    return m;
+}
+
+static const struct cand *best_of(const struct ctx *c, const struct pairc *pc, double g, double *bc)
+{
+    const struct cand *best = NULL;
+    double bm = INFINITY, bs = INFINITY;
+    for (uint32_t i = 0; i < pc->n; i++) {
+        double s, m = cost(c, &pc->c[i], g, &s);
+        if (m < bm - 1e-12 || (m <= bm + 1e-12 && s < bs - 1e-12)) {
+            bm = m;
+            bs = s;
+            best = &pc->c[i];
+        }
+    }
+    *bc = bm;
+    return best;
+}
+
+static int paths_of(const struct assign_input *in, struct assign_paths **own, const struct assign_paths **use)
+{
+    *own = NULL;
+    *use = in->paths;
+    if (*use)
+        return 0;
+    int r = assign_paths_new(in->t, own);
+    *use = *own;
+    return r;
+}
+
+int assign_flow_dirs(const struct assign_input *in, const uint32_t *path, uint32_t *off, uint32_t *dirs)
+{
+    struct assign_paths *own;
+    const struct assign_paths *ps;
+    int r = paths_of(in, &own, &ps);
+    if (r < 0)
+        return r;
+    off[0] = 0;
+    for (uint32_t f = 0; f < in->nflows; f++) {
+        int n = path[f] == ASSIGN_NO_PATH ? 0
+                : assign_paths_dirs(ps, in->flows[f].src, in->flows[f].dst, path[f], dirs + off[f], H);
+        off[f + 1] = off[f] + (uint32_t)(n > 0 ? n : 0);
+    }
+    assign_paths_free(own);
+    return 0;
+}
+
+double assign_loads(const struct assign_input *in, const uint32_t *path, double *load)
+{
+    const struct topo *t = in->t;
+    uint32_t nd = 2 * t->nlinks;
+    for (uint32_t d = 0; d < nd; d++)
+        load[d] = in->bg_gbps ? in->bg_gbps[d] : 0;
+    struct assign_paths *own;
+    const struct assign_paths *ps;
+    if (paths_of(in, &own, &ps) < 0)
+        return NAN;
+    uint32_t dirs[H];
+    for (uint32_t f = 0; f < in->nflows; f++) {
+        if (path[f] == ASSIGN_NO_PATH)
+            continue;
+        int n = assign_paths_dirs(ps, in->flows[f].src, in->flows[f].dst, path[f], dirs, H);
+        for (int h = 0; h < n; h++)
+            load[dirs[h]] += in->flows[f].gbps;
+    }
+    assign_paths_free(own);
+    double m = 0;
+    for (uint32_t d = 0; d < nd; d++) {
+        double u = load[d] / topo_dir_gbps(t, d);
+        if (u > m)
+            m = u;
+    }
+    return m;
+}
+
+/* ---- ECMP and GFF ------------------------------------------------------- */
+
+/* The fabric rehashes around failed or excluded next hops: modelled as the
+ * first usable candidate at or after the hashed path. */
+static uint32_t ecmp_choice(struct ctx *c, const struct assign_flow *f)
+{
+    struct pairc *pc = cands(c, f->src, f->dst, f->cls);
+    if (pc->n == 0)
+        return ASSIGN_NO_PATH;
+    uint32_t want = assign_ecmp_path(f->hash, c->seed, pc->count);
+    const struct cand *best = &pc->c[0];
+    for (uint32_t i = 0; i < pc->n; i++)
+        if (pc->c[i].idx >= want) {
+            best = &pc->c[i];
+            break;
+        }
+    return best->idx;
+}
+
+static bool fits(const struct ctx *c, const struct cand *p, double g)
+{
+    for (int h = 0; h < p->nh; h++)
+        if ((c->load[p->d[h]] + g) * c->icap[p->d[h]] > 1 + 1e-9)
+            return false;
+    return true;
+}
+
+/* Non-movable flows on a usable path stay there under every algorithm. */
+static bool pinned(struct ctx *c, const struct assign_flow *f, struct cand *p)
+{
+    return !f->movable && path_usable(c, f, f->path, p);
+}
+
+static int run_simple(struct ctx *c, int algo, uint32_t *out)
+{
+    const struct assign_input *in = c->in;
+    struct cand p;
+    for (uint32_t i = 0; i < in->nflows; i++) {
+        out[i] = ASSIGN_NO_PATH;
+        if (pinned(c, &in->flows[i], &p)) {
+            out[i] = in->flows[i].path;
+            add_load(c, &p, in->flows[i].gbps);
+        }
+    }
+    for (uint32_t i = 0; i < in->nflows; i++) {
+        const struct assign_flow *f = &in->flows[i];
+        if (out[i] != ASSIGN_NO_PATH)
+            continue;
+        uint32_t choice = ecmp_choice(c, f);
+        if (algo == ASSIGN_GFF && choice != ASSIGN_NO_PATH) {
+            struct pairc *pc = cands(c, f->src, f->dst, f->cls);
+            for (uint32_t k = 0; k < pc->n; k++)
+                if (fits(c, &pc->c[k], f->gbps)) {
+                    choice = pc->c[k].idx;
+                    break;
+                }
+        }
+        out[i] = choice;
+        if (choice != ASSIGN_NO_PATH && path_usable(c, f, choice, &p))
+            add_load(c, &p, f->gbps);
+    }
+    return 0;
+}
+
+/* ---- tierflow ----------------------------------------------------------- */
+
+struct search {
+    uint32_t *fd;                 /* flow f's directions: fd[f * H + h] */
+    uint8_t *nh;
+    uint32_t *head, *nxt, *prv;   /* per direction, a list of slots f * H + h */
+    uint32_t *seg, segn;          /* max segment tree of direction indices */
+};
+
+#define NIL UINT32_MAX
+
+static double util(const struct ctx *c, uint32_t d) { return d == NIL ? -1 : c->load[d] * c->icap[d]; }
+
+static uint32_t seg_pick(const struct ctx *c, uint32_t a, uint32_t b) { return util(c, b) > util(c, a) ? b : a; }
+
+static void seg_update(const struct ctx *c, struct search *s, uint32_t d)
+{
+    for (uint32_t i = (s->segn + d) / 2; i >= 1; i /= 2)
+        s->seg[i] = seg_pick(c, s->seg[2 * i], s->seg[2 * i + 1]);
+}
+
+static int seg_build(const struct ctx *c, struct search *s)
+{
+    s->segn = 1;
+    while (s->segn < c->ndirs)
+        s->segn *= 2;
+    s->seg = malloc(2 * (size_t)s->segn * sizeof(uint32_t));
+    if (!s->seg)
+        return -ENOMEM;
+    for (uint32_t i = 0; i < s->segn; i++)
+        s->seg[s->segn + i] = i < c->ndirs ? i : NIL;
+    for (uint32_t i = s->segn - 1; i >= 1; i--)
+        s->seg[i] = seg_pick(c, s->seg[2 * i], s->seg[2 * i + 1]);
+    return 0;
+}
+
+static void link_flow(struct ctx *c, struct search *s, uint32_t f, const struct cand *p, double g, bool upd)
+{
+    s->nh[f] = p->nh;
+    for (int h = 0; h < p->nh; h++) {
+        uint32_t d = p->d[h], slot = f * H + (uint32_t)h;
+        s->fd[slot] = d;
+        s->prv[slot] = NIL;
+        s->nxt[slot] = s->head[d];
+        if (s->head[d] != NIL)
+            s->prv[s->head[d]] = slot;
+        s->head[d] = slot;
+        c->load[d] += g;
+        if (upd)
+            seg_update(c, s, d);
+    }
+}
+
+static void unlink_flow(struct ctx *c, struct search *s, uint32_t f, double g)
+{
+    for (uint32_t h = 0; h < s->nh[f]; h++) {
+        uint32_t slot = f * H + h, d = s->fd[slot];
+        if (s->prv[slot] != NIL)
+            s->nxt[s->prv[slot]] = s->nxt[slot];
+        else
+            s->head[d] = s->nxt[slot];
+        if (s->nxt[slot] != NIL)
+            s->prv[s->nxt[slot]] = s->prv[slot];
+        c->load[d] -= g;
+        seg_update(c, s, d);
+    }
+    s->nh[f] = 0;
+}
+
+static int by_demand(const void *a, const void *b, void *ctx)
+{
+    const struct assign_flow *fl = ctx;
+    uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+    const struct assign_flow *x = &fl[i], *y = &fl[j];
+    if (x->gbps != y->gbps)
+        return x->gbps > y->gbps ? -1 : 1;
+    if (x->src != y->src)
+        return x->src < y->src ? -1 : 1;
+    if (x->dst != y->dst)
+        return x->dst < y->dst ? -1 : 1;
+    if (x->cls != y->cls)
+        return x->cls < y->cls ? -1 : 1;
+    return i < j ? -1 : i > j;
+}
+
+/* Greedy: flows in decreasing demand each take their least-max-utilisation
+ * path, or keep a usable current path unless the best beats it by margin.
+ * With a move budget only flows that must move are placed here. */
+static void greedy(struct ctx *c, struct search *s, const struct assign_params *p, const uint32_t *order,
+                   const uint8_t *cur_ok, uint32_t *out)
+{
+    const struct assign_input *in = c->in;
+    struct cand cur;
+    for (uint32_t k = 0; k < in->nflows; k++) {
+        uint32_t i = order[k];
+        const struct assign_flow *f = &in->flows[i];
+        if (out[i] != ASSIGN_NO_PATH)
+            continue;
+        bool keep = cur_ok[i] && (!f->movable || p->max_moves >= 0);
+        bool have_cur = cur_ok[i] && path_usable(c, f, f->path, &cur);
+        if (keep && have_cur) {
+            out[i] = f->path;
+            link_flow(c, s, i, &cur, f->gbps, false);
+            continue;
+        }
+        struct pairc *pc = cands(c, f->src, f->dst, f->cls);
+        double bc, cc, sum;
+        const struct cand *best = best_of(c, pc, f->gbps, &bc);
+        if (!best)
+            continue;
+        if (have_cur && !(bc < (cc = cost(c, &cur, f->gbps, &sum)) * (1 - p->margin)))
+            best = &cur;
+        out[i] = best->idx;
+        link_flow(c, s, i, best, f->gbps, false);
+    }
+}
+
+struct seen { uint32_t src, dst; int cls; double g; };
+
+/* Local search: move the flow that best relieves the hottest direction,
+ * while that strictly lowers it and the budget allows. */
+static void local_search(struct ctx *c, struct search *s, const struct assign_params *p, const uint8_t *cur_ok,
+                         uint32_t *out)
+{
+    const struct assign_input *in = c->in;
+    int64_t used = 0;
+    for (uint32_t i = 0; i < in->nflows; i++)
+        used += cur_ok[i] && in->flows[i].movable && out[i] != in->flows[i].path;
+    struct seen seen[64];
+    for (uint64_t it = 0; it < 4 * (uint64_t)in->nflows + 1000; it++) {
+        uint32_t ds = s->seg[1];
+        double u = util(c, ds);
+        if (u <= 0)
+            break;
+        uint32_t bf = NIL, nseen = 0;
+        double bnew = u * (1 - 1e-9);
+        struct cand bp;
+        for (uint32_t slot = s->head[ds]; slot != NIL; slot = s->nxt[slot]) {
+            uint32_t i = slot / H;
+            const struct assign_flow *f = &in->flows[i];
+            if (!f->movable && cur_ok[i])
+                continue;
+            bool counts = cur_ok[i] && out[i] == f->path;
+            if (counts && p->max_moves >= 0 && used >= p->max_moves)
+                continue;
+            bool dup = false;
+            for (uint32_t k = 0; k < nseen && !dup; k++)
+                dup = seen[k].src == f->src && seen[k].dst == f->dst && seen[k].cls == f->cls && seen[k].g == f->gbps;
+            if (dup)
+                continue;
+            if (nseen < TF_ARRAY_SIZE(seen))
+                seen[nseen++] = (struct seen){ f->src, f->dst, f->cls, f->gbps };
+            for (uint32_t h = 0; h < s->nh[i]; h++)
+                c->load[s->fd[i * H + h]] -= f->gbps;
+            struct pairc *pc = cands(c, f->src, f->dst, f->cls);
+            double bc;
+            const struct cand *b = best_of(c, pc, f->gbps, &bc);
+            double after = util(c, ds);
+            for (uint32_t h = 0; h < s->nh[i]; h++)
+                c->load[s->fd[i * H + h]] += f->gbps;
+            if (!b || b->idx == out[i])
+                continue;
+            double nl = bc > after ? bc : after;
+            if (nl < bnew) {
+                bnew = nl;
+                bf = i;
+                bp = *b;
+            }
+        }
+        if (bf == NIL)
+            break;
+        const struct assign_flow *f = &in->flows[bf];
+        bool was = cur_ok[bf] && out[bf] != f->path;
+        unlink_flow(c, s, bf, f->gbps);
+        link_flow(c, s, bf, &bp, f->gbps, true);
+        out[bf] = bp.idx;
+        bool is = cur_ok[bf] && out[bf] != f->path;
+        used += (int64_t)is - (int64_t)was;
+    }
+}
+
+static double max_util(const struct ctx *c)
+{
+    double m = 0;
+    for (uint32_t d = 0; d < c->ndirs; d++)
+        if (util(c, d) > m)
+            m = util(c, d);
+    return m;
+}
+
+/* Plan-level hysteresis: if all the discretionary moves together lower the
+ * maximum utilisation by less than the margin, keep the current paths. */
+static void maybe_revert(struct ctx *c, const struct assign_params *p, const uint8_t *cur_ok, uint32_t *out)
+{
+    const struct assign_input *in = c->in;
+    double before = max_util(c);
+    struct cand a, b;
+    bool any = false;
+    for (uint32_t i = 0; i < in->nflows; i++) {
+        const struct assign_flow *f = &in->flows[i];
+        if (!cur_ok[i] || out[i] == f->path)
+            continue;
+        any = true;
+        if (path_usable(c, f, out[i], &a) && path_usable(c, f, f->path, &b)) {
+            add_load(c, &a, -f->gbps);
+            add_load(c, &b, f->gbps);
+        }
+    }
+    if (!any)
+        return;
+    double keep = max_util(c);
+    if (before < keep * (1 - p->margin))
+        return;
+    for (uint32_t i = 0; i < in->nflows; i++)
+        if (cur_ok[i])
+            out[i] = in->flows[i].path;
+}
+
+static int run_tierflow(struct ctx *c, const struct assign_params *p, uint32_t *out)
+{
+    const struct assign_input *in = c->in;
+    uint32_t n = in->nflows;
+    struct search s = { 0 };
+    uint32_t *order = malloc(((size_t)n + 1) * sizeof(uint32_t));
+    uint8_t *cur_ok = calloc((size_t)n + 1, 1);
+    s.fd = malloc(((size_t)n * H + 1) * sizeof(uint32_t));
+    s.nxt = malloc(((size_t)n * H + 1) * sizeof(uint32_t));
+    s.prv = malloc(((size_t)n * H + 1) * sizeof(uint32_t));
+    s.nh = calloc((size_t)n + 1, 1);
+    s.head = malloc(((size_t)c->ndirs + 1) * sizeof(uint32_t));
+    int r = -ENOMEM;
+    if (!order || !cur_ok || !s.fd || !s.nxt || !s.prv || !s.nh || !s.head)
+        goto out;
+    for (uint32_t d = 0; d < c->ndirs; d++)
+        s.head[d] = NIL;
+    struct cand cur;
+    for (uint32_t i = 0; i < n; i++) {
+        order[i] = i;
+        out[i] = ASSIGN_NO_PATH;
+        cur_ok[i] = path_usable(c, &in->flows[i], in->flows[i].path, &cur);
+        if (cur_ok[i] && !in->flows[i].movable) {
+            out[i] = in->flows[i].path;
+            link_flow(c, &s, i, &cur, in->flows[i].gbps, false);
+        }
+    }
+    qsort_r(order, n, sizeof(uint32_t), by_demand, (void *)in->flows);
+    greedy(c, &s, p, order, cur_ok, out);
+    if ((r = seg_build(c, &s)) < 0)
+        goto out;
+    local_search(c, &s, p, cur_ok, out);
+    maybe_revert(c, p, cur_ok, out);
+    r = 0;
+out:
+    free(order); free(cur_ok); free(s.fd); free(s.nxt); free(s.prv); free(s.nh); free(s.head); free(s.seg);
+    return r;
+}
+
+/* ---- driver ------------------------------------------------------------- */
+
+__attribute__((format(printf, 3, 4)))
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    if (err && errlen)
+        vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return -EINVAL;
+}
+
+static int check(const struct assign_input *in, const struct assign_params *p, char *err, size_t errlen)
+{
+    const struct topo *t = in->t;
+    if (!t)
+        return fail(err, errlen, "assign: no topology");
+    if (!(p->margin >= 0 && p->margin < 1))
+        return fail(err, errlen, "assign: margin %g outside [0, 1)", p->margin);
+    for (uint32_t d = 0; in->bg_gbps && d < 2 * t->nlinks; d++)
+        if (!(in->bg_gbps[d] >= 0) || !isfinite(in->bg_gbps[d]))
+            return fail(err, errlen, "assign: background load of direction %u is %g", d, in->bg_gbps[d]);
+    for (uint32_t i = 0; i < in->nflows; i++) {
+        const struct assign_flow *f = &in->flows[i];
+        if (f->src >= t->nnodes || f->dst >= t->nnodes)
+            return fail(err, errlen, "assign: flow %u: endpoint is not a node", i);
+        if (!(f->gbps > 0) || !isfinite(f->gbps))
+            return fail(err, errlen, "assign: flow %u: demand %g gbps is not positive", i, f->gbps);
+    }
+    return 0;
+}
+
+int assign_run(int algo, const struct assign_input *in, const struct assign_params *p,
+               struct assign_result *res, char *err, size_t errlen)
+{
+    struct assign_params defp;
+    if (!p) {
+        assign_params_default(&defp);
+        p = &defp;
+    }
+    if (algo < 0 || algo >= ASSIGN_NALGOS)
+        return fail(err, errlen, "assign: unknown algorithm %d", algo);
+    int r = check(in, p, err, errlen);
+    if (r < 0)
+        return r;
+    double t0 = tf_now_mono();
+    struct ctx c = { .in = in, .t = in->t, .seed = p->seed };
+    struct assign_paths *own = NULL;
+    if ((r = paths_of(in, &own, &c.paths)) < 0)
+        return r;
+    c.k = p->candidates ? (p->candidates > KMAX ? KMAX : p->candidates) : 64;
+    c.ndirs = 2 * in->t->nlinks;
+    c.load = malloc(((size_t)c.ndirs + 1) * sizeof(double));
+    c.icap = malloc(((size_t)c.ndirs + 1) * sizeof(double));
+    c.cache = calloc(CACHE_SLOTS, sizeof(struct pairc));
+    r = -ENOMEM;
+    if (!c.load || !c.icap || !c.cache)
+        goto out;
+    for (uint32_t d = 0; d < c.ndirs; d++) {
+        c.load[d] = in->bg_gbps ? in->bg_gbps[d] : 0;
+        c.icap[d] = 1.0 / topo_dir_gbps(in->t, d);
+    }
+    r = algo == ASSIGN_TIERFLOW ? run_tierflow(&c, p, res->path) : run_simple(&c, algo, res->path);
+    if (r < 0)
+        goto out;
+    res->moved = res->unroutable = 0;
+    for (uint32_t i = 0; i < in->nflows; i++) {
+        if (res->path[i] == ASSIGN_NO_PATH)
+            res->unroutable++;
+        else if (in->flows[i].path != ASSIGN_NO_PATH && res->path[i] != in->flows[i].path)
+            res->moved++;
+    }
+    res->unconfined = 0;
+    for (uint32_t i = 0; i < in->nflows; i++) {
+        const struct assign_flow *f = &in->flows[i];
+        res->unconfined += res->path[i] != ASSIGN_NO_PATH && cands(&c, f->src, f->dst, f->cls)->ignored;
+    }
+    struct assign_input in2 = *in;
+    in2.paths = c.paths;
+    res->max_util = assign_loads(&in2, res->path, c.load);
+    res->compute_s = tf_now_mono() - t0;
+out:
+    assign_paths_free(own);
+    free(c.load);
+    free(c.icap);
+    free(c.cache);
+    return r;
+}
