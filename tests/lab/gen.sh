@@ -4,7 +4,7 @@
 #   leafspine:leaves=L,spines=S,hosts=H,gbps=G   (H hosts per leaf)
 #   fattree:k=K,gbps=G                           (K-ary fat tree: edge = leaf,
 #                                                 aggregation = spine, core = superspine)
-# Names follow tierflow-topo's: H1.. hosts, L1.. leaves, S1.. spines, C1.. cores.
+# Names follow tierflow-topo's: H1.. hosts, L1.. leaves, S1.. spines, SS1.. cores.
 set -euo pipefail
 spec=$1
 kind=${spec%%:*}; args=${spec#*:}; [ "$args" = "$spec" ] && args=
@@ -35,7 +35,7 @@ case "$kind" in
     for ((i = 1; i <= k * k * k / 4; i++)); do node "H$i" host; done
     for ((i = 1; i <= k * h; i++)); do node "L$i" leaf; done
     for ((i = 1; i <= k * h; i++)); do node "S$i" spine; done
-    for ((i = 1; i <= h * h; i++)); do node "C$i" superspine; done
+    for ((i = 1; i <= h * h; i++)); do node "SS$i" superspine; done
     for ((i = 1; i <= k * k * k / 4; i++)); do link "H$i" "L$(( (i - 1) / h + 1 ))"; done
     for ((p = 0; p < k; p++)); do
       for ((e = 0; e < h; e++)); do for ((a = 0; a < h; a++)); do
@@ -43,7 +43,7 @@ case "$kind" in
     done
     for ((p = 0; p < k; p++)); do
       for ((a = 0; a < h; a++)); do for ((c = 0; c < h; c++)); do
-        link "S$((p * h + a + 1))" "C$((a * h + c + 1))"; done; done
+        link "S$((p * h + a + 1))" "SS$((a * h + c + 1))"; done; done
     done
     ;;
   *) echo "gen.sh: unknown generator '$kind' (leafspine, fattree; build tierflow-topo for more)" >&2; exit 2 ;;
