@@ -37,7 +37,8 @@ void linkstats_free(struct linkstats *ls);
 int linkstats_refresh(struct linkstats *ls);
 /* -ENODEV when the interface is not in the cache. */
 int linkstats_read(struct linkstats *ls, const char *ifname, struct linkstats_counters *c);
-/* Fills the kernel-counter fields of a report link from two readings. */
+/* Fills the kernel-counter fields of a report link from two readings.
+ * out->oper points into cur (or at a constant when cur is not valid). */
 void linkstats_rate(const struct linkstats_counters *prev, const struct linkstats_counters *cur,
                     struct report_link *out);
 /* Link speed from /sys/class/net/IF/speed in bit/s, 0 when unknown. */

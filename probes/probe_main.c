@@ -101,6 +101,8 @@ static void fill_links(struct probe *pr, double interval_s)
             linkstats_read(pr->ls, pr->ifname[i], &cur);
             linkstats_rate(&pr->prev[i], &cur, l);
             pr->prev[i] = cur;
+            if (cur.valid) /* l->oper pointed into cur, which goes out of scope */
+                l->oper = pr->prev[i].oper;
         } else if (interval_s > 0) {
             /* A file: what was captured is all we know of the link. */
             l->tx_bps = 8.0 * (double)pr->ivl_bytes[i] / interval_s;
