@@ -11,7 +11,8 @@
  *
  * The hash is a multiply-xor over the six 64-bit words of the key with a
  * per-table random seed (so that crafted traffic cannot aim at one probe
- * chain) and a murmur3 finaliser.
+ * chain) and a murmur3 finaliser. A one-entry cache of the last flow
+ * updated skips hashing for back-to-back packets of one flow.
  *
  * CNP attribution: a CNP from A to B names B's QP (the sender's), while the
  * flow it throttles, B -> A, is keyed by A's QP, which the CNP does not
@@ -50,6 +51,7 @@ struct ft_meta {
 
 struct flowtab {
     uint32_t max, mask, count, nfree, hand;
+    uint32_t last; /* slot of the last flow updated, NONE if removed */
     double idle;
     uint64_t seed;
     struct flow *flows;
@@ -76,13 +78,25 @@ static inline uint64_t mixw(uint64_t h, uint64_t w)
     return h ^ (h >> 29);
 }
 
+/* Two independent multiply chains over three words each, so that the CPU
+ * overlaps them; then one finaliser. */
 static inline uint32_t key_hash(const struct flowtab *ft, const struct flow_key *k)
 {
-    uint64_t w[6], h = ft->seed;
+    uint64_t w[6];
     memcpy(w, k, sizeof(w));
+    uint64_t a = mixw(mixw(mixw(ft->seed, w[0]), w[2]), w[4]);
+    uint64_t b = mixw(mixw(mixw(~ft->seed, w[1]), w[3]), w[5]);
+    return (uint32_t)fmix64(a ^ (b << 31 | b >> 33));
+}
+
+static inline bool key_eq(const struct flow_key *x, const struct flow_key *y)
+{
+    uint64_t a[6], b[6], d = 0;
+    memcpy(a, x, sizeof(a));
+    memcpy(b, y, sizeof(b));
     for (int i = 0; i < 6; i++)
-        h = mixw(h, w[i]);
-    return (uint32_t)fmix64(h);
+        d |= a[i] ^ b[i];
+    return d == 0;
 }
 
 static uint32_t pair_hash(const struct flowtab *ft, const uint8_t *a, const uint8_t *b,
@@ -143,6 +157,7 @@ struct flowtab *flowtab_new(uint32_t max_flows, double idle_timeout_s)
     for (uint32_t i = 0; i < max_flows; i++)
         ft->freelist[i] = max_flows - 1 - i;
     ft->nfree = max_flows;
+    ft->last = NONE;
     if (getrandom(&ft->seed, sizeof(ft->seed), GRND_NONBLOCK) != sizeof(ft->seed))
         ft->seed = (uint64_t)time(NULL) ^ (uint64_t)(uintptr_t)ft;
     return ft;
@@ -169,7 +184,7 @@ static inline uint32_t find(const struct flowtab *ft, const struct flow_key *k, 
         const struct ft_cell *c = &ft->index[i];
         if (!c->id1)
             break;
-        if (c->hash == h && memcmp(&ft->flows[c->id1 - 1].key, k, sizeof(*k)) == 0)
+        if (c->hash == h && key_eq(&ft->flows[c->id1 - 1].key, k))
             return c->id1 - 1;
         i = (i + 1) & ft->mask;
     }
@@ -224,6 +239,8 @@ static void flow_remove(struct flowtab *ft, uint32_t id)
     if (ft->meta[id].roce_data)
         pair_unlink(ft, id);
     ft->meta[id].live = 0;
+    if (ft->last == id)
+        ft->last = NONE;
     ft->freelist[ft->nfree++] = id;
     ft->count--;
 }
@@ -304,12 +321,17 @@ int flowtab_update(struct flowtab *ft, const struct decode_pkt *pkt, uint16_t if
     if (pkt->af != 4 && pkt->af != 6)
         return -EINVAL;
     flowtab_key(pkt, &k);
-    uint32_t h = key_hash(ft, &k);
-    id = find(ft, &k, h, &cell);
-    if (id == NONE) {
-        int r = insert(ft, &k, h, cell, ts, &id);
-        if (r < 0)
-            return r;
+    /* Packets of a fat flow come in trains: try the last flow first. */
+    id = ft->last;
+    if (id == NONE || !key_eq(&ft->flows[id].key, &k)) {
+        uint32_t h = key_hash(ft, &k);
+        id = find(ft, &k, h, &cell);
+        if (id == NONE) {
+            int r = insert(ft, &k, h, cell, ts, &id);
+            if (r < 0)
+                return r;
+        }
+        ft->last = id;
     }
     struct flow *f = &ft->flows[id];
     uint64_t b = (uint64_t)pkt->wire_len * scale;

@@ -157,6 +157,14 @@ static void test_expiry(void **state)
     /* The freed slot is reusable. */
     assert_int_equal(flowtab_update(ft, &a, 0, 21.0, 1, 0), 0);
     assert_int_equal(get(ft, &a)->pkts, 1);
+    /* The last flow updated expires: its next packet must create a new
+     * entry, not revive the stale one. */
+    flowtab_close_interval(ft, 40.0, 1.0, &link, 1, 0.1);
+    assert_int_equal(flowtab_count(ft), 0);
+    assert_int_equal(flowtab_update(ft, &a, 0, 41.0, 1, 0), 0);
+    assert_int_equal(flowtab_count(ft), 1);
+    assert_int_equal(get(ft, &a)->pkts, 1);
+    assert_true(get(ft, &a)->first_ts == 41.0);
     flowtab_free(ft);
 }
 
