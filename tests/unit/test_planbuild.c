@@ -1,0 +1,191 @@
+/* Unit tests for controller/planbuild on a 2-leaf x 4-spine fabric with
+ * interface and address fields, as the emulated fabric writes them. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "controller/planbuild.h"
+#include "policy/topo.h"
+
+static struct topo *topo;
+
+/* L{1,2} x S{1..4}; uplink k of leaf l is eth(k+1), 10.l.k.1 <-> 10.l.k.0. */
+static int setup(void **state)
+{
+    (void)state;
+    char json[8192];
+    size_t n = 0;
+    n += (size_t)snprintf(json + n, sizeof(json) - n,
+        "{\"name\": \"t\", \"tiers\": [\"host\", \"leaf\", \"spine\"], \"nodes\": ["
+        "{\"name\": \"H1\", \"tier\": \"host\", \"addr\": \"10.0.1.1\"},"
+        "{\"name\": \"H2\", \"tier\": \"host\", \"addr\": \"10.0.2.1\"},"
+        "{\"name\": \"L1\", \"tier\": \"leaf\", \"prefix\": \"10.0.1.0/24\"},"
+        "{\"name\": \"L2\", \"tier\": \"leaf\", \"prefix\": \"10.0.2.0/24\"},"
+        "{\"name\": \"S1\", \"tier\": \"spine\"}, {\"name\": \"S2\", \"tier\": \"spine\"},"
+        "{\"name\": \"S3\", \"tier\": \"spine\"}, {\"name\": \"S4\", \"tier\": \"spine\"}],"
+        "\"links\": [{\"a\": \"H1\", \"b\": \"L1\", \"gbps\": 100}, {\"a\": \"H2\", \"b\": \"L2\", \"gbps\": 100}");
+    for (int l = 1; l <= 2; l++)
+        for (int s = 1; s <= 4; s++)
+            n += (size_t)snprintf(json + n, sizeof(json) - n,
+                ", {\"a\": \"L%d\", \"b\": \"S%d\", \"gbps\": 100, \"a_if\": \"eth%d\", \"b_if\": \"l%d\","
+                " \"a_ip\": \"10.%d.%d.1\", \"b_ip\": \"10.%d.%d.0\"}", l, s, s, l, l, s, l, s);
+    snprintf(json + n, sizeof(json) - n, "]}");
+    char err[256];
+    int rc = topo_from_json(json, strlen(json), "test", &topo, err, sizeof(err));
+    if (rc)
+        fprintf(stderr, "# %s\n", err);
+    return rc;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    topo_free(topo);
+    return 0;
+}
+
+static void flow(struct planbuild_flow *f, uint32_t *dirs, uint16_t sport, uint64_t path)
+{
+    uint32_t h1 = topo_node_by_name(topo, "H1"), h2 = topo_node_by_name(topo, "H2");
+    memset(f, 0, sizeof(*f));
+    f->af = 4;
+    f->proto = 17;
+    memcpy(f->src, topo->nodes[h1].addr, 16);
+    memcpy(f->dst, topo->nodes[h2].addr, 16);
+    f->sport = sport;
+    f->dport = 4791;
+    f->ndirs = topo_path_dirs(topo, h1, h2, path, dirs, TOPO_MAX_HOPS);
+    assert_int_equal(f->ndirs, 4);
+    f->dirs = dirs;
+}
+
+static void test_pinned_flows(void **state)
+{
+    (void)state;
+    struct plan_opts o;
+    plan_opts_default(&o);
+    struct planbuild_flow f[3];
+    uint32_t d[3][TOPO_MAX_HOPS];
+    flow(&f[0], d[0], 1000, 2);   /* via S3 */
+    flow(&f[1], d[1], 1001, 2);   /* via S3 too: one table, one route */
+    flow(&f[2], d[2], 1002, 0);   /* via S1 */
+    struct plan p;
+    plan_init(&p);
+    char err[256] = "";
+    assert_int_equal(plan_build(topo, &o, f, 3, NULL, 0, &p, err, sizeof(err)), 0);
+    /* Only L1 has an upward choice on these paths (L2 is reached going down). */
+    assert_int_equal(p.nrules, 3);
+    assert_int_equal(p.nroutes, 2);
+    const struct plan_rule *r = &p.rules[0];   /* sorted: prio 20000 (S1) first */
+    assert_string_equal(r->sw, "L1");
+    assert_int_equal(r->prio, 20000);
+    assert_int_equal(r->table, 7700);
+    assert_int_equal(r->sport, 1002);
+    assert_int_equal(r->src_len, 32);
+    assert_int_equal(r->ipproto, 17);
+    assert_int_equal(p.rules[1].prio, 20002);
+    assert_int_equal(p.rules[1].table, 7702);
+    const struct plan_route *t = &p.routes[1];
+    assert_int_equal(t->table, 7702);
+    assert_int_equal(t->dst_len, 24);             /* the destination leaf's prefix */
+    assert_memory_equal(t->dst, ((uint8_t[]){10, 0, 2, 0}), 4);
+    assert_int_equal(t->nnh, 1);
+    assert_string_equal(t->nh[0].dev, "eth3");    /* near end's interface */
+    assert_memory_equal(t->nh[0].via, ((uint8_t[]){10, 1, 3, 0}), 4);  /* far end's address */
+    /* Deterministic: the same input gives the same plan. */
+    struct plan q;
+    plan_init(&q);
+    assert_int_equal(plan_build(topo, &o, f, 3, NULL, 0, &q, err, sizeof(err)), 0);
+    assert_true(plan_equal(&p, &q));
+    plan_free(&p);
+    plan_free(&q);
+}
+
+static void test_classes(void **state)
+{
+    (void)state;
+    struct plan_opts o;
+    plan_opts_default(&o);
+    int allow[2] = {(int)topo_node_by_name(topo, "S2"), (int)topo_node_by_name(topo, "S4")};
+    uint16_t w[2] = {1, 3};
+    struct planbuild_class c[2] = {{.fwmark = 0x10, .dscp = -1, .allow = allow, .weight = w, .nallow = 2},
+                                   {.dscp = 26}};
+    struct plan p;
+    plan_init(&p);
+    char err[256] = "";
+    assert_int_equal(plan_build(topo, &o, NULL, 0, c, 2, &p, err, sizeof(err)), 0);
+    assert_int_equal(p.nrules, 4);     /* 2 classes x 2 leaves */
+    assert_int_equal(p.nroutes, 4);    /* each leaf: one remote prefix per class */
+    const struct plan_rule *r = &p.rules[0];
+    assert_string_equal(r->sw, "L1");
+    assert_int_equal(r->prio, 20256);
+    assert_int_equal(r->table, 7828);
+    assert_int_equal(r->fwmark, 0x10);
+    assert_int_equal(p.rules[1].dscp, 26);
+    assert_int_equal(p.rules[1].table, 7829);
+    const struct plan_route *t = &p.routes[0];
+    assert_string_equal(t->sw, "L1");
+    assert_int_equal(t->table, 7828);
+    assert_memory_equal(t->dst, ((uint8_t[]){10, 0, 2, 0}), 4);
+    assert_int_equal(t->nnh, 2);
+    assert_string_equal(t->nh[0].dev, "eth2");
+    assert_int_equal(t->nh[0].weight, 1);
+    assert_string_equal(t->nh[1].dev, "eth4");
+    assert_int_equal(t->nh[1].weight, 3);
+    assert_int_equal(p.routes[1].nnh, 4);  /* no allow list: every uplink */
+    plan_free(&p);
+}
+
+static void test_errors_name_the_input(void **state)
+{
+    (void)state;
+    struct plan_opts o;
+    plan_opts_default(&o);
+    struct planbuild_flow f;
+    uint32_t d[TOPO_MAX_HOPS];
+    flow(&f, d, 1000, 1);
+    struct plan p;
+    plan_init(&p);
+    char err[256] = "";
+    d[1] = 2 * topo->nlinks + 7;
+    assert_int_equal(plan_build(topo, &o, &f, 1, NULL, 0, &p, err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, "flow 0 (10.0.1.1:1000->10.0.2.1:4791"));
+    assert_non_null(strstr(err, "outside the topology"));
+    flow(&f, d, 1000, 1);
+    uint32_t tmp = d[1];
+    d[1] = d[2];
+    d[2] = tmp;
+    assert_int_equal(plan_build(topo, &o, &f, 1, NULL, 0, &p, err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, "not contiguous"));
+    o.prio_max = o.prio_min + 10;
+    flow(&f, d, 1000, 1);
+    assert_int_equal(plan_build(topo, &o, &f, 1, NULL, 0, &p, err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, "priorities"));
+    plan_opts_default(&o);
+    /* A link without the next hop's address is named. */
+    struct topo_link *l = &topo->links[topo_dir_link(d[1])];
+    char saved[48];
+    memcpy(saved, l->hi_ip, sizeof(saved));
+    l->hi_ip[0] = '\0';
+    assert_int_equal(plan_build(topo, &o, &f, 1, NULL, 0, &p, err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, "link L1-S2"));
+    memcpy(l->hi_ip, saved, sizeof(saved));
+    plan_free(&p);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_pinned_flows),
+        cmocka_unit_test(test_classes),
+        cmocka_unit_test(test_errors_name_the_input),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
