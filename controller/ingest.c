@@ -259,6 +259,20 @@ int ingest_parse(const char *body, size_t len, size_t max_flows, struct ingest_b
     return rc;
 }
 
+/* An interface name, or, at a link end the topology gives no interface name
+ * (generated topologies), the name of the node at the far end. */
+int ingest_dir_of_if(const struct topo *t, uint32_t node, const char *ifname, uint32_t *dir)
+{
+    if (topo_dir_by_if(t, node, ifname, dir) == 0)
+        return 0;
+    uint32_t peer = topo_node_by_name(t, ifname);
+    if (peer == TOPO_NONE || topo_dir_between(t, node, peer, dir) < 0)
+        return -ENOENT;
+    const struct topo_link *l = &t->links[topo_dir_link(*dir)];
+    const char *named = topo_dir_is_down(*dir) ? l->hi_if : l->lo_if;
+    return named[0] ? -ENOENT : 0;
+}
+
 static void note_unmapped(struct state_probe *p, struct ingest_result *res, const char *ifname)
 {
     bool seen = false;
@@ -296,7 +310,7 @@ static void apply_flow(struct state *s, uint32_t node, const struct ingest_flow 
         return;
     }
     uint32_t egress;
-    if (topo_dir_by_if(s->topo, node, in->ifname, &egress) < 0) {
+    if (ingest_dir_of_if(s->topo, node, in->ifname, &egress) < 0) {
         egress = TOPO_NONE;
         res->unmapped_flows++;
         note_unmapped(&s->probes[node], res, in->ifname);
@@ -333,7 +347,7 @@ static void apply_link(struct state *s, uint32_t node, const struct ingest_link 
                        struct events *ev, struct ingest_result *res)
 {
     uint32_t dir;
-    if (topo_dir_by_if(s->topo, node, l->ifname, &dir) < 0) {
+    if (ingest_dir_of_if(s->topo, node, l->ifname, &dir) < 0) {
         note_unmapped(&s->probes[node], res, l->ifname);
         return;
     }
@@ -366,7 +380,7 @@ static void apply_ce(struct state *s, uint32_t node, const struct ingest_report 
 {
     for (size_t i = 0; i < r->nlinks; i++) {
         uint32_t dir;
-        if (topo_dir_by_if(s->topo, node, r->links[i].ifname, &dir) < 0)
+        if (ingest_dir_of_if(s->topo, node, r->links[i].ifname, &dir) < 0)
             continue;
         double bps = 0, ce = 0;
         for (size_t j = 0; j < r->nflows; j++)

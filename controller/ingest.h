@@ -8,7 +8,7 @@
  * the state under its write lock.
  *
  * Mapping: a report's `probe` is a topology node; each `if` names the link
- * direction leaving that node (topo_dir_by_if). An interface that is not one
+ * direction leaving that node (ingest_dir_of_if). An interface that is not one
  * of the node's links is not an error: it is counted as unmapped (result and
  * probe status), and flows leaving by it keep no path. An unknown probe node
  * is an error (-ENOENT). A link with oper "down" takes both its directions
@@ -77,6 +77,9 @@ struct ingest_error {
     char msg[256];
 };
 
+/* The direction leaving node by ifname: the topology's interface name, or,
+ * where a link end has none (generated topologies), the far end's node name. */
+int  ingest_dir_of_if(const struct topo *t, uint32_t node, const char *ifname, uint32_t *dir);
 /* max_flows bounds the flows of one report (and of the whole batch). */
 int  ingest_parse(const char *body, size_t len, size_t max_flows, struct ingest_batch *b,
                   struct ingest_error *e);

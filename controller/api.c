@@ -1,0 +1,764 @@
+/*
+ * api: see api.h. Views are built with jansson under the state's read lock
+ * and serialised after it is released.
+ */
+#include "controller/api.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+#include "controller/config.h"
+#include "controller/events.h"
+#include "controller/ingest.h"
+#include "controller/metrics.h"
+#include "controller/rebalance.h"
+#include "controller/state.h"
+#include "policy/classes.h"
+
+#define API_MAX_PATHS 256
+
+void api_init(struct api *a)
+{
+    memset(a, 0, sizeof(*a));
+    pthread_mutex_init(&a->jobs_mu, NULL);
+}
+
+void api_destroy(struct api *a)
+{
+    for (size_t i = 0; i < a->njobs; i++)
+        json_decref(a->jobs[i].json);
+    free(a->openapi);
+    pthread_mutex_destroy(&a->jobs_mu);
+}
+
+static void reply_json(struct api_reply *r, unsigned status, json_t *o)
+{
+    r->status = status;
+    r->ctype = "application/json";
+    r->body = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(8));
+    r->len = r->body ? strlen(r->body) : 0;
+    json_decref(o);
+    if (!r->body) {
+        r->status = 500;
+        r->body = strdup("{\"error\":{\"code\":\"internal\",\"message\":\"out of memory\"}}");
+        r->len = r->body ? strlen(r->body) : 0;
+    }
+}
+
+void api_error(struct api_reply *r, unsigned status, const char *code, const char *fmt, ...)
+{
+    char msg[320];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    reply_json(r, status, json_pack("{s{ssss}}", "error", "code", code, "message", msg));
+    r->cacheable = false;
+}
+
+bool api_token_ok(const char *token, const char *auth)
+{
+    if (!token[0])
+        return true;
+    if (!auth || strncmp(auth, "Bearer ", 7) != 0)
+        return false;
+    const char *got = auth + 7;
+    size_t tl = strlen(token), gl = strlen(got);
+    /* Touch every byte of the expected token whatever the input. */
+    unsigned char diff = (unsigned char)(tl != gl);
+    for (size_t i = 0; i < tl; i++)
+        diff |= (unsigned char)(token[i] ^ (i < gl ? got[i] : 0));
+    return diff == 0;
+}
+
+static const char *node_name(const struct topo *t, uint32_t n)
+{
+    return n < t->nnodes ? t->nodes[n].name : NULL;
+}
+
+static json_t *str_or_null(const char *s)
+{
+    return s ? json_string(s) : json_null();
+}
+
+static json_t *addr_json(int af, const uint8_t *a)
+{
+    char buf[64];
+    return json_string(tf_addr_str(af, a, buf, sizeof(buf)));
+}
+
+/* ---- views ------------------------------------------------------------ */
+
+struct loads {
+    double *bps, *ce;
+    uint32_t *nfat;
+};
+
+static int loads_get(struct state *s, double now, struct loads *l)
+{
+    uint32_t nd = 2 * s->topo->nlinks + 1;
+    l->bps = calloc(nd, sizeof(double));
+    l->ce = calloc(nd, sizeof(double));
+    l->nfat = calloc(nd, sizeof(uint32_t));
+    if (!l->bps || !l->ce || !l->nfat)
+        return -ENOMEM;
+    state_dir_loads(s, now, l->bps, l->ce, l->nfat);
+    return 0;
+}
+
+static void loads_free(struct loads *l)
+{
+    free(l->bps);
+    free(l->ce);
+    free(l->nfat);
+}
+
+static json_t *view_status(struct api *a, double now)
+{
+    struct state *s = a->st;
+    struct loads l = {0};
+    json_t *plist = json_array();
+    size_t alive = 0, stale = 0, total = 0, fat = 0, pinned = 0, live = 0, congested = 0, down = 0;
+    double maxu = 0;
+    pthread_rwlock_rdlock(&s->lock);
+    const struct topo *t = s->topo;
+    for (uint32_t n = 0; n < t->nnodes; n++) {
+        const struct state_probe *p = &s->probes[n];
+        if (p->last_seen <= 0)
+            continue;
+        bool st = state_probe_stale(s, n, now);
+        total++;
+        st ? stale++ : alive++;
+        json_t *un = json_array();
+        for (unsigned i = 0; i < p->nunmapped; i++)
+            json_array_append_new(un, json_string(p->unmapped[i]));
+        json_array_append_new(plist, json_pack("{ss sf sf sb sI so}", "node", t->nodes[n].name, "last_seen",
+                                               p->last_seen, "age_s", now - p->last_seen, "stale", st,
+                                               "reports", (json_int_t)p->reports, "unmapped_ifs", un));
+    }
+    for (size_t i = 0; i < s->nflows; i++) {
+        const struct state_flow *f = &s->flows[i];
+        if (state_flow_stale(s, f, now))
+            continue;
+        live++;
+        fat += f->fat;
+        pinned += f->pinned;
+    }
+    if (loads_get(s, now, &l) == 0)
+        for (uint32_t d = 0; d < 2 * t->nlinks; d++) {
+            double u = state_dir_util(s, d, l.bps[d]);
+            maxu = u > maxu ? u : maxu;
+            congested += u > a->cfg->util || l.ce[d] > a->cfg->ce_frac;
+            down += !s->dirs[d].up;
+        }
+    json_t *topo = json_pack("{ss sI sI}", "name", t->name, "nodes", (json_int_t)t->nnodes, "links",
+                             (json_int_t)t->nlinks);
+    json_t *links = json_pack("{sI sI sI sf}", "dirs", (json_int_t)(2 * t->nlinks), "congested",
+                              (json_int_t)congested, "down", (json_int_t)down, "max_util", maxu);
+    pthread_rwlock_unlock(&s->lock);
+    loads_free(&l);
+
+    bool healthy;
+    char berr[256];
+    struct rebalance_summary rs = rebalance_last(a->rb, &healthy, berr, sizeof(berr));
+    json_t *last = rs.valid ? json_pack("{sf sI sf sf sb sb sf sI}", "ts", rs.ts, "moved", (json_int_t)rs.moved,
+                                        "max_util_before", rs.util_before, "max_util_after", rs.util_after,
+                                        "dry_run", rs.dry_run, "applied", rs.applied, "duration_s",
+                                        rs.duration_s, "congested", (json_int_t)rs.congested)
+                            : json_null();
+    return json_pack("{ss sf sf sf so s{sI sI sI so} s{sI sI sI} so so s{sI sI} s{ss sb so}}",
+                     "version", TF_VERSION, "uptime_s", now - a->start, "now", tf_now_real(), "interval_s",
+                     a->cfg->interval, "topology", topo,
+                     "probes", "total", (json_int_t)total, "alive", (json_int_t)alive, "stale", (json_int_t)stale,
+                     "list", plist,
+                     "flows", "total", (json_int_t)live, "fat", (json_int_t)fat, "pinned", (json_int_t)pinned,
+                     "links", links, "last_rebalance", last,
+                     "rebalance", "rounds", (json_int_t)atomic_load(&a->m->rounds), "moves",
+                     (json_int_t)atomic_load(&a->m->moves),
+                     "backend", "name", a->backend_name, "healthy", healthy,
+                     "error", berr[0] ? json_string(berr) : json_null());
+}
+
+static json_t *dir_json(struct state *s, const struct loads *l, uint32_t d, const struct config *cfg)
+{
+    const struct topo *t = s->topo;
+    const struct state_dir *sd = &s->dirs[d];
+    double u = state_dir_util(s, d, l->bps[d]);
+    return json_pack("{sI ss ss sf sf sf sI sb sb sI sb sf}", "dir", (json_int_t)d, "from",
+                     t->nodes[topo_dir_from(t, d)].name, "to", t->nodes[topo_dir_to(t, d)].name, "util", u,
+                     "bps", l->bps[d], "ce_frac", l->ce[d], "drops", (json_int_t)sd->drops, "up", sd->up,
+                     "congested", u > cfg->util || l->ce[d] > cfg->ce_frac, "fat_flows", (json_int_t)l->nfat[d],
+                     "measured", sd->measured, "last_update", sd->last_update);
+}
+
+static json_t *view_topology(struct api *a, double now)
+{
+    struct state *s = a->st;
+    struct loads l = {0};
+    json_t *nodes = json_array(), *links = json_array(), *tiers = json_array();
+    pthread_rwlock_rdlock(&s->lock);
+    const struct topo *t = s->topo;
+    int rc = loads_get(s, now, &l);
+    for (int i = 0; i < t->ntiers; i++)
+        json_array_append_new(tiers, json_string(topo_tier_name(t->tiers[i])));
+    for (uint32_t n = 0; n < t->nnodes && rc == 0; n++) {
+        const struct topo_node *tn = &t->nodes[n];
+        json_t *o = json_pack("{ss ss ss}", "name", tn->name, "tier", topo_tier_name(tn->tier), "probe",
+                              s->probes[n].last_seen <= 0 ? "none"
+                              : state_probe_stale(s, n, now) ? "stale" : "alive");
+        if (tn->af) {
+            char buf[64], pfx[80];
+            tf_addr_str(tn->af, tn->addr, buf, sizeof(buf));
+            if (tn->tier == TOPO_HOST) {
+                json_object_set_new(o, "addr", json_string(buf));
+            } else {
+                snprintf(pfx, sizeof(pfx), "%s/%u", buf, tn->plen);
+                json_object_set_new(o, "prefix", json_string(pfx));
+            }
+        }
+        json_array_append_new(nodes, o);
+    }
+    for (uint32_t k = 0; k < t->nlinks && rc == 0; k++) {
+        const struct topo_link *tl = &t->links[k];
+        json_array_append_new(links, json_pack("{sI ss ss sf s[oo]}", "id", (json_int_t)k, "a",
+                                               t->nodes[tl->lo].name, "b", t->nodes[tl->hi].name, "gbps",
+                                               tl->gbps, "dirs", dir_json(s, &l, 2 * k, a->cfg),
+                                               dir_json(s, &l, 2 * k + 1, a->cfg)));
+    }
+    json_t *o = json_pack("{ss so so so}", "name", t->name, "tiers", tiers, "nodes", nodes, "links", links);
+    pthread_rwlock_unlock(&s->lock);
+    loads_free(&l);
+    return o;
+}
+
+static json_t *flow_json(struct state *s, const struct state_flow *f, double now)
+{
+    const struct topo *t = s->topo;
+    json_t *path = json_array();
+    uint32_t dirs[TOPO_MAX_HOPS];
+    int n = state_flow_dirs(s, f, dirs, TOPO_MAX_HOPS);
+    if (n > 0) {
+        json_array_append_new(path, json_string(t->nodes[f->src_node].name));
+        for (int i = 0; i < n; i++)
+            json_array_append_new(path, json_string(t->nodes[topo_dir_to(t, dirs[i])].name));
+    }
+    char id[24];
+    snprintf(id, sizeof(id), "%016llx", (unsigned long long)f->id);
+    const char *cls = s->classes && f->cls >= 0 && (uint32_t)f->cls < s->classes->n ? s->classes->c[f->cls].name
+                                                                                     : "default";
+    json_t *o = json_pack("{ss so so so so sI sI sI sI sI sI ss so so sI sf sf sI sb sb ss ss sf sI sb}",
+                          "id", id, "src", addr_json(f->k.af, f->k.src), "dst", addr_json(f->k.af, f->k.dst),
+                          "src_node", str_or_null(node_name(t, f->src_node)),
+                          "dst_node", str_or_null(node_name(t, f->dst_node)),
+                          "proto", (json_int_t)f->k.proto, "sport", (json_int_t)f->k.sport,
+                          "dport", (json_int_t)f->k.dport, "qp", (json_int_t)f->k.qp,
+                          "vlan", (json_int_t)f->k.vlan, "dscp", (json_int_t)f->dscp, "class", cls,
+                          "tier", f->tier >= 0 ? json_string(topo_tier_name(f->tier)) : json_null(),
+                          "path", path, "path_index", (json_int_t)(n > 0 ? f->path : -1),
+                          "bps", f->bps, "ce_frac", f->ce_frac, "cnp", (json_int_t)f->cnp,
+                          "pinned", f->pinned, "fat", f->fat,
+                          "probe", node_name(t, f->probe) ? node_name(t, f->probe) : "",
+                          "if", f->ifname, "last_seen", f->last_seen, "moves", (json_int_t)f->moves,
+                          "stale", state_flow_stale(s, f, now));
+    return o;
+}
+
+static const struct state_flow *sort_base;
+static int by_bps_desc(const void *x, const void *y)
+{
+    double a = sort_base[*(const uint32_t *)x].bps, b = sort_base[*(const uint32_t *)y].bps;
+    return a < b ? 1 : a > b ? -1 : (*(const uint32_t *)x > *(const uint32_t *)y) - (*(const uint32_t *)x < *(const uint32_t *)y);
+}
+static pthread_mutex_t sort_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static bool flow_crosses(struct state *s, const struct state_flow *f, uint32_t node)
+{
+    uint32_t dirs[TOPO_MAX_HOPS];
+    int n = state_flow_dirs(s, f, dirs, TOPO_MAX_HOPS);
+    for (int i = 0; i < n; i++)
+        if (topo_dir_to(s->topo, dirs[i]) == node || topo_dir_from(s->topo, dirs[i]) == node)
+            return true;
+    return false;
+}
+
+static void view_flows(struct api *a, const struct api_req *q, double now, struct api_reply *r)
+{
+    const char *fat = q->arg(q->argctx, "fat"), *cls = q->arg(q->argctx, "class");
+    const char *lim = q->arg(q->argctx, "limit"), *via = q->arg(q->argctx, "via");
+    const char *probe = q->arg(q->argctx, "probe");
+    uint64_t limit = 1000;
+    if (fat && strcmp(fat, "true") && strcmp(fat, "false"))
+        return api_error(r, 400, "bad_request", "fat: '%.32s' is not true or false", fat);
+    if (lim && tf_parse_u64(lim, 0, 100000, &limit) < 0)
+        return api_error(r, 400, "bad_request", "limit: '%.32s' is not an integer in 0..100000", lim);
+    struct state *s = a->st;
+    pthread_rwlock_rdlock(&s->lock);
+    const struct topo *t = s->topo;
+    int want_cls = -1;
+    uint32_t via_n = TOPO_NONE, probe_n = TOPO_NONE;
+    const char *bad = NULL;
+    if (cls && (!s->classes || (want_cls = classes_find(s->classes, cls)) < 0))
+        bad = "class";
+    if (via && (via_n = topo_node_by_name(t, via)) == TOPO_NONE)
+        bad = "via";
+    if (probe && (probe_n = topo_node_by_name(t, probe)) == TOPO_NONE)
+        bad = "probe";
+    if (bad) {
+        pthread_rwlock_unlock(&s->lock);
+        return api_error(r, 400, "bad_request", "%s: no such %s", bad, strcmp(bad, "class") ? "node" : "class");
+    }
+    uint32_t *idx = malloc((s->nflows + 1) * sizeof(*idx));
+    size_t m = 0;
+    for (size_t i = 0; idx && i < s->nflows; i++) {
+        const struct state_flow *f = &s->flows[i];
+        if ((fat && f->fat != (fat[0] == 't')) || (want_cls >= 0 && f->cls != want_cls) ||
+            (probe && f->probe != probe_n) || (via && !flow_crosses(s, f, via_n)))
+            continue;
+        idx[m++] = (uint32_t)i;
+    }
+    pthread_mutex_lock(&sort_mu);
+    sort_base = s->flows;
+    if (idx)
+        qsort(idx, m, sizeof(*idx), by_bps_desc);
+    pthread_mutex_unlock(&sort_mu);
+    json_t *arr = json_array();
+    size_t n = m < limit ? m : limit;
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(arr, flow_json(s, &s->flows[idx[i]], now));
+    size_t total = s->nflows;
+    pthread_rwlock_unlock(&s->lock);
+    free(idx);
+    reply_json(r, 200, json_pack("{sI sI sI so}", "total", (json_int_t)total, "matched", (json_int_t)m,
+                                 "returned", (json_int_t)n, "flows", arr));
+    r->cacheable = true;
+}
+
+static void view_paths(struct api *a, const struct api_req *q, double now, struct api_reply *r)
+{
+    const char *src = q->arg(q->argctx, "src"), *dst = q->arg(q->argctx, "dst");
+    if (!src || !dst)
+        return api_error(r, 400, "bad_request", "%s: required", src ? "dst" : "src");
+    struct state *s = a->st;
+    struct loads l = {0};
+    pthread_rwlock_rdlock(&s->lock);
+    const struct topo *t = s->topo;
+    uint32_t sn = topo_node_by_name(t, src), dn = topo_node_by_name(t, dst);
+    if (sn == TOPO_NONE || dn == TOPO_NONE) {
+        pthread_rwlock_unlock(&s->lock);
+        return api_error(r, 404, "not_found", "%s: no node '%.32s'", sn == TOPO_NONE ? "src" : "dst",
+                         sn == TOPO_NONE ? src : dst);
+    }
+    uint64_t count = topo_path_count(t, sn, dn);
+    json_t *paths = json_array();
+    if (loads_get(s, now, &l) == 0) {
+        for (uint64_t p = 0; p < count && p < API_MAX_PATHS; p++) {
+            uint32_t dirs[TOPO_MAX_HOPS];
+            int n = topo_path_dirs(t, sn, dn, p, dirs, TOPO_MAX_HOPS);
+            if (n < 0)
+                break;
+            json_t *hops = json_array(), *jd = json_array(), *ff = json_array();
+            json_array_append_new(hops, json_string(t->nodes[sn].name));
+            double u = 0, b = 0, ce = 0;
+            bool up = true;
+            for (int i = 0; i < n; i++) {
+                json_array_append_new(hops, json_string(t->nodes[topo_dir_to(t, dirs[i])].name));
+                json_array_append_new(jd, json_integer(dirs[i]));
+                double du = state_dir_util(s, dirs[i], l.bps[dirs[i]]);
+                u = du > u ? du : u;
+                b = l.bps[dirs[i]] > b ? l.bps[dirs[i]] : b;
+                ce = l.ce[dirs[i]] > ce ? l.ce[dirs[i]] : ce;
+                up &= s->dirs[dirs[i]].up;
+            }
+            for (size_t i = 0; i < s->nflows; i++) {
+                const struct state_flow *f = &s->flows[i];
+                if (f->fat && f->src_node == sn && f->dst_node == dn && f->path == (int64_t)p &&
+                    !state_flow_stale(s, f, now)) {
+                    char id[24];
+                    snprintf(id, sizeof(id), "%016llx", (unsigned long long)f->id);
+                    json_array_append_new(ff, json_string(id));
+                }
+            }
+            json_array_append_new(paths, json_pack("{sI so so sf sf sf sb sb so}", "index", (json_int_t)p,
+                                                   "hops", hops, "dirs", jd, "util", u, "bps", b, "ce_frac", ce,
+                                                   "up", up, "congested", u > a->cfg->util || ce > a->cfg->ce_frac,
+                                                   "fat_flows", ff));
+        }
+    }
+    pthread_rwlock_unlock(&s->lock);
+    loads_free(&l);
+    reply_json(r, 200, json_pack("{ss ss sI so}", "src", src, "dst", dst, "count", (json_int_t)count, "paths", paths));
+    r->cacheable = true;
+}
+
+static json_t *view_classes(struct api *a, double now)
+{
+    struct state *s = a->st;
+    json_t *arr = json_array();
+    pthread_rwlock_rdlock(&s->lock);
+    uint32_t nc = s->classes ? s->classes->n : 0;
+    for (uint32_t c = 0; c < nc; c++) {
+        double bps = 0;
+        size_t n = 0, nfat = 0;
+        for (size_t i = 0; i < s->nflows; i++) {
+            const struct state_flow *f = &s->flows[i];
+            if (f->cls != (int)c || state_flow_stale(s, f, now))
+                continue;
+            bps += f->bps;
+            n++;
+            nfat += f->fat;
+        }
+        int tier = s->classes->c[c].max_tier;
+        json_array_append_new(arr, json_pack("{ss so sf sI sI}", "name", s->classes->c[c].name, "tier",
+                                             tier >= 0 ? json_string(topo_tier_name(tier)) : json_null(),
+                                             "bps", bps, "flows", (json_int_t)n, "fat_flows", (json_int_t)nfat));
+    }
+    pthread_rwlock_unlock(&s->lock);
+    return json_pack("{so}", "classes", arr);
+}
+
+/* ---- mutations -------------------------------------------------------- */
+
+static void do_reports(struct api *a, const struct api_req *q, double now, struct api_reply *r)
+{
+    struct ingest_batch *b = malloc(sizeof(*b));
+    struct ingest_error e;
+    struct ingest_result res;
+    if (!b)
+        return api_error(r, 500, "internal", "out of memory");
+    int rc = ingest_parse(q->body ? q->body : "", q->body_len, (size_t)a->cfg->max_flows_per_report, b, &e);
+    if (rc == 0)
+        rc = ingest_apply(a->st, b, now, a->ev, &res, &e);
+    else
+        __atomic_add_fetch(&a->st->reports_rejected, 1, __ATOMIC_RELAXED);
+    ingest_batch_free(b);
+    free(b);
+    if (rc < 0) {
+        if (e.kind == INGEST_BAD_JSON) {
+            reply_json(r, 400, json_pack("{s{ss ss si si si}}", "error", "code", "bad_json", "message", e.msg,
+                                         "line", e.line, "column", e.column, "position", e.position));
+            return;
+        }
+        return api_error(r, e.kind == INGEST_TOO_MANY ? 413 : 400,
+                         e.kind == INGEST_TOO_MANY ? "payload_too_large" : "bad_request", "%s", e.msg);
+    }
+    json_t *probes = json_array(), *un = json_array();
+    for (size_t i = 0; i < res.accepted; i++)
+        json_array_append_new(probes, json_string(res.probes[i]));
+    for (size_t i = 0; i < res.nunmapped; i++)
+        json_array_append_new(un, json_string(res.unmapped[i]));
+    reply_json(r, 200, json_pack("{sI so sI sI sI so sI sI}", "accepted", (json_int_t)res.accepted, "probes", probes,
+                                 "links", (json_int_t)res.links, "flows", (json_int_t)res.flows, "fat",
+                                 (json_int_t)res.fat, "unmapped_ifs", un, "unmapped_flows",
+                                 (json_int_t)res.unmapped_flows, "dropped_full", (json_int_t)res.dropped_full));
+}
+
+static void do_rebalance(struct api *a, const struct api_req *q, double now, struct api_reply *r)
+{
+    const char *dr = q->arg(q->argctx, "dry_run");
+    if (dr && strcmp(dr, "true") && strcmp(dr, "false") && strcmp(dr, "1") && strcmp(dr, "0"))
+        return api_error(r, 400, "bad_request", "dry_run: '%.32s' is not true or false", dr);
+    bool dry = dr && (dr[0] == 't' || dr[0] == '1');
+    json_t *out = NULL;
+    rebalance_run(a->rb, now, dry, &out);
+    if (!out)
+        return api_error(r, 500, "internal", "rebalance produced no result");
+    reply_json(r, 200, out);
+}
+
+static void do_routes(struct api *a, struct api_reply *r);
+static void do_jobs(struct api *a, const struct api_req *q, const char *id, struct api_reply *r);
+
+/* ---- dispatch --------------------------------------------------------- */
+
+struct route {
+    const char *path;
+    const char *methods;         /* for Allow */
+};
+static const struct route routes[] = {
+    {"/api/v1/status", "GET"},       {"/api/v1/topology", "GET"}, {"/api/v1/paths", "GET"},
+    {"/api/v1/flows", "GET"},        {"/api/v1/classes", "GET"},  {"/api/v1/jobs", "GET"},
+    {"/api/v1/routes", "GET"},       {"/api/v1/reports", "POST"}, {"/api/v1/rebalance", "POST"},
+    {"/api/v1/events", "GET"},       {"/api/v1/openapi.json", "GET"}, {"/metrics", "GET"},
+};
+
+bool api_owns(const char *path)
+{
+    return strncmp(path, "/api/", 5) == 0 || strcmp(path, "/metrics") == 0;
+}
+
+static bool method_in(const char *m, const char *list)
+{
+    size_t n = strlen(m);
+    for (const char *p = list; (p = strstr(p, m)); p += n)
+        if ((p == list || p[-1] == ',' || p[-1] == ' ') && (p[n] == '\0' || p[n] == ','))
+            return true;
+    return false;
+}
+
+void api_handle(struct api *a, const struct api_req *q, struct api_reply *r)
+{
+    memset(r, 0, sizeof(*r));
+    double now = tf_now_real();
+    const char *p = q->path;
+    const char *allow = NULL;
+    const char *job_id = NULL;
+    if (strncmp(p, "/api/v1/jobs/", 13) == 0) {
+        allow = "GET, PUT, DELETE";
+        job_id = p + 13;
+    } else {
+        for (size_t i = 0; i < TF_ARRAY_SIZE(routes); i++)
+            if (strcmp(p, routes[i].path) == 0)
+                allow = routes[i].methods;
+    }
+    if (!allow)
+        return api_error(r, 404, "not_found", "no such endpoint: %.100s", p);
+    bool head = strcmp(q->method, "HEAD") == 0;
+    if (!method_in(head ? "GET" : q->method, allow)) {
+        api_error(r, 405, "method_not_allowed", "%s %.100s: allowed: %s", q->method, p, allow);
+        r->allow = allow;
+        return;
+    }
+    bool mutating = strcmp(q->method, "GET") && !head;
+    if (mutating && !api_token_ok(a->token, q->auth))
+        return api_error(r, 401, "unauthorized", "%s", q->auth ? "wrong bearer token" : "missing bearer token");
+
+    if (job_id || strcmp(p, "/api/v1/jobs") == 0)
+        return do_jobs(a, q, job_id, r);
+    if (strcmp(p, "/api/v1/status") == 0) {
+        reply_json(r, 200, view_status(a, now));
+        r->cacheable = true;
+    } else if (strcmp(p, "/api/v1/topology") == 0) {
+        reply_json(r, 200, view_topology(a, now));
+        r->cacheable = true;
+    } else if (strcmp(p, "/api/v1/paths") == 0) {
+        view_paths(a, q, now, r);
+    } else if (strcmp(p, "/api/v1/flows") == 0) {
+        view_flows(a, q, now, r);
+    } else if (strcmp(p, "/api/v1/classes") == 0) {
+        reply_json(r, 200, view_classes(a, now));
+        r->cacheable = true;
+    } else if (strcmp(p, "/api/v1/routes") == 0) {
+        do_routes(a, r);
+    } else if (strcmp(p, "/api/v1/reports") == 0) {
+        do_reports(a, q, now, r);
+    } else if (strcmp(p, "/api/v1/rebalance") == 0) {
+        do_rebalance(a, q, now, r);
+    } else if (strcmp(p, "/api/v1/events") == 0) {
+        const char *since = q->arg(q->argctx, "since"), *lim = q->arg(q->argctx, "limit");
+        uint64_t sv = 0, lv = EVENTS_MAX;
+        if ((since && tf_parse_u64(since, 0, UINT64_MAX, &sv) < 0) ||
+            (lim && tf_parse_u64(lim, 1, EVENTS_MAX, &lv) < 0))
+            return api_error(r, 400, "bad_request", "%s: not an integer in range", since && tf_parse_u64(since, 0, UINT64_MAX, &sv) < 0 ? "since" : "limit");
+        reply_json(r, 200, events_json(a->ev, sv, (unsigned)lv));
+    } else if (strcmp(p, "/api/v1/openapi.json") == 0) {
+        if (!a->openapi)
+            return api_error(r, 404, "not_found", "openapi.json was not found at start");
+        r->status = 200;
+        r->ctype = "application/json";
+        r->body = malloc(a->openapi_len + 1);
+        if (r->body)
+            memcpy(r->body, a->openapi, a->openapi_len + 1);
+        r->len = r->body ? a->openapi_len : 0;
+        r->cacheable = true;
+    } else if (strcmp(p, "/metrics") == 0) {
+        if (metrics_render(a->m, a->st, now, &r->body, &r->len) < 0)
+            return api_error(r, 500, "internal", "out of memory");
+        r->status = 200;
+        r->ctype = "text/plain; version=0.0.4; charset=utf-8";
+    }
+}
+
+/* ---- routes and jobs -------------------------------------------------- */
+
+#include "controller/backend.h"
+
+static void do_routes(struct api *a, struct api_reply *r)
+{
+    struct plan have;
+    plan_init(&have);
+    struct rebalance *rb = a->rb;
+    int rc = 0;
+    bool desired = !rb->be || strcmp(a->backend_name, "none") == 0;
+    pthread_mutex_lock(&rb->mu);
+    if (desired)
+        rc = plan_copy(&have, &rb->last);
+    else
+        rc = backend_read(rb->be, &have);
+    const char *err = rc < 0 && rb->be ? backend_error(rb->be) : NULL;
+    json_t *sw = rebalance_plan_json(&have);
+    json_t *o = json_pack("{ss ss so}", "backend", a->backend_name, "source", desired ? "desired" : "installed",
+                          "error", err && err[0] ? json_string(err) : json_null());
+    pthread_mutex_unlock(&rb->mu);
+    json_object_update(o, sw);
+    json_decref(sw);
+    plan_free(&have);
+    reply_json(r, 200, o);
+}
+
+static bool job_id_ok(const char *id)
+{
+    size_t n = strlen(id);
+    if (n == 0 || n > 63)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-", id[i]))
+            return false;
+    return true;
+}
+
+static const char *const dims[] = {"tp", "cp", "pp", "dp", "ep"};
+
+/* Validates a job body and computes, per dimension, the highest tier where
+ * two ranks differing only in it meet (the tier its class crosses). */
+static json_t *job_build(struct api *a, const char *id, json_t *in, char *err, size_t errlen)
+{
+    json_t *ranks = json_object_get(in, "ranks"), *par = json_object_get(in, "parallelism");
+    if (!json_is_object(in) || !json_is_array(ranks) || !json_is_array(par)) {
+        snprintf(err, errlen, "body: needs \"ranks\" (array of host names) and \"parallelism\" (array)");
+        return NULL;
+    }
+    size_t nr = json_array_size(ranks), nd = json_array_size(par);
+    if (nr == 0 || nr > 65536 || nd == 0 || nd > 5) {
+        snprintf(err, errlen, "%s: size out of range", nr == 0 || nr > 65536 ? "ranks" : "parallelism");
+        return NULL;
+    }
+    uint32_t size[5], dim[5];
+    uint64_t prod = 1;
+    for (size_t i = 0; i < nd; i++) {
+        json_t *e = json_array_get(par, i), *d = json_object_get(e, "dim"), *sz = json_object_get(e, "size");
+        int k = -1;
+        for (int j = 0; j < 5 && json_is_string(d); j++)
+            if (strcmp(json_string_value(d), dims[j]) == 0)
+                k = j;
+        if (k < 0 || !json_is_integer(sz) || json_integer_value(sz) < 1 || json_integer_value(sz) > 65536) {
+            snprintf(err, errlen, "parallelism[%zu]: needs dim (tp|cp|pp|dp|ep) and size 1..65536", i);
+            return NULL;
+        }
+        for (size_t j = 0; j < i; j++)
+            if (dim[j] == (uint32_t)k) {
+                snprintf(err, errlen, "parallelism[%zu].dim: '%s' repeated", i, dims[k]);
+                return NULL;
+            }
+        dim[i] = (uint32_t)k;
+        size[i] = (uint32_t)json_integer_value(sz);
+        prod *= size[i];
+    }
+    if (prod != nr) {
+        snprintf(err, errlen, "parallelism: sizes multiply to %llu, but there are %zu ranks",
+                 (unsigned long long)prod, nr);
+        return NULL;
+    }
+    uint32_t *node = malloc(nr * sizeof(*node));
+    if (!node) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    json_t *out = NULL;
+    pthread_rwlock_rdlock(&a->st->lock);
+    const struct topo *t = a->st->topo;
+    size_t i;
+    for (i = 0; i < nr; i++) {
+        json_t *rn = json_array_get(ranks, i);
+        node[i] = json_is_string(rn) ? topo_node_by_name(t, json_string_value(rn)) : TOPO_NONE;
+        if (node[i] == TOPO_NONE || t->nodes[node[i]].tier != TOPO_HOST) {
+            snprintf(err, errlen, "ranks[%zu]: not a host of the topology", i);
+            break;
+        }
+    }
+    if (i == nr) {
+        int tier[5] = {-1, -1, -1, -1, -1};
+        uint64_t stride = 1;
+        for (size_t d = 0; d < nd; d++) {
+            /* Neighbours in dimension d differ by stride in rank number. */
+            for (size_t rk = 0; rk < nr; rk++) {
+                uint64_t c = (rk / stride) % size[d];
+                if (c + 1 >= size[d])
+                    continue;
+                int mt = node[rk] == node[rk + stride] ? 0 : topo_meet_tier(t, node[rk], node[rk + stride]);
+                if (mt > tier[dim[d]])
+                    tier[dim[d]] = mt;
+            }
+            stride *= size[d];
+        }
+        json_t *cls = json_array();
+        for (size_t d = 0; d < nd; d++)
+            json_array_append_new(cls, json_pack("{ss so}", "class", dims[dim[d]], "tier",
+                                                 tier[dim[d]] >= 0 ? json_string(topo_tier_name(tier[dim[d]]))
+                                                                   : json_null()));
+        out = json_pack("{ss sO sO so}", "id", id, "ranks", ranks, "parallelism", par, "classes", cls);
+    }
+    pthread_rwlock_unlock(&a->st->lock);
+    free(node);
+    return out;
+}
+
+static void do_jobs(struct api *a, const struct api_req *q, const char *id, struct api_reply *r)
+{
+    if (!id) {
+        json_t *arr = json_array();
+        pthread_mutex_lock(&a->jobs_mu);
+        for (size_t i = 0; i < a->njobs; i++)
+            json_array_append(arr, a->jobs[i].json);
+        pthread_mutex_unlock(&a->jobs_mu);
+        return reply_json(r, 200, json_pack("{so}", "jobs", arr));
+    }
+    if (!job_id_ok(id))
+        return api_error(r, strcmp(q->method, "PUT") ? 404 : 400, strcmp(q->method, "PUT") ? "not_found" : "bad_request",
+                         "job id: 1..63 characters of A-Za-z0-9_.-");
+    json_t *built = NULL;
+    if (strcmp(q->method, "PUT") == 0) {
+        json_error_t je;
+        json_t *in = json_loadb(q->body ? q->body : "", q->body_len, JSON_REJECT_DUPLICATES, &je);
+        if (!in) {
+            reply_json(r, 400, json_pack("{s{ss ss si si si}}", "error", "code", "bad_json", "message", je.text,
+                                         "line", je.line, "column", je.column, "position", je.position));
+            return;
+        }
+        char err[256];
+        built = job_build(a, id, in, err, sizeof(err));
+        json_decref(in);
+        if (!built)
+            return api_error(r, 400, "bad_request", "%s", err);
+    }
+    pthread_mutex_lock(&a->jobs_mu);
+    size_t i = 0;
+    while (i < a->njobs && strcmp(a->jobs[i].id, id))
+        i++;
+    bool found = i < a->njobs;
+    if (strcmp(q->method, "PUT") == 0) {
+        if (!found && a->njobs == API_MAX_JOBS) {
+            pthread_mutex_unlock(&a->jobs_mu);
+            json_decref(built);
+            return api_error(r, 413, "payload_too_large", "at most %d jobs", API_MAX_JOBS);
+        }
+        if (found)
+            json_decref(a->jobs[i].json);
+        else
+            tf_strlcpy(a->jobs[a->njobs++].id, id, sizeof(a->jobs[0].id));
+        a->jobs[i].json = built;
+        reply_json(r, found ? 200 : 201, json_incref(built));
+        pthread_mutex_unlock(&a->jobs_mu);
+        events_add(a->ev, tf_now_real(), "job", "job %s %s", id, found ? "replaced" : "registered");
+        return;
+    }
+    if (!found) {
+        pthread_mutex_unlock(&a->jobs_mu);
+        return api_error(r, 404, "not_found", "no job '%s'", id);
+    }
+    if (strcmp(q->method, "DELETE") == 0) {
+        json_decref(a->jobs[i].json);
+        a->jobs[i] = a->jobs[--a->njobs];
+        pthread_mutex_unlock(&a->jobs_mu);
+        events_add(a->ev, tf_now_real(), "job", "job %s deleted", id);
+        return reply_json(r, 200, json_pack("{ss}", "deleted", id));
+    }
+    json_t *o = json_incref(a->jobs[i].json);
+    pthread_mutex_unlock(&a->jobs_mu);
+    reply_json(r, 200, o);
+}

@@ -1,0 +1,75 @@
+/*
+ * api: the REST handlers of docs/api.md, independent of the HTTP library.
+ *
+ * httpd turns a request into a struct api_req and sends the struct
+ * api_reply back; everything here is plain functions over the state, so the
+ * handlers can be tested without a socket. Invariants: every reply body is a
+ * JSON object (errors too: {"error": {"code", "message"}}); GET handlers
+ * only take read locks; mutating handlers check the bearer token first, in
+ * constant time; replies marked cacheable depend only on the path, the query
+ * and the state generation (httpd may serve them again while gen is equal).
+ */
+#ifndef TF_API_H
+#define TF_API_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+struct state;
+struct events;
+struct metrics;
+struct rebalance;
+struct config;
+
+#define API_MAX_JOBS 64
+
+struct api {
+    struct state *st;
+    struct events *ev;
+    struct metrics *m;
+    struct rebalance *rb;
+    const struct config *cfg;
+    const char *backend_name;
+    char token[256];             /* "" = no token configured */
+    double start;
+    char *openapi;               /* the document served at /api/v1/openapi.json */
+    size_t openapi_len;
+    pthread_mutex_t jobs_mu;
+    size_t njobs;
+    struct api_job {
+        char id[64];
+        void *json;              /* json_t: the job as returned by GET */
+    } jobs[API_MAX_JOBS];
+};
+
+struct api_req {
+    const char *method, *path;   /* path without the query */
+    const char *body;
+    size_t body_len;
+    const char *auth;            /* Authorization header, or NULL */
+    const char *(*arg)(void *ctx, const char *key);
+    void *argctx;
+};
+
+struct api_reply {
+    unsigned status;
+    char *body;                  /* malloc'd */
+    size_t len;
+    const char *ctype;
+    const char *allow;           /* for 405 */
+    bool cacheable;
+};
+
+void api_init(struct api *a);
+void api_destroy(struct api *a);
+/* True when path is one of the API's (else httpd serves static files). */
+bool api_owns(const char *path);
+void api_handle(struct api *a, const struct api_req *q, struct api_reply *r);
+/* Error reply helper, also used by httpd (413, 429). */
+void api_error(struct api_reply *r, unsigned status, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Constant-time token check of an "Authorization: Bearer X" header. */
+bool api_token_ok(const char *token, const char *auth);
+
+#endif

@@ -1,0 +1,153 @@
+/*
+ * metrics: see metrics.h. Rendering appends into a growing buffer with
+ * bounded snprintf calls (open_memstream), one line per sample.
+ */
+#include "controller/metrics.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "controller/state.h"
+#include "policy/classes.h"
+
+const double metrics_buckets[METRICS_NBUCKETS] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
+                                                  0.01, 0.025, 0.05, 0.1, 0.5, 1};
+
+void metrics_init(struct metrics *m)
+{
+    memset(m, 0, sizeof(*m));
+}
+
+void metrics_http(struct metrics *m, unsigned code)
+{
+    if (code < 600)
+        atomic_fetch_add_explicit(&m->http[code], 1, memory_order_relaxed);
+}
+
+void metrics_round(struct metrics *m, double seconds, uint32_t moved)
+{
+    atomic_fetch_add(&m->rounds, 1);
+    atomic_fetch_add(&m->moves, moved);
+    int b = 0;
+    while (b < METRICS_NBUCKETS && seconds > metrics_buckets[b])
+        b++;
+    atomic_fetch_add(&m->dur_bucket[b], 1);
+    atomic_fetch_add(&m->dur_count, 1);
+    double old = atomic_load(&m->dur_sum);
+    while (!atomic_compare_exchange_weak(&m->dur_sum, &old, old + seconds))
+        ;
+}
+
+#define U(x) ((unsigned long long)atomic_load(&(x)))
+
+static void fabric(FILE *f, struct state *s, double now)
+{
+    const struct topo *t = s->topo;
+    uint32_t nd = 2 * t->nlinks;
+    double *bps = calloc(nd + 1, sizeof(double)), *ce = calloc(nd + 1, sizeof(double));
+    if (!bps || !ce) {
+        free(bps);
+        free(ce);
+        return;
+    }
+    state_dir_loads(s, now, bps, ce, NULL);
+    static const char *const names[] = {"utilization_ratio", "ce_ratio", "transmit_bits_per_second", "up"};
+    static const char *const help[] = {"Load of a link direction over its rate.",
+                                       "Rate-weighted ECN-CE fraction of the flows on a link direction.",
+                                       "Bits per second on a link direction.",
+                                       "1 unless a probe reported the link down."};
+    double maxu = 0;
+    for (int k = 0; k < 4; k++) {
+        fprintf(f, "# HELP tierflow_link_%s %s\n# TYPE tierflow_link_%s gauge\n", names[k], help[k], names[k]);
+        for (uint32_t d = 0; d < nd; d++) {
+            double u = state_dir_util(s, d, bps[d]);
+            double v = k == 0 ? u : k == 1 ? ce[d] : k == 2 ? bps[d] : s->dirs[d].up;
+            if (u > maxu)
+                maxu = u;
+            fprintf(f, "tierflow_link_%s{from=\"%s\",to=\"%s\"} %.6g\n", names[k],
+                    t->nodes[topo_dir_from(t, d)].name, t->nodes[topo_dir_to(t, d)].name, v);
+        }
+    }
+    fprintf(f, "# HELP tierflow_max_link_utilization_ratio Highest link direction utilisation.\n"
+               "# TYPE tierflow_max_link_utilization_ratio gauge\ntierflow_max_link_utilization_ratio %.6g\n", maxu);
+    free(bps);
+    free(ce);
+
+    uint64_t fat[CLASSES_MAX] = {0}, live = 0;
+    for (size_t i = 0; i < s->nflows; i++) {
+        const struct state_flow *fl = &s->flows[i];
+        if (state_flow_stale(s, fl, now))
+            continue;
+        live++;
+        if (fl->fat && fl->cls >= 0 && fl->cls < CLASSES_MAX)
+            fat[fl->cls]++;
+    }
+    fprintf(f, "# HELP tierflow_flows Flows in state that are not stale.\n# TYPE tierflow_flows gauge\n"
+               "tierflow_flows %llu\n", (unsigned long long)live);
+    fprintf(f, "# HELP tierflow_fat_flows Fat flows per traffic class.\n# TYPE tierflow_fat_flows gauge\n");
+    for (int c = 0; s->classes && c < (int)s->classes->n; c++)
+        fprintf(f, "tierflow_fat_flows{class=\"%s\"} %llu\n", s->classes->c[c].name, (unsigned long long)fat[c]);
+
+    uint64_t probes = 0, stale = 0;
+    for (uint32_t n = 0; n < t->nnodes; n++)
+        if (s->probes[n].last_seen > 0) {
+            probes++;
+            stale += state_probe_stale(s, n, now);
+        }
+    fprintf(f, "# HELP tierflow_probes Probes that have reported.\n# TYPE tierflow_probes gauge\n"
+               "tierflow_probes %llu\n", (unsigned long long)probes);
+    fprintf(f, "# HELP tierflow_probes_stale Probes silent for longer than the stale limit.\n"
+               "# TYPE tierflow_probes_stale gauge\ntierflow_probes_stale %llu\n", (unsigned long long)stale);
+    fprintf(f, "# HELP tierflow_probe_reports_total Probe reports accepted.\n"
+               "# TYPE tierflow_probe_reports_total counter\ntierflow_probe_reports_total %llu\n",
+            (unsigned long long)s->reports_total);
+    fprintf(f, "# HELP tierflow_probe_reports_rejected_total Probe reports rejected.\n"
+               "# TYPE tierflow_probe_reports_rejected_total counter\n"
+               "tierflow_probe_reports_rejected_total %llu\n", (unsigned long long)s->reports_rejected);
+}
+
+int metrics_render(struct metrics *m, struct state *s, double now, char **out, size_t *len)
+{
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&buf, &n);
+    if (!f)
+        return -ENOMEM;
+    pthread_rwlock_rdlock(&s->lock);
+    fabric(f, s, now);
+    pthread_rwlock_unlock(&s->lock);
+    fprintf(f, "# HELP tierflow_rebalance_rounds_total Rebalance rounds run.\n"
+               "# TYPE tierflow_rebalance_rounds_total counter\ntierflow_rebalance_rounds_total %llu\n",
+            U(m->rounds));
+    fprintf(f, "# HELP tierflow_rebalance_moves_total Flows moved to another path.\n"
+               "# TYPE tierflow_rebalance_moves_total counter\ntierflow_rebalance_moves_total %llu\n",
+            U(m->moves));
+    fprintf(f, "# HELP tierflow_rebalance_duration_seconds Time one rebalance round took.\n"
+               "# TYPE tierflow_rebalance_duration_seconds histogram\n");
+    unsigned long long cum = 0;
+    for (int b = 0; b < METRICS_NBUCKETS; b++) {
+        cum += U(m->dur_bucket[b]);
+        fprintf(f, "tierflow_rebalance_duration_seconds_bucket{le=\"%g\"} %llu\n", metrics_buckets[b], cum);
+    }
+    cum += U(m->dur_bucket[METRICS_NBUCKETS]);
+    fprintf(f, "tierflow_rebalance_duration_seconds_bucket{le=\"+Inf\"} %llu\n", cum);
+    fprintf(f, "tierflow_rebalance_duration_seconds_sum %.9g\ntierflow_rebalance_duration_seconds_count %llu\n",
+            atomic_load(&m->dur_sum), U(m->dur_count));
+    fprintf(f, "# HELP tierflow_backend_errors_total Route backend failures.\n"
+               "# TYPE tierflow_backend_errors_total counter\ntierflow_backend_errors_total %llu\n",
+            U(m->backend_errors));
+    fprintf(f, "# HELP tierflow_http_requests_total HTTP requests by status code.\n"
+               "# TYPE tierflow_http_requests_total counter\n");
+    for (unsigned c = 100; c < 600; c++)
+        if (U(m->http[c]))
+            fprintf(f, "tierflow_http_requests_total{code=\"%u\"} %llu\n", c, U(m->http[c]));
+    if (fclose(f) != 0) {
+        free(buf);
+        return -ENOMEM;
+    }
+    *out = buf;
+    *len = n;
+    return 0;
+}

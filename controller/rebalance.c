@@ -1,0 +1,442 @@
+/*
+ * rebalance: see rebalance.h. A round works on a snapshot of the fat flows
+ * taken under the state's read lock; the assignment and the plan are
+ * computed without any state lock, and the pins are written back under the
+ * write lock only after the backend accepted the plan, so that the state
+ * never claims a path the fabric does not have.
+ */
+#include "controller/rebalance.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "controller/backend.h"
+#include "controller/config.h"
+#include "controller/events.h"
+#include "controller/metrics.h"
+#include "controller/planbuild.h"
+#include "controller/state.h"
+#include "policy/assign.h"
+#include "policy/classes.h"
+#include "policy/demand.h"
+
+int rebalance_init(struct rebalance *rb, struct state *st, struct events *ev, struct metrics *m,
+                   struct backend *be, const struct config *cfg)
+{
+    memset(rb, 0, sizeof(*rb));
+    pthread_mutex_init(&rb->mu, NULL);
+    pthread_mutex_init(&rb->sum_mu, NULL);
+    rb->st = st;
+    rb->ev = ev;
+    rb->m = m;
+    rb->be = be;
+    rb->cfg = cfg;
+    rb->be_healthy = true;
+    plan_init(&rb->last);
+    return 0;
+}
+
+void rebalance_destroy(struct rebalance *rb)
+{
+    plan_free(&rb->last);
+    pthread_mutex_destroy(&rb->mu);
+    pthread_mutex_destroy(&rb->sum_mu);
+}
+
+struct rebalance_summary rebalance_last(struct rebalance *rb, bool *healthy, char *err, size_t errlen)
+{
+    pthread_mutex_lock(&rb->sum_mu);
+    struct rebalance_summary s = rb->sum;
+    if (healthy)
+        *healthy = rb->be_healthy;
+    if (err)
+        tf_strlcpy(err, rb->be_error, errlen);
+    pthread_mutex_unlock(&rb->sum_mu);
+    return s;
+}
+
+static json_t *pfx_json(int af, const uint8_t *a, int len)
+{
+    char buf[64], out[80];
+    snprintf(out, sizeof(out), "%s/%d", tf_addr_str(af, a, buf, sizeof(buf)), len);
+    return json_string(out);
+}
+
+json_t *rebalance_plan_json(const struct plan *p)
+{
+    json_t *sws = json_array(), *cur = NULL;
+    const char *cur_sw = NULL;
+    /* Rules then routes; both sorted by switch, so group with a lookup. */
+    json_t *by = json_object();
+    for (size_t i = 0; i < p->nrules + p->nroutes; i++) {
+        const char *sw = i < p->nrules ? p->rules[i].sw : p->routes[i - p->nrules].sw;
+        if (!cur_sw || strcmp(cur_sw, sw)) {
+            cur = json_object_get(by, sw);
+            if (!cur) {
+                cur = json_pack("{ss s[] s[]}", "node", sw, "rules", "routes");
+                json_object_set_new(by, sw, cur);
+                json_array_append(sws, cur);
+            }
+            cur_sw = sw;
+        }
+        if (i < p->nrules) {
+            const struct plan_rule *r = &p->rules[i];
+            json_t *o = json_pack("{sI sI sI sI sI sI sI}", "prio", (json_int_t)r->prio, "table", (json_int_t)r->table,
+                                  "ipproto", (json_int_t)r->ipproto, "sport", (json_int_t)r->sport, "dport",
+                                  (json_int_t)r->dport, "fwmark", (json_int_t)r->fwmark, "dscp", (json_int_t)(r->dscp < 0 ? 0 : r->dscp));
+            json_object_set_new(o, "src", r->src_len ? pfx_json(r->af, r->src, r->src_len) : json_string(""));
+            json_object_set_new(o, "dst", r->dst_len ? pfx_json(r->af, r->dst, r->dst_len) : json_string(""));
+            json_array_append_new(json_object_get(cur, "rules"), o);
+        } else {
+            const struct plan_route *rt = &p->routes[i - p->nrules];
+            json_t *nhs = json_array();
+            for (int k = 0; k < rt->nnh; k++) {
+                char buf[64];
+                json_array_append_new(nhs, json_pack("{ss ss sI}", "via",
+                                                     rt->nh[k].af ? tf_addr_str(rt->nh[k].af, rt->nh[k].via, buf, sizeof(buf)) : "",
+                                                     "dev", rt->nh[k].dev, "weight", (json_int_t)rt->nh[k].weight));
+            }
+            json_array_append_new(json_object_get(cur, "routes"),
+                                  json_pack("{sI so so}", "table", (json_int_t)rt->table, "dst",
+                                            pfx_json(rt->af, rt->dst, rt->dst_len), "nexthops", nhs));
+        }
+    }
+    json_decref(by);
+    return json_pack("{so}", "switches", sws);
+}
+
+/* One fat flow of the snapshot. */
+struct snap {
+    struct state_flow_key k;
+    uint64_t id;
+    uint32_t src, dst;
+    double gbps;
+    int cls;
+    int64_t path, pin;
+    bool movable, on_hot;
+    uint32_t dirs[TOPO_MAX_HOPS];
+    int ndirs;
+};
+
+struct round {
+    const struct topo *t;
+    uint32_t nd;
+    double *bps, *ce, *bg;
+    uint32_t *nfat;
+    uint8_t *down, *hot;
+    struct snap *f;
+    size_t n;
+    json_t *congested;
+};
+
+static void round_free(struct round *r)
+{
+    free(r->bps);
+    free(r->ce);
+    free(r->bg);
+    free(r->nfat);
+    free(r->down);
+    free(r->hot);
+    free(r->f);
+}
+
+static const char *nm(const struct topo *t, uint32_t n) { return t->nodes[n].name; }
+
+/* Under the read lock: loads, congestion, and every live fat flow we can place. */
+static int snapshot(struct rebalance *rb, double now, struct round *r)
+{
+    struct state *s = rb->st;
+    const struct config *c = rb->cfg;
+    const struct topo *t = s->topo;
+    r->t = t;
+    r->nd = 2 * t->nlinks;
+    size_t nd = r->nd + 1;
+    r->bps = calloc(nd, sizeof(double));
+    r->ce = calloc(nd, sizeof(double));
+    r->bg = calloc(nd, sizeof(double));
+    r->nfat = calloc(nd, sizeof(uint32_t));
+    r->down = calloc(nd, 1);
+    r->hot = calloc(nd, 1);
+    r->f = calloc(s->nflows + 1, sizeof(*r->f));
+    r->congested = json_array();
+    if (!r->bps || !r->ce || !r->bg || !r->nfat || !r->down || !r->hot || !r->f)
+        return -ENOMEM;
+    state_dir_loads(s, now, r->bps, r->ce, r->nfat);
+    for (uint32_t d = 0; d < r->nd; d++) {
+        r->down[d] = !s->dirs[d].up;
+        r->bg[d] = r->bps[d] / 1e9;
+    }
+    for (size_t i = 0; i < s->nflows; i++) {
+        const struct state_flow *f = &s->flows[i];
+        if (!f->fat || state_flow_stale(s, f, now) || f->src_node == TOPO_NONE || f->dst_node == TOPO_NONE ||
+            f->src_node == f->dst_node || f->path < 0 || f->path > (int64_t)ASSIGN_MAX_PATHS)
+            continue;
+        struct snap *sf = &r->f[r->n];
+        sf->ndirs = state_flow_dirs(s, f, sf->dirs, TOPO_MAX_HOPS);
+        if (sf->ndirs <= 0)
+            continue;
+        sf->k = f->k;
+        sf->id = f->id;
+        sf->src = f->src_node;
+        sf->dst = f->dst_node;
+        sf->gbps = f->bps / 1e9;
+        sf->cls = f->cls;
+        sf->path = f->path;
+        sf->pin = f->pinned ? f->pin : -1;
+        sf->movable = f->last_moved <= 0 || now - f->last_moved >= c->min_move_interval;
+        for (int j = 0; j < sf->ndirs; j++)
+            r->bg[sf->dirs[j]] -= sf->gbps;
+        r->n++;
+    }
+    for (uint32_t d = 0; d < r->nd; d++) {
+        if (r->bg[d] < 0)
+            r->bg[d] = 0;
+        double u = state_dir_util(s, d, r->bps[d]);
+        const char *why = r->down[d] && r->nfat[d] ? "down" : u > c->util ? "util" : r->ce[d] > c->ce_frac ? "ce" : NULL;
+        if (!why)
+            continue;
+        r->hot[d] = 1;
+        json_array_append_new(r->congested, json_pack("{sI ss ss sf sf sI ss}", "dir", (json_int_t)d, "from",
+                                                      nm(t, topo_dir_from(t, d)), "to", nm(t, topo_dir_to(t, d)),
+                                                      "util", u, "ce_frac", r->ce[d], "fat_flows",
+                                                      (json_int_t)r->nfat[d], "reason", why));
+    }
+    return 0;
+}
+
+/* Hedera's natural demand for flows crossing a congested direction: their
+ * measured rate is what the collision left them. Other flows keep theirs. */
+static void estimate(struct round *r)
+{
+    const struct topo *t = r->t;
+    uint32_t *src = calloc(r->n + 1, sizeof(uint32_t)), *dst = calloc(r->n + 1, sizeof(uint32_t));
+    uint32_t *map = malloc((size_t)t->nnodes * sizeof(uint32_t));
+    double *cap = calloc(2 * r->n + 1, sizeof(double)), *dem = calloc(r->n + 1, sizeof(double));
+    if (!src || !dst || !map || !cap || !dem)
+        goto out;
+    memset(map, 0xff, (size_t)t->nnodes * sizeof(uint32_t));
+    uint32_t ne = 0;
+    for (size_t i = 0; i < r->n; i++) {
+        uint32_t ends[2] = {r->f[i].src, r->f[i].dst};
+        for (int k = 0; k < 2; k++) {
+            uint32_t n = ends[k];
+            if (map[n] == UINT32_MAX) {
+                const struct topo_node *tn = &t->nodes[n];
+                cap[ne] = tn->up_count ? t->links[t->up_links[tn->up_first]].gbps : 1e6;
+                map[n] = ne++;
+            }
+        }
+        src[i] = map[r->f[i].src];
+        dst[i] = map[r->f[i].dst];
+    }
+    if (demand_estimate(ne, cap, (uint32_t)r->n, src, dst, dem) == 0)
+        for (size_t i = 0; i < r->n; i++) {
+            for (int j = 0; j < r->f[i].ndirs; j++)
+                r->f[i].on_hot |= r->hot[r->f[i].dirs[j]];
+            if (r->f[i].on_hot && dem[i] > r->f[i].gbps)
+                r->f[i].gbps = dem[i];
+        }
+out:
+    free(src);
+    free(dst);
+    free(map);
+    free(cap);
+    free(dem);
+}
+
+static int build_plan(struct rebalance *rb, const struct round *r, const uint32_t *path, struct plan *out,
+                      char *err, size_t errlen)
+{
+    struct planbuild_flow *pf = calloc(r->n + 1, sizeof(*pf));
+    uint32_t (*dirs)[TOPO_MAX_HOPS] = calloc(r->n + 1, sizeof(*dirs));
+    size_t n = 0;
+    int rc = -ENOMEM;
+    if (!pf || !dirs)
+        goto out;
+    for (size_t i = 0; i < r->n; i++) {
+        const struct snap *f = &r->f[i];
+        int64_t p = path[i] != ASSIGN_NO_PATH && (int64_t)path[i] != f->path ? (int64_t)path[i] : f->pin;
+        if (p < 0)
+            continue;
+        int nd = topo_path_dirs(r->t, f->src, f->dst, (uint64_t)p, dirs[n], TOPO_MAX_HOPS);
+        if (nd <= 0)
+            continue;
+        pf[n] = (struct planbuild_flow){.af = f->k.af, .proto = f->k.proto, .sport = f->k.sport,
+                                        .dport = f->k.dport, .dirs = dirs[n], .ndirs = nd};
+        memcpy(pf[n].src, f->k.src, 16);
+        memcpy(pf[n].dst, f->k.dst, 16);
+        n++;
+    }
+    struct plan_opts o = {.prio_min = (uint32_t)rb->cfg->rule_prio_min, .prio_max = (uint32_t)rb->cfg->rule_prio_max,
+                          .table_base = (uint32_t)rb->cfg->table_base};
+    rc = plan_build(r->t, &o, pf, n, NULL, 0, out, err, errlen);
+out:
+    free(pf);
+    free(dirs);
+    return rc;
+}
+
+static void record_pins(struct rebalance *rb, const struct round *r, const uint32_t *path, double now)
+{
+    struct state *s = rb->st;
+    pthread_rwlock_wrlock(&s->lock);
+    for (size_t i = 0; i < r->n; i++) {
+        if (path[i] == ASSIGN_NO_PATH || (int64_t)path[i] == r->f[i].path)
+            continue;
+        struct state_flow *f = state_flow_find(s, &r->f[i].k);
+        if (!f)
+            continue;
+        f->path = f->pin = path[i];
+        f->pinned = true;
+        f->last_moved = now;
+        f->moves++;
+    }
+    s->gen++;
+    pthread_rwlock_unlock(&s->lock);
+}
+
+static json_t *path_names(const struct topo *t, uint32_t src, uint32_t dst, uint64_t idx)
+{
+    json_t *a = json_array();
+    uint32_t dirs[TOPO_MAX_HOPS];
+    int n = topo_path_dirs(t, src, dst, idx, dirs, TOPO_MAX_HOPS);
+    if (n > 0)
+        json_array_append_new(a, json_string(nm(t, src)));
+    for (int i = 0; i < n; i++)
+        json_array_append_new(a, json_string(nm(t, topo_dir_to(t, dirs[i]))));
+    return a;
+}
+
+int rebalance_run(struct rebalance *rb, double now, bool dry_run, json_t **out)
+{
+    pthread_mutex_lock(&rb->mu);
+    double t0 = tf_now_mono();
+    struct round r = {0};
+    struct plan plan;
+    plan_init(&plan);
+    char err[256] = "";
+    int rc;
+    struct state *s = rb->st;
+    const struct config *c = rb->cfg;
+    const char *cls_name[CLASSES_MAX] = {0};
+
+    pthread_rwlock_rdlock(&s->lock);
+    rc = snapshot(rb, now, &r);
+    for (uint32_t k = 0; s->classes && k < s->classes->n && k < CLASSES_MAX; k++)
+        cls_name[k] = s->classes->c[k].name;
+    /* Policies: class -> highest tier. */
+    struct assign_policy pol[CLASSES_MAX];
+    uint32_t npol = 0;
+    for (; s->classes && npol < s->classes->n; npol++)
+        pol[npol] = (struct assign_policy){.max_tier = s->classes->c[npol].max_tier, .node_ok = NULL};
+    pthread_rwlock_unlock(&s->lock);
+
+    uint32_t *path = calloc(r.n + 1, sizeof(uint32_t));
+    struct assign_flow *af = calloc(r.n + 1, sizeof(*af));
+    double before = 0, after = 0;
+    uint32_t moved = 0;
+    if (rc == 0 && (!path || !af))
+        rc = -ENOMEM;
+    if (rc == 0) {
+        estimate(&r);
+        for (size_t i = 0; i < r.n; i++) {
+            af[i] = (struct assign_flow){.src = r.f[i].src, .dst = r.f[i].dst, .gbps = r.f[i].gbps,
+                                         .cls = r.f[i].cls < (int)npol ? r.f[i].cls : 0, .path = (uint32_t)r.f[i].path,
+                                         .hash = (uint32_t)r.f[i].id, .movable = r.f[i].movable};
+            path[i] = af[i].path;
+        }
+        struct assign_input in = {.t = r.t, .bg_gbps = r.bg, .down = r.down, .flows = af, .nflows = (uint32_t)r.n,
+                                  .pol = npol ? pol : NULL, .npol = npol};
+        double *load = calloc(r.nd + 1, sizeof(double));
+        before = load ? assign_loads(&in, path, load) : 0;
+        after = before;
+        free(load);
+        if (json_array_size(r.congested) > 0 && r.n > 0) {
+            struct assign_params ap;
+            assign_params_default(&ap);
+            ap.max_moves = c->max_moves;
+            ap.margin = c->hysteresis;
+            struct assign_result res = {.path = path};
+            rc = assign_run(ASSIGN_TIERFLOW, &in, &ap, &res, err, sizeof(err));
+            if (rc == 0) {
+                after = res.max_util;
+                for (size_t i = 0; i < r.n; i++)
+                    moved += path[i] != ASSIGN_NO_PATH && (int64_t)path[i] != r.f[i].path;
+            } else {
+                for (size_t i = 0; i < r.n; i++)
+                    path[i] = af[i].path;
+            }
+        }
+    }
+    if (rc == 0 && (rc = build_plan(rb, &r, path, &plan, err, sizeof(err))) < 0)
+        log_warn("rebalance: plan: %s", err);
+    bool applied = false;
+    if (rc == 0 && !dry_run) {
+        struct backend_result br = {0};
+        int ar = rb->be ? backend_apply(rb->be, &plan, &br) : 0;
+        pthread_mutex_lock(&rb->sum_mu);
+        rb->be_healthy = ar == 0 && (!rb->be || backend_healthy(rb->be));
+        tf_strlcpy(rb->be_error, ar < 0 ? (br.error[0] ? br.error : backend_error(rb->be)) : "", sizeof(rb->be_error));
+        pthread_mutex_unlock(&rb->sum_mu);
+        if (ar < 0) {
+            rc = ar;
+            snprintf(err, sizeof(err), "backend: %.200s", rb->be_error);
+            atomic_fetch_add(&rb->m->backend_errors, 1);
+            events_add(rb->ev, now, "backend_error", "%s; installed routes kept", err);
+        } else {
+            applied = rb->be != NULL;
+            record_pins(rb, &r, path, now);
+            plan_free(&rb->last);
+            plan_init(&rb->last);
+            plan_copy(&rb->last, &plan);
+        }
+    }
+    double dur = tf_now_mono() - t0;
+    if (!dry_run)
+        metrics_round(rb->m, dur, rc == 0 ? moved : 0);
+    if (moved && rc == 0) {
+        char msg[160];
+        snprintf(msg, sizeof(msg), "%s%u flow%s, max util %.2f -> %.2f", dry_run ? "would move " : "moved ", moved,
+                 moved == 1 ? "" : "s", before, after);
+        events_add_rebalance(rb->ev, now, dry_run ? "dry_run" : "rebalance", moved, before, after, msg);
+    }
+    pthread_mutex_lock(&rb->sum_mu);
+    rb->sum = (struct rebalance_summary){.valid = true, .dry_run = dry_run, .applied = applied, .ts = now,
+                                         .duration_s = dur, .util_before = before,
+                                         .util_after = rc == 0 ? after : before, .moved = rc == 0 ? moved : 0,
+                                         .congested = (uint32_t)json_array_size(r.congested)};
+    pthread_mutex_unlock(&rb->sum_mu);
+
+    if (out) {
+        json_t *moves = json_array();
+        for (size_t i = 0; rc == 0 && i < r.n; i++) {
+            const struct snap *f = &r.f[i];
+            if (path[i] == ASSIGN_NO_PATH || (int64_t)path[i] == f->path)
+                continue;
+            char id[24];
+            snprintf(id, sizeof(id), "%016llx", (unsigned long long)f->id);
+            json_array_append_new(moves, json_pack("{ss ss ss ss sf sI sI so so}", "flow", id, "src", nm(r.t, f->src),
+                                                   "dst", nm(r.t, f->dst), "class",
+                                                   f->cls >= 0 && f->cls < CLASSES_MAX && cls_name[f->cls] ? cls_name[f->cls] : "default",
+                                                   "bps", f->gbps * 1e9, "from_index", (json_int_t)f->path,
+                                                   "to_index", (json_int_t)path[i],
+                                                   "from", path_names(r.t, f->src, f->dst, (uint64_t)f->path),
+                                                   "to", path_names(r.t, f->src, f->dst, path[i])));
+        }
+        *out = json_pack("{sf sb sb sI sf sf sf sO so so so}", "ts", now, "dry_run", dry_run, "applied", applied,
+                         "moved", (json_int_t)(rc == 0 ? moved : 0), "max_util_before", before, "max_util_after",
+                         rc == 0 ? after : before, "duration_s", dur, "congested", r.congested, "moves", moves,
+                         "plan", rebalance_plan_json(&plan), "error", rc < 0 ? json_string(err[0] ? err : strerror(-rc)) : json_null());
+    }
+    json_decref(r.congested);
+    free(path);
+    free(af);
+    plan_free(&plan);
+    round_free(&r);
+    pthread_mutex_unlock(&rb->mu);
+    return rc;
+}

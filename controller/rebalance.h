@@ -1,0 +1,63 @@
+/*
+ * rebalance: one round of the control loop: find congested link directions,
+ * estimate the fat flows' demands, re-assign them with the tierflow algorithm
+ * (bounded moves, hysteresis, minimum time between two moves of a flow), turn
+ * the pinned flows into a plan and have the backend install it.
+ *
+ * Invariants: one round at a time (mu); the state's write lock is held only
+ * to snapshot inputs and to record pins, never while the backend works; a
+ * dry run changes nothing (no pins, no backend call). Flows whose path
+ * crosses a direction that is down are not movable-limited: they always move
+ * (assign's rule for unusable paths). The plan always holds every pinned,
+ * live flow, so the backend converges to the full desired state each round.
+ */
+#ifndef TF_REBALANCE_H
+#define TF_REBALANCE_H
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "controller/plan.h"
+
+struct state;
+struct events;
+struct metrics;
+struct backend;
+struct config;
+
+struct rebalance_summary {
+    bool valid, dry_run, applied;
+    double ts, duration_s, util_before, util_after;
+    uint32_t moved, congested;
+};
+
+struct rebalance {
+    pthread_mutex_t mu;
+    struct state *st;
+    struct events *ev;
+    struct metrics *m;
+    struct backend *be;          /* may be NULL (tests): plan only */
+    const struct config *cfg;
+    struct plan last;            /* last plan handed to the backend */
+    pthread_mutex_t sum_mu;      /* guards sum, be_*: readers never wait for a round */
+    struct rebalance_summary sum;
+    bool be_healthy;
+    char be_error[256];
+};
+
+int  rebalance_init(struct rebalance *rb, struct state *st, struct events *ev, struct metrics *m,
+                    struct backend *be, const struct config *cfg);
+void rebalance_destroy(struct rebalance *rb);
+/* Runs a round. out (may be NULL) receives the JSON result documented in
+ * docs/api.md (new reference). Returns 0 or -errno (backend failure: the
+ * result says so, installed routes are kept). */
+int  rebalance_run(struct rebalance *rb, double now, bool dry_run, json_t **out);
+/* Copy of the last summary and backend health. */
+struct rebalance_summary rebalance_last(struct rebalance *rb, bool *healthy, char *err, size_t errlen);
+/* plan as JSON {"switches": [{"node", "rules", "routes"}]} (new reference). */
+json_t *rebalance_plan_json(const struct plan *p);
+
+#endif
