@@ -10,6 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+
+#include "common/util.h"
+#include "controller/backend.h"
 #include "controller/plan.h"
 
 static struct plan_rule rule(const char *sw, uint32_t prio, uint32_t table, uint16_t sport)
@@ -228,12 +232,86 @@ static void test_switches(void **state)
     plan_free(&p);
 }
 
+static void test_plan_and_none_backends(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/tfplanXXXXXX", err[256] = "";
+    assert_non_null(mkdtemp(dir));
+    struct backend_cfg cfg;
+    backend_cfg_default(&cfg);
+    struct backend *b;
+    assert_int_equal(backend_open("bogus", &cfg, &b, err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, "bogus"));
+    assert_int_equal(backend_open("plan", &cfg, &b, err, sizeof(err)), -EINVAL);  /* no dir */
+    cfg.plan_dir = dir;
+    assert_int_equal(backend_open("plan", &cfg, &b, err, sizeof(err)), 0);
+    assert_string_equal(backend_kind(b), "plan");
+    struct plan p;
+    plan_init(&p);
+    struct plan_rule r1 = rule("L1", 20000, 7700, 1), r2 = rule("L2", 20001, 7701, 2);
+    struct plan_route t = route("L1", 7700, 2, 1);
+    plan_add_rule(&p, &r1);
+    plan_add_rule(&p, &r2);
+    plan_add_route(&p, &t);
+    struct backend_result res;
+    assert_int_equal(backend_apply(b, &p, &res), 0);
+    assert_int_equal(res.rules_added, 2);
+    char path[64], *text;
+    size_t len;
+    snprintf(path, sizeof(path), "%s/L1.ipbatch", dir);
+    assert_int_equal(tf_read_file(path, 1 << 20, &text, &len), 0);
+    assert_non_null(strstr(text, "route replace table 7700 proto 77 10.0.2.0/24"));
+    assert_non_null(strstr(text, "rule add pref 20000 "));
+    assert_null(strstr(text, "pref 20001"));   /* L2's rule is in L2's file */
+    free(text);
+    snprintf(path, sizeof(path), "%s/plan.json", dir);
+    assert_int_equal(tf_read_file(path, 1 << 20, &text, &len), 0);
+    assert_non_null(strstr(text, "\"switch\": \"L2\", \"prio\": 20001"));
+    free(text);
+    /* L2 loses everything: its script is rewritten empty. */
+    p.nrules = 1;
+    assert_int_equal(backend_apply(b, &p, &res), 0);
+    assert_int_equal(res.rules_deleted, 1);
+    snprintf(path, sizeof(path), "%s/L2.ipbatch", dir);
+    assert_int_equal(tf_read_file(path, 1 << 20, &text, &len), 0);
+    assert_null(strstr(text, "rule add"));
+    free(text);
+    struct plan have;
+    assert_int_equal(backend_read(b, &have), 0);
+    assert_true(plan_equal(&have, &p));
+    plan_free(&have);
+    /* Outside tierflow's priorities: refused, files untouched. */
+    struct plan_rule bad = rule("L1", 100, 7700, 1);
+    plan_add_rule(&p, &bad);
+    assert_int_equal(backend_apply(b, &p, &res), -EINVAL);
+    assert_non_null(strstr(backend_error(b), "priority 100"));
+    backend_close(b);
+    /* none: reports, installs nothing, reads back the last plan. */
+    p.nrules = 1;
+    assert_int_equal(backend_open("none", &cfg, &b, err, sizeof(err)), 0);
+    assert_int_equal(backend_apply(b, &p, &res), 0);
+    assert_int_equal(res.rules_added, 1);
+    assert_int_equal(backend_read(b, &have), 0);
+    assert_true(plan_equal(&have, &p));
+    plan_free(&have);
+    assert_int_equal(backend_withdraw(b, &res), 0);
+    assert_int_equal(backend_read(b, &have), 0);
+    assert_int_equal(have.nrules, 0);
+    plan_free(&have);
+    backend_close(b);
+    plan_free(&p);
+    char cmd[64];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_add_validates), cmocka_unit_test(test_sort_canonical),
         cmocka_unit_test(test_diff),          cmocka_unit_test(test_json),
         cmocka_unit_test(test_ipbatch),       cmocka_unit_test(test_switches),
+        cmocka_unit_test(test_plan_and_none_backends),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
