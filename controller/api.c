@@ -41,7 +41,7 @@ static void reply_json(struct api_reply *r, unsigned status, json_t *o)
 {
     r->status = status;
     r->ctype = "application/json";
-    r->body = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(8));
+    r->body = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(12));
     r->len = r->body ? strlen(r->body) : 0;
     json_decref(o);
     if (!r->body) {

@@ -372,8 +372,13 @@ int rebalance_run(struct rebalance *rb, double now, bool dry_run, json_t **out)
             }
         }
     }
+    /* The assignment stands even when no plan can express it (a topology
+     * without interface addresses): report it, but pin nothing. */
+    int arc = rc;
     if (rc == 0 && (rc = build_plan(rb, &r, path, &plan, err, sizeof(err))) < 0)
         log_warn("rebalance: plan: %s", err);
+    if (arc < 0)
+        moved = 0;
     bool applied = false;
     if (rc == 0 && !dry_run) {
         struct backend_result br = {0};
@@ -397,8 +402,8 @@ int rebalance_run(struct rebalance *rb, double now, bool dry_run, json_t **out)
     }
     double dur = tf_now_mono() - t0;
     if (!dry_run)
-        metrics_round(rb->m, dur, rc == 0 ? moved : 0);
-    if (moved && rc == 0) {
+        metrics_round(rb->m, dur, applied || !rb->be ? moved : 0);
+    if (moved && (rc == 0 || dry_run)) {
         char msg[160];
         snprintf(msg, sizeof(msg), "%s%u flow%s, max util %.2f -> %.2f", dry_run ? "would move " : "moved ", moved,
                  moved == 1 ? "" : "s", before, after);
@@ -407,13 +412,13 @@ int rebalance_run(struct rebalance *rb, double now, bool dry_run, json_t **out)
     pthread_mutex_lock(&rb->sum_mu);
     rb->sum = (struct rebalance_summary){.valid = true, .dry_run = dry_run, .applied = applied, .ts = now,
                                          .duration_s = dur, .util_before = before,
-                                         .util_after = rc == 0 ? after : before, .moved = rc == 0 ? moved : 0,
+                                         .util_after = after, .moved = dry_run || rc == 0 ? moved : 0,
                                          .congested = (uint32_t)json_array_size(r.congested)};
     pthread_mutex_unlock(&rb->sum_mu);
 
     if (out) {
         json_t *moves = json_array();
-        for (size_t i = 0; rc == 0 && i < r.n; i++) {
+        for (size_t i = 0; arc == 0 && i < r.n; i++) {
             const struct snap *f = &r.f[i];
             if (path[i] == ASSIGN_NO_PATH || (int64_t)path[i] == f->path)
                 continue;
@@ -428,8 +433,8 @@ int rebalance_run(struct rebalance *rb, double now, bool dry_run, json_t **out)
                                                    "to", path_names(r.t, f->src, f->dst, path[i])));
         }
         *out = json_pack("{sf sb sb sI sf sf sf sO so so so}", "ts", now, "dry_run", dry_run, "applied", applied,
-                         "moved", (json_int_t)(rc == 0 ? moved : 0), "max_util_before", before, "max_util_after",
-                         rc == 0 ? after : before, "duration_s", dur, "congested", r.congested, "moves", moves,
+                         "moved", (json_int_t)moved, "max_util_before", before, "max_util_after",
+                         after, "duration_s", dur, "congested", r.congested, "moves", moves,
                          "plan", rebalance_plan_json(&plan), "error", rc < 0 ? json_string(err[0] ? err : strerror(-rc)) : json_null());
     }
     json_decref(r.congested);
