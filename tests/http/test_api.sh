@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# tierflowd REST API against a real daemon (sanitizer build) on loopback:
+# every endpoint, every error status, token checks, reports in -> views out,
+# and a dry-run rebalance that separates colliding flows.
+# timeout: 120
+set -u
+. "$(dirname "$0")/../lib/tap.sh"
+D=$TF_BIN/tierflowd; G=$TF_TOOLS/report_gen
+[ -x "$D" ] && [ -x "$G" ] || { t_skip all "needs $D and $G (make san tools)"; t_done; }
+W=$(mktemp -d); trap 'kill $PID 2>/dev/null; wait $PID 2>/dev/null; rm -rf "$W"' EXIT
+PORT=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
+U=http://127.0.0.1:$PORT
+echo secret-token > "$W/token"
+mkdir "$W/web"; echo '<html>hi</html>' > "$W/web/index.html"; echo 'x=1' > "$W/web/app.js"
+"$G" --topology leafspine:leaves=2,spines=4,hosts=4,gbps=100 --emit-topology "$W/topo.json"
+cd "$TF_ROOT"
+"$D" --topology "$W/topo.json" --listen 127.0.0.1:$PORT --backend none --token-file "$W/token" \
+     --interval 3600 --web-dir "$W/web" --set limits.max_body=65536 --set limits.max_flows_per_report=50 \
+     --set limits.rate_limit=400 2>"$W/log" & PID=$!
+for i in $(seq 50); do curl -sf $U/api/v1/status >/dev/null && break; sleep 0.1; done
+code() { curl -s -o "$W/body" -w '%{http_code}' "$@"; }
+A="Authorization: Bearer secret-token"
+t_eq "status 200" 200 "$(code $U/api/v1/status)"
+t_check "status has version and backend" jq -e '.version and .backend.name=="none" and .probes.total==0' "$W/body"
+t_eq "topology 200" 200 "$(code $U/api/v1/topology)"
+t_check "topology has 16 links with 2 dirs" jq -e '(.links|length)==16 and (.links[0].dirs|length)==2' "$W/body"
+t_eq "openapi 200" 200 "$(code $U/api/v1/openapi.json)"
+t_check "openapi is OpenAPI 3" jq -e '.openapi|startswith("3.")' "$W/body"
+t_eq "unknown endpoint 404" 404 "$(code $U/api/v1/nope)"
+t_check "404 error shape" jq -e '.error.code=="not_found"' "$W/body"
+t_eq "wrong method 405" 405 "$(code -X DELETE $U/api/v1/status)"
+t_eq "reports without token 401" 401 "$(code -X POST -d '{}' $U/api/v1/reports)"
+t_eq "reports bad token 401" 401 "$(code -X POST -H 'Authorization: Bearer nope' -d '{}' $U/api/v1/reports)"
+t_eq "bad json 400" 400 "$(code -X POST -H "$A" -d $'{"probe":\n  x}' $U/api/v1/reports)"
+t_check "bad json names line and column" jq -e '.error.code=="bad_json" and .error.line==2 and .error.column>0' "$W/body"
+t_eq "negative rate 400" 400 "$(code -X POST -H "$A" -d '{"probe":"L1","flows":[{"src":"10.0.1.1","dst":"10.0.2.1","proto":17,"if":"S1","bps":-5}]}' $U/api/v1/reports)"
+t_check "negative rate names the field" jq -e '.error.message|startswith("flows[0].bps")' "$W/body"
+t_eq "unknown probe 400" 400 "$(code -X POST -H "$A" -d '{"probe":"ZZ"}' $U/api/v1/reports)"
+head -c 70000 /dev/zero | tr '\0' ' ' > "$W/big"
+t_eq "body too large 413" 413 "$(code -X POST -H "$A" --data-binary @"$W/big" $U/api/v1/reports)"
+"$G" --topology "$W/topo.json" --flows 60 > "$W/many"
+t_eq "too many flows 413" 413 "$(code -X POST -H "$A" --data-binary @<(head -1 "$W/many") $U/api/v1/reports)"
+t_eq "unmapped interface accepted" 200 "$(code -X POST -H "$A" -d '{"probe":"L1","links":[{"if":"eth9","tx_bps":1}]}' $U/api/v1/reports)"
+t_check "unmapped interface listed" jq -e '.unmapped_ifs==["eth9"]' "$W/body"
+t_check "report_gen posts a collision" "$G" --topology "$W/topo.json" --flows 4 --congest L1-S1 --post $U/api/v1/reports --token-file "$W/token"
+t_eq "flows 200" 200 "$(code "$U/api/v1/flows?fat=true&limit=3")"
+t_check "flows reflect reports" jq -e '.matched==8 and .returned==3 and (.flows[0].path|length)==5' "$W/body"
+t_eq "flows bad limit 400" 400 "$(code "$U/api/v1/flows?limit=x")"
+t_eq "paths 200" 200 "$(code "$U/api/v1/paths?src=L1&dst=L2")"
+t_check "4 paths L1-L2" jq -e '.count==4 and (.paths|length)==4' "$W/body"
+t_eq "paths unknown node 404" 404 "$(code "$U/api/v1/paths?src=L1&dst=Q")"
+t_eq "paths missing arg 400" 400 "$(code "$U/api/v1/paths?src=L1")"
+t_eq "dry run 200" 200 "$(code -X POST -H "$A" "$U/api/v1/rebalance?dry_run=true")"
+t_check "dry run separates the colliding flows" jq -e '.dry_run and .moved>=1 and .max_util_after < .max_util_before and .error==null and (.plan.switches|length)>=1' "$W/body"
+t_eq "rebalance 200" 200 "$(code -X POST -H "$A" "$U/api/v1/rebalance")"
+t_check "rebalance applied moves" jq -e '(.dry_run|not) and .moved>=1 and .applied' "$W/body"
+t_eq "rebalance without token 401" 401 "$(code -X POST "$U/api/v1/rebalance")"
+t_eq "topology shows load" 200 "$(code $U/api/v1/topology)"
+t_check "L1->S1 congested" jq -e '[.links[].dirs[]|select(.from=="L1" and .to=="S1")][0].util > 0.8' "$W/body"
+t_eq "classes 200" 200 "$(code $U/api/v1/classes)"
+t_check "classes list default" jq -e '[.classes[].name]|index("default")' "$W/body"
+t_eq "job put 201" 201 "$(code -X PUT -H "$A" -d '{"ranks":["H1","H2","H5","H6"],"parallelism":[{"dim":"tp","size":2},{"dim":"dp","size":2}]}' $U/api/v1/jobs/j1)"
+t_check "job tiers" jq -e '.classes==[{"class":"tp","tier":"leaf"},{"class":"dp","tier":"spine"}]' "$W/body"
+t_eq "job bad layout 400" 400 "$(code -X PUT -H "$A" -d '{"ranks":["H1"],"parallelism":[{"dim":"tp","size":2}]}' $U/api/v1/jobs/j2)"
+t_eq "jobs list" 200 "$(code $U/api/v1/jobs)"
+t_check "jobs has j1" jq -e '.jobs[0].id=="j1"' "$W/body"
+t_eq "job delete" 200 "$(code -X DELETE -H "$A" $U/api/v1/jobs/j1)"
+t_eq "job gone 404" 404 "$(code $U/api/v1/jobs/j1)"
+t_eq "routes 200" 200 "$(code $U/api/v1/routes)"
+t_check "routes shape" jq -e '.backend=="none" and (.switches|type)=="array"' "$W/body"
+t_eq "events 200" 200 "$(code $U/api/v1/events)"
+t_check "events has start and a rebalance" jq -e '([.events[].kind]|index("start")) and ([.events[].kind]|index("rebalance"))' "$W/body"
+t_eq "metrics 200" 200 "$(code $U/metrics)"
+t_check "metrics reflect reports" grep -qE '^tierflow_probe_reports_total [1-9]' "$W/body"
+t_check "metrics link gauge" grep -q 'tierflow_link_utilization_ratio{from="L1",to="S1"}' "$W/body"
+t_check "metrics moves" grep -qE '^tierflow_rebalance_moves_total [1-9]' "$W/body"
+t_eq "dashboard index" 200 "$(code $U/)"
+t_check "index content type" sh -c "curl -sI $U/ | grep -qi 'content-type: text/html'"
+t_eq "js file" 200 "$(code $U/app.js)"
+t_eq "traversal 404" 404 "$(code --path-as-is $U/../../etc/passwd)"
+t_eq "hidden 404" 404 "$(code $U/.git/config)"
+n429=0; for i in $(seq 600); do echo "url = \"$U/api/v1/status\""; done > "$W/curlcfg"
+n429=$(curl -s -K "$W/curlcfg" -o /dev/null -w '%{http_code}\n' | grep -c 429)
+t_ge "rate limit answers 429" "$n429" 1
+kill -TERM $PID; wait $PID; rc=$?
+t_eq "SIGTERM exits 0" 0 $rc
+t_done
