@@ -1,0 +1,320 @@
+/* Unit tests for policy/assign: known optima, masks, policies, budgets,
+ * hysteresis and determinism on small fabrics. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "policy/assign.h"
+#include "policy/topo.h"
+
+static struct topo *load(const char *spec)
+{
+    struct topo *t = NULL;
+    char err[256];
+    assert_int_equal(topo_load(spec, &t, err, sizeof(err)), 0);
+    return t;
+}
+
+static uint32_t node(const struct topo *t, const char *name)
+{
+    uint32_t n = topo_node_by_name(t, name);
+    assert_int_not_equal(n, TOPO_NONE);
+    return n;
+}
+
+static struct assign_flow flow(const struct topo *t, const char *a, const char *b, double g, uint32_t hash)
+{
+    return (struct assign_flow){ node(t, a), node(t, b), g, 0, ASSIGN_NO_PATH, hash, true };
+}
+
+/* The spine (second hop's far end) of a leaf-spine path. */
+static uint32_t spine_of(const struct assign_input *in, uint32_t f, uint32_t path)
+{
+    uint32_t dirs[TOPO_MAX_HOPS];
+    int n = assign_paths_dirs(in->paths, in->flows[f].src, in->flows[f].dst, path, dirs, TOPO_MAX_HOPS);
+    assert_true(n >= 3);
+    return topo_dir_to(in->t, dirs[1]);
+}
+
+/* The path index of flow f that crosses spine s. */
+static uint32_t path_via(const struct assign_input *in, uint32_t f, uint32_t s)
+{
+    uint64_t c = assign_paths_count(in->paths, in->flows[f].src, in->flows[f].dst);
+    for (uint32_t i = 0; i < c; i++)
+        if (spine_of(in, f, i) == s)
+            return i;
+    fail();
+    return 0;
+}
+
+struct fx { struct topo *t; struct assign_paths *ps; struct assign_flow fl[16]; uint32_t path[16]; struct assign_input in; };
+
+static void fx_init(struct fx *x, const char *spec)
+{
+    memset(x, 0, sizeof(*x));
+    x->t = load(spec);
+    assert_int_equal(assign_paths_new(x->t, &x->ps), 0);
+    x->in.t = x->t;
+    x->in.paths = x->ps;
+    x->in.flows = x->fl;
+}
+
+static void fx_free(struct fx *x)
+{
+    assign_paths_free(x->ps);
+    topo_free(x->t);
+}
+
+static void four_cross(struct fx *x)
+{
+    fx_init(x, "leafspine:leaves=2,spines=4,hosts=4,gbps=100");
+    const char *src[] = { "H1", "H2", "H3", "H4" }, *dst[] = { "H5", "H6", "H7", "H8" };
+    for (int i = 0; i < 4; i++)
+        x->fl[i] = flow(x->t, src[i], dst[i], 100, (uint32_t)i * 7919u);
+    x->in.nflows = 4;
+}
+
+static void run(struct fx *x, int algo, const struct assign_params *p, struct assign_result *r)
+{
+    char err[256];
+    memset(r, 0, sizeof(*r));
+    r->path = x->path;
+    assert_int_equal(assign_run(algo, &x->in, p, r, err, sizeof(err)), 0);
+}
+
+static void test_one_per_spine(void **state)
+{
+    (void)state;
+    struct fx x;
+    four_cross(&x);
+    assert_true(assign_paths_fast(x.ps));
+    for (int algo = ASSIGN_GFF; algo <= ASSIGN_TIERFLOW; algo++) {
+        struct assign_result r;
+        run(&x, algo, NULL, &r);
+        assert_true(r.max_util > 0.999 && r.max_util < 1.001);
+        unsigned seen = 0;
+        for (uint32_t f = 0; f < 4; f++)
+            seen |= 1u << (spine_of(&x.in, f, x.path[f]) - node(x.t, "S1"));
+        assert_int_equal(seen, 0xf);
+    }
+    struct assign_result r;
+    run(&x, ASSIGN_ECMP, NULL, &r);      /* may collide, never below the optimum */
+    assert_true(r.max_util >= 0.999);
+    fx_free(&x);
+}
+
+static void test_down_mask(void **state)
+{
+    (void)state;
+    struct fx x;
+    four_cross(&x);
+    uint8_t *down = calloc(2 * x.t->nlinks, 1);
+    uint32_t d;
+    assert_int_equal(topo_dir_between(x.t, node(x.t, "L1"), node(x.t, "S2"), &d), 0);
+    down[d] = 1;
+    x.in.down = down;
+    x.fl[0].path = path_via(&x.in, 0, node(x.t, "S2"));   /* on the failed link: must move */
+    for (int algo = 0; algo < ASSIGN_NALGOS; algo++) {
+        struct assign_result r;
+        run(&x, algo, NULL, &r);
+        for (uint32_t f = 0; f < 4; f++)
+            assert_int_not_equal(spine_of(&x.in, f, x.path[f]), node(x.t, "S2"));
+        assert_int_equal(r.unroutable, 0);
+    }
+    /* Every uplink of L1 down: nothing from H1 is routable. */
+    const char *sp[] = { "S1", "S2", "S3", "S4" };
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(topo_dir_between(x.t, node(x.t, "L1"), node(x.t, sp[i]), &d), 0);
+        down[d] = 1;
+    }
+    struct assign_result r;
+    run(&x, ASSIGN_TIERFLOW, NULL, &r);
+    assert_int_equal(r.unroutable, 4);
+    assert_int_equal(x.path[0], ASSIGN_NO_PATH);
+    free(down);
+    fx_free(&x);
+}
+
+static void test_class_policy(void **state)
+{
+    (void)state;
+    struct fx x;
+    four_cross(&x);
+    uint8_t *ok = calloc(x.t->nnodes, 1);
+    for (uint32_t n = 0; n < x.t->nnodes; n++)
+        ok[n] = x.t->nodes[n].tier != TOPO_SPINE;
+    ok[node(x.t, "S2")] = ok[node(x.t, "S3")] = 1;
+    struct assign_policy pol[2] = { { -1, NULL }, { -1, ok } };
+    x.in.pol = pol;
+    x.in.npol = 2;
+    for (int i = 0; i < 4; i++)
+        x.fl[i].cls = 1;
+    for (int algo = 0; algo < ASSIGN_NALGOS; algo++) {
+        struct assign_result r;
+        run(&x, algo, NULL, &r);
+        for (uint32_t f = 0; f < 4; f++) {
+            uint32_t s = spine_of(&x.in, f, x.path[f]);
+            assert_true(s == node(x.t, "S2") || s == node(x.t, "S3"));
+        }
+        if (algo == ASSIGN_TIERFLOW)
+            assert_true(r.max_util > 1.999 && r.max_util < 2.001);   /* two per allowed spine */
+    }
+    /* Confining a cross-leaf class to the leaf tier is impossible: ignored, counted. */
+    pol[1].max_tier = TOPO_LEAF;
+    pol[1].node_ok = NULL;
+    struct assign_result r;
+    run(&x, ASSIGN_TIERFLOW, NULL, &r);
+    assert_int_equal(r.unconfined, 4);
+    assert_int_equal(r.unroutable, 0);
+    free(ok);
+    fx_free(&x);
+}
+
+static void test_max_moves_and_pinned(void **state)
+{
+    (void)state;
+    struct fx x;
+    fx_init(&x, "leafspine:leaves=2,spines=4,hosts=8,gbps=100");
+    char a[16], b[16];
+    for (int i = 0; i < 8; i++) {
+        snprintf(a, sizeof(a), "H%d", i + 1);
+        snprintf(b, sizeof(b), "H%d", i + 9);
+        x.fl[i] = flow(x.t, a, b, 50, (uint32_t)i);
+    }
+    x.in.nflows = 8;
+    for (uint32_t f = 0; f < 8; f++)
+        x.fl[f].path = path_via(&x.in, f, node(x.t, "S1"));   /* all collide: util 4 */
+    x.fl[7].movable = false;
+    struct assign_params p;
+    assign_params_default(&p);
+    p.max_moves = 2;
+    struct assign_result r;
+    run(&x, ASSIGN_TIERFLOW, &p, &r);
+    assert_true(r.moved <= 2 && r.moved >= 1);
+    assert_true(r.max_util < 4 - 1e-9);
+    assert_int_equal(x.path[7], x.fl[7].path);
+    p.max_moves = -1;
+    run(&x, ASSIGN_TIERFLOW, &p, &r);
+    assert_true(r.max_util > 0.999 && r.max_util < 1.001);   /* two per spine */
+    assert_int_equal(x.path[7], x.fl[7].path);
+    p.max_moves = 0;
+    run(&x, ASSIGN_TIERFLOW, &p, &r);
+    assert_int_equal(r.moved, 0);
+    fx_free(&x);
+}
+
+static void test_hysteresis(void **state)
+{
+    (void)state;
+    struct fx x;
+    fx_init(&x, "leafspine:leaves=2,spines=2,hosts=1,gbps=100");
+    x.fl[0] = flow(x.t, "H1", "H2", 10, 1);
+    x.in.nflows = 1;
+    double *bg = calloc(2 * x.t->nlinks, sizeof(double));
+    uint32_t d;
+    assert_int_equal(topo_dir_between(x.t, node(x.t, "L1"), node(x.t, "S1"), &d), 0);
+    bg[d] = 50;
+    assert_int_equal(topo_dir_between(x.t, node(x.t, "L1"), node(x.t, "S2"), &d), 0);
+    bg[d] = 48;
+    x.in.bg_gbps = bg;
+    x.fl[0].path = path_via(&x.in, 0, node(x.t, "S1"));   /* 0.60 here, 0.58 on S2: gain 3% */
+    struct assign_params p;
+    assign_params_default(&p);
+    struct assign_result r;
+    run(&x, ASSIGN_TIERFLOW, &p, &r);
+    assert_int_equal(r.moved, 0);
+    p.margin = 0.01;
+    run(&x, ASSIGN_TIERFLOW, &p, &r);
+    assert_int_equal(r.moved, 1);
+    assert_int_equal(spine_of(&x.in, 0, x.path[0]), node(x.t, "S2"));
+    free(bg);
+    fx_free(&x);
+}
+
+static void test_deterministic(void **state)
+{
+    (void)state;
+    struct fx x;
+    fx_init(&x, "fattree:k=4,gbps=1");
+    uint64_t s = 12345;
+    for (int i = 0; i < 16; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        uint32_t a = (uint32_t)(s >> 33) % 16, b = (uint32_t)(s >> 13) % 16;
+        x.fl[i] = (struct assign_flow){ x.t->hosts[a], x.t->hosts[b == a ? (b + 1) % 16 : b], 0.1 + (double)(i % 5) / 10,
+                                        0, ASSIGN_NO_PATH, (uint32_t)s, true };
+    }
+    x.in.nflows = 16;
+    for (int algo = 0; algo < ASSIGN_NALGOS; algo++) {
+        struct assign_params p;
+        assign_params_default(&p);
+        p.seed = 99;
+        struct assign_result r1, r2;
+        uint32_t first[16];
+        run(&x, algo, &p, &r1);
+        memcpy(first, x.path, sizeof(first));
+        run(&x, algo, &p, &r2);
+        assert_memory_equal(first, x.path, sizeof(first));
+        assert_true(r1.max_util == r2.max_util);
+    }
+    fx_free(&x);
+}
+
+static void test_bad_input(void **state)
+{
+    (void)state;
+    struct fx x;
+    four_cross(&x);
+    x.fl[2].gbps = -1;
+    struct assign_result r = { .path = x.path };
+    char err[256] = "";
+    assert_int_equal(assign_run(ASSIGN_TIERFLOW, &x.in, NULL, &r, err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, "flow 2"));
+    assert_int_equal(assign_algo_parse("tierflow"), ASSIGN_TIERFLOW);
+    assert_int_equal(assign_algo_parse("nope"), -EINVAL);
+    fx_free(&x);
+}
+
+/* The closed-form decoder agrees with topo_path_dirs on every path of a
+ * small 3-tier Clos. */
+static void test_fast_paths_exact(void **state)
+{
+    (void)state;
+    struct topo *t = load("clos3:pods=2,racks=2,hosts=2,spines=2,superspines=4");
+    struct assign_paths *ps;
+    assert_int_equal(assign_paths_new(t, &ps), 0);
+    assert_true(assign_paths_fast(ps));
+    for (uint32_t i = 0; i < t->nhosts; i++)
+        for (uint32_t j = 0; j < t->nhosts; j++) {
+            uint32_t a = t->hosts[i], b = t->hosts[j];
+            uint64_t c = topo_path_count(t, a, b);
+            assert_int_equal(assign_paths_count(ps, a, b), c);
+            assert_int_equal(assign_paths_meet(ps, a, b), a == b ? 0 : topo_meet_tier(t, a, b));
+            for (uint64_t k = 0; k < c; k++) {
+                uint32_t x[TOPO_MAX_HOPS], y[TOPO_MAX_HOPS];
+                int n1 = topo_path_dirs(t, a, b, k, x, TOPO_MAX_HOPS);
+                int n2 = assign_paths_dirs(ps, a, b, k, y, TOPO_MAX_HOPS);
+                assert_int_equal(n1, n2);
+                assert_memory_equal(x, y, (size_t)(n1 > 0 ? n1 : 0) * sizeof(uint32_t));
+            }
+        }
+    assign_paths_free(ps);
+    topo_free(t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_one_per_spine),   cmocka_unit_test(test_down_mask),
+        cmocka_unit_test(test_class_policy),    cmocka_unit_test(test_max_moves_and_pinned),
+        cmocka_unit_test(test_hysteresis),      cmocka_unit_test(test_deterministic),
+        cmocka_unit_test(test_bad_input),       cmocka_unit_test(test_fast_paths_exact),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
