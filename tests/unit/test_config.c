@@ -1,0 +1,96 @@
+/* config: defaults, bounds, types, unknown keys, CLI override; ingest parse errors. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "controller/config.h"
+#include "controller/ingest.h"
+
+static void defaults(void **st)
+{
+    (void)st;
+    struct config c;
+    config_defaults(&c);
+    assert_string_equal(c.listen, "127.0.0.1:8080");
+    assert_true(c.util > 0.79 && c.util < 0.81);
+    assert_int_equal(c.max_moves, 16);
+}
+
+static void file_keys(void **st)
+{
+    (void)st;
+    struct config c;
+    char err[256];
+    config_defaults(&c);
+    const char *ok = "{\"topology\":\"t.json\",\"thresholds\":{\"util\":0.9,\"max_moves\":3}}";
+    assert_int_equal(config_load_text(&c, ok, strlen(ok), "f", err, sizeof(err)), 0);
+    assert_int_equal(c.max_moves, 3);
+    const char *bad[] = {"{\"nope\":1}", "{\"thresholds\":{\"util\":11}}", "{\"thresholds\":{\"util\":\"x\"}}",
+                         "{\"limits\":{\"threads\":1.5}}", "{\"backend\":\"ospf\"}", "[1]", "{\"interval\":0.01}",
+                         "{\"syslog\":1}", "{"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        assert_true(config_load_text(&c, bad[i], strlen(bad[i]), "f", err, sizeof(err)) < 0);
+        assert_int_equal(c.max_moves, 3); /* all or nothing */
+    }
+    assert_true(config_load_text(&c, "{\"nope\":1}", 10, "f", err, sizeof(err)) < 0);
+    assert_non_null(strstr(err, "nope"));
+}
+
+static void cli_override(void **st)
+{
+    (void)st;
+    struct config c;
+    char err[256];
+    config_defaults(&c);
+    assert_int_equal(config_set_str(&c, "limits.rate_limit", "100", err, sizeof(err)), 0);
+    assert_int_equal(c.rate_limit, 100);
+    assert_true(config_set_str(&c, "limits.rate_limit", "-1", err, sizeof(err)) < 0);
+    assert_true(config_set_str(&c, "limits.rate_limit", "abc", err, sizeof(err)) < 0);
+    assert_int_equal(c.rate_limit, 100);
+    assert_true(config_validate(&c, err, sizeof(err)) < 0); /* no topology */
+    config_set_str(&c, "topology", "leafspine:leaves=2", err, sizeof(err));
+    assert_int_equal(config_validate(&c, err, sizeof(err)), 0);
+    config_set_str(&c, "listen", "localhost:80", err, sizeof(err));
+    assert_true(config_validate(&c, err, sizeof(err)) < 0);
+}
+
+static void ingest_errors(void **st)
+{
+    (void)st;
+    struct ingest_batch *b = test_malloc(sizeof(*b));
+    struct ingest_error e;
+    struct { const char *body; enum ingest_err kind; const char *field; } cases[] = {
+        {"{\"probe\":", INGEST_BAD_JSON, NULL},
+        {"[]", INGEST_BAD_FIELD, "body"},
+        {"{\"probe\":5}", INGEST_BAD_FIELD, "probe"},
+        {"{\"probe\":\"L1\",\"flows\":[{\"src\":\"10.0.0.1\",\"dst\":\"10.0.0.2\",\"proto\":17,\"if\":\"e\",\"bps\":-1}]}", INGEST_BAD_FIELD, "flows[0].bps"},
+        {"{\"probe\":\"L1\",\"flows\":[{\"src\":\"10.0.0.1\",\"dst\":\"10.0.0.2\",\"proto\":17,\"if\":\"e\",\"bps\":1e300}]}", INGEST_BAD_FIELD, "flows[0].bps"},
+        {"{\"probe\":\"L1\",\"flows\":[{\"src\":\"10.0.0.1\",\"dst\":\"10.0.0.2\",\"proto\":17,\"if\":\"e\",\"bps\":1,\"sport\":70000}]}", INGEST_BAD_FIELD, "flows[0].sport"},
+        {"{\"probe\":\"L1\",\"flows\":[{\"src\":\"x\",\"dst\":\"10.0.0.2\",\"proto\":17,\"if\":\"e\",\"bps\":1}]}", INGEST_BAD_FIELD, "flows[0].src"},
+        {"{\"probe\":\"L1\",\"flows\":[{\"src\":\"10.0.0.1\",\"dst\":\"10.0.0.2\",\"proto\":17,\"if\":\"e\",\"bps\":1,\"ce_frac\":2}]}", INGEST_BAD_FIELD, "flows[0].ce_frac"},
+        {"{\"probe\":\"L1\",\"flows\":[{},{},{}]}", INGEST_TOO_MANY, "flows"},
+        {"{\"probe\":\"L1\",\"links\":[{\"if\":\"e\",\"oper\":\"sideways\"}]}", INGEST_BAD_FIELD, "links[0].oper"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        assert_true(ingest_parse(cases[i].body, strlen(cases[i].body), 2, b, &e) < 0);
+        assert_int_equal(e.kind, cases[i].kind);
+        if (cases[i].field)
+            assert_non_null(strstr(e.msg, cases[i].field));
+    }
+    const char *ok = "{\"reports\":[{\"probe\":\"L1\",\"flows\":[{\"src\":\"10.0.0.1\",\"dst\":\"10.0.0.2\",\"proto\":17,\"if\":\"e\",\"bps\":1}]}]}";
+    assert_int_equal(ingest_parse(ok, strlen(ok), 2, b, &e), 0);
+    assert_int_equal(b->n, 1);
+    assert_int_equal(b->r[0].nflows, 1);
+    ingest_batch_free(b);
+    test_free(b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {cmocka_unit_test(defaults), cmocka_unit_test(file_keys),
+                                       cmocka_unit_test(cli_override), cmocka_unit_test(ingest_errors)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
