@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# tierflow-sim CLI: JSON shape, known results on small fabrics, assignment
+# output that recomputes, and clear errors with non-zero exits.
+# timeout: 120
+. "$TF_ROOT/tests/lib/tap.sh"
+SIM="$TF_BIN/tierflow-sim"
+[ -x "$SIM" ] || { t_fail "tierflow-sim built" "missing $SIM"; t_done; }
+command -v jq >/dev/null || { t_skip suite "jq not installed"; t_done; }
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+
+out=$("$SIM" --topology fattree:k=4 --pattern stride:4 --seed 3 2>"$tmp/err")
+t_eq "exit 0 on a pattern" 0 $?
+t_eq "one JSON object" object "$(jq -r type <<<"$out")"
+t_eq "three algorithms" "ecmp,gff,tierflow" "$(jq -r '.algorithms | keys | join(",")' <<<"$out")"
+t_eq "every field" true "$(jq '[.algorithms[] | has("max_util") and has("ratio_to_bound") and has("throughput") and has("moved") and has("compute_s")] | all' <<<"$out")"
+t_eq "16 flows" 16 "$(jq .flows <<<"$out")"
+t_ge "lower bound positive" "$(jq .lower_bound <<<"$out")" 0.999
+t_eq "tierflow reaches the bound on stride:4" 1 "$(jq '.algorithms.tierflow.ratio_to_bound' <<<"$out")"
+t_eq "tierflow full throughput" 1 "$(jq '.algorithms.tierflow.throughput' <<<"$out")"
+t_eq "ecmp moves nothing" 0 "$(jq '.algorithms.ecmp.moved' <<<"$out")"
+
+cat >"$tmp/flows.json" <<'J'
+{"flows": [{"src": "H1", "dst": "H5", "gbps": 100, "class": "dp"},
+           {"src": "H2", "dst": "H6", "gbps": 100, "class": "dp"},
+           {"src": "H3", "dst": "H7", "gbps": 100},
+           {"src": "H4", "dst": "H8"}]}
+J
+out=$("$SIM" --topology leafspine:leaves=2,spines=4,hosts=4,gbps=100 --flows "$tmp/flows.json" --algo tierflow,gff --emit-assignment)
+t_eq "flows file accepted" 0 $?
+t_eq "only the asked algorithms" "gff,tierflow" "$(jq -r '.algorithms | keys | join(",")' <<<"$out")"
+t_eq "tierflow one flow per spine" 1 "$(jq '.algorithms.tierflow.max_util' <<<"$out")"
+t_eq "paths as node names" '["H1","L1"]' "$(jq -c '.algorithms.tierflow.paths[0][0:2]' <<<"$out")"
+t_eq "four distinct spines" 4 "$(jq '[.algorithms.tierflow.paths[][2]] | unique | length' <<<"$out")"
+t_eq "flow list echoed" dp "$(jq -r '.flow_list[0].class' <<<"$out")"
+t_eq "missing gbps takes the NIC rate" 100 "$(jq '.flow_list[3].gbps' <<<"$out")"
+
+a=$("$SIM" --topology fattree:k=4 --pattern random --seed 7 --emit-assignment | jq -c '.algorithms.tierflow.paths')
+b=$("$SIM" --topology fattree:k=4 --pattern random --seed 7 --emit-assignment | jq -c '.algorithms.tierflow.paths')
+t_eq "same seed, same assignment" "$a" "$b"
+
+n=$("$SIM" --topology leafspine:leaves=4,spines=2,hosts=8 --pattern job:8,1,2,2 --algo ecmp | jq .flows)
+# 32 ranks, each to one tp, one pp and one dp neighbour, 16 flows a pair
+t_eq "job pattern: 16 flows per pair" "$(( 32 * 3 * 16 ))" "$n"
+
+fails() { # NAME WANT-IN-STDERR ARGS...
+  local name=$1 want=$2; shift 2
+  if "$SIM" "$@" >"$tmp/o" 2>"$tmp/e"; then t_fail "$name" "exit 0"; return; fi
+  if grep -q -- "$want" "$tmp/e"; then t_pass "$name"; else t_fail "$name" "stderr: $(cat "$tmp/e")"; fi
+}
+fails "unknown pattern" "unknown pattern 'zigzag'" --topology fattree:k=4 --pattern zigzag
+fails "bad stride" "stride:I" --topology fattree:k=4 --pattern stride:99
+fails "unknown algorithm" "unknown algorithm 'magic'" --topology fattree:k=4 --pattern random --algo magic
+fails "bad topology" "fattree" --topology fattree:k=3 --pattern random
+fails "missing flows file" "nope.json" --topology fattree:k=4 --flows "$tmp/nope.json"
+echo '{"flows": [{"src": "H1", "dst": "X9"}]}' >"$tmp/bad.json"
+fails "unknown node" "flows\[0\]" --topology fattree:k=4 --flows "$tmp/bad.json"
+echo '{"flows": [{"src": "H1", "dst": "H2", "class": "gold"}]}' >"$tmp/bad.json"
+fails "unknown class" "unknown class 'gold'" --topology fattree:k=4 --flows "$tmp/bad.json"
+echo '{"flows": [' >"$tmp/bad.json"
+fails "broken JSON" "bad.json:" --topology fattree:k=4 --flows "$tmp/bad.json"
+fails "job too big" "needs 64 hosts" --topology fattree:k=4 --pattern job:8,1,2,4
+fails "both flows and pattern" "usage" --topology fattree:k=4 --pattern random --flows "$tmp/bad.json"
+fails "bad seed" "--seed" --topology fattree:k=4 --pattern random --seed -1
+t_done
