@@ -67,7 +67,7 @@ static int tier_pos(const struct topo *t, uint32_t node)
 static int cone_push(struct cone *c, uint32_t node, uint64_t cnt)
 {
     if (c->n == c->cap) {
-        size_t cap = c->cap ? 2 * c->cap : 64;
+        size_t cap = c->cap ? 2 * c->cap : 256;
         struct cone_ent *e = realloc(c->e, cap * sizeof(*e));
         if (!e)
             return -ENOMEM;
@@ -122,8 +122,9 @@ static void pathq_free(struct pathq *q)
     free(q->d.e);
 }
 
-/* 0 with q->up/down/count set (up = -1 when no path), or -errno. */
-static int pathq_init(struct pathq *q, const struct topo *t, uint32_t src, uint32_t dst)
+/* 0 with q->up/down/count set (up = -1 when no path), or -errno. need_f:
+ * also weigh the src cone's lower levels, which decoding needs. */
+static int pathq_init(struct pathq *q, const struct topo *t, uint32_t src, uint32_t dst, int need_f)
 {
     memset(q, 0, sizeof(*q));
     q->up = q->down = -1;
@@ -151,7 +152,7 @@ static int pathq_init(struct pathq *q, const struct topo *t, uint32_t src, uint3
         q->down = ld;
         q->count = sum;
     }
-    if (q->up < 0)
+    if (q->up < 0 || !need_f)
         return 0;
     /* f below the meet level: paths through each uplink that stays in the cone. */
     for (int j = q->up - 1; j >= 0; j--)
@@ -187,20 +188,57 @@ static uint64_t step_weight(const struct pathq *q, int h, uint32_t v, uint32_t d
     return y ? y->cnt : 0;
 }
 
-/* The candidate directions at hop h from v, in path order: uplinks while
- * climbing, downlinks after the meet level. */
-static void step_links(const struct pathq *q, int h, uint32_t v, const uint32_t **links, uint32_t *n, int *down)
+#define STEP_BUF 256
+
+static int cmp_u32(const void *a, const void *b)
 {
-    const struct topo_node *nd = &q->t->nodes[v];
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The candidate links at hop h from v, in path order (ascending link id,
+ * which is CSR order): uplinks while climbing, downlinks after the meet
+ * level. A spine may have hundreds of downlinks of which only those towards
+ * dst's few ancestors matter, so when those ancestors' uplinks are fewer we
+ * list the links into v from them instead (same set of nonzero weights, same
+ * order). buf holds STEP_BUF entries. */
+static void step_links(const struct pathq *q, int h, uint32_t v, uint32_t *buf, const uint32_t **links,
+                       uint32_t *n, int *down)
+{
+    const struct topo *t = q->t;
+    const struct topo_node *nd = &t->nodes[v];
     *down = h >= q->up;
-    *links = *down ? q->t->down_links + nd->down_first : q->t->up_links + nd->up_first;
-    *n = *down ? nd->down_count : nd->up_count;
+    if (!*down) {
+        *links = t->up_links + nd->up_first;
+        *n = nd->up_count;
+        return;
+    }
+    *links = t->down_links + nd->down_first;
+    *n = nd->down_count;
+    int lev = q->up + q->down - h - 1;
+    uint64_t total = 0;
+    for (size_t i = q->d.off[lev]; i < q->d.off[lev + 1]; i++)
+        total += t->nodes[q->d.e[i].node].up_count;
+    if (total >= nd->down_count || total > STEP_BUF)
+        return;
+    uint32_t k = 0;
+    for (size_t i = q->d.off[lev]; i < q->d.off[lev + 1]; i++) {
+        const struct topo_node *y = &t->nodes[q->d.e[i].node];
+        for (uint32_t j = 0; j < y->up_count; j++) {
+            uint32_t l = t->up_links[y->up_first + j];
+            if (t->links[l].hi == v)
+                buf[k++] = l;
+        }
+    }
+    qsort(buf, k, sizeof(*buf), cmp_u32);
+    *links = buf;
+    *n = k;
 }
 
 int topo_meet_tier(const struct topo *t, uint32_t a, uint32_t b)
 {
     struct pathq q;
-    int r = pathq_init(&q, t, a, b);
+    int r = pathq_init(&q, t, a, b, 0);
     if (r == 0)
         r = q.up < 0 ? -ENOENT : t->tiers[tier_pos(t, a) + q.up];
     pathq_free(&q);
@@ -210,57 +248,72 @@ int topo_meet_tier(const struct topo *t, uint32_t a, uint32_t b)
 uint64_t topo_path_count(const struct topo *t, uint32_t src, uint32_t dst)
 {
     struct pathq q;
-    uint64_t n = pathq_init(&q, t, src, dst) == 0 ? q.count : 0;
+    uint64_t n = pathq_init(&q, t, src, dst, 0) == 0 ? q.count : 0;
     pathq_free(&q);
     return n;
+}
+
+/* Decodes path idx of an initialised query into dirs (room for its hops). */
+static int decode(const struct pathq *q, uint64_t idx, uint32_t *dirs, int max)
+{
+    if (q->up < 0 || !q->count)
+        return -ENOENT;
+    if (idx >= q->count)
+        return -ERANGE;
+    int hops = q->up + q->down;
+    if (hops > max || (hops && !dirs))
+        return -ENOSPC;
+    uint32_t v = q->src;
+    for (int h = 0; h < hops; h++) {
+        const uint32_t *links;
+        uint32_t n, next = TOPO_NONE, buf[STEP_BUF];
+        int down, found = 0;
+        step_links(q, h, v, buf, &links, &n, &down);
+        for (uint32_t k = 0; k < n && !found; k++) {
+            uint32_t dir = topo_dir(links[k], down), to;
+            uint64_t w = step_weight(q, h, v, dir, &to);
+            if (idx < w)
+                dirs[h] = dir, next = to, found = 1;
+            else
+                idx -= w;
+        }
+        if (!found)   /* weights are sums of their children: cannot happen */
+            return -EIO;
+        v = next;
+    }
+    return hops;
 }
 
 int topo_path_dirs(const struct topo *t, uint32_t src, uint32_t dst, uint64_t idx, uint32_t *dirs, int max)
 {
     struct pathq q;
-    int r = pathq_init(&q, t, src, dst);
-    if (r < 0)
-        goto out;
-    if (q.up < 0 || !q.count) {
-        r = -ENOENT;
-        goto out;
-    }
-    if (idx >= q.count) {
-        r = -ERANGE;
-        goto out;
-    }
-    int hops = q.up + q.down;
-    if (hops > max || (hops && !dirs)) {
-        r = -ENOSPC;
-        goto out;
-    }
-    uint32_t v = src;
-    for (int h = 0; h < hops; h++) {
-        const uint32_t *links;
-        uint32_t n, next = TOPO_NONE;
-        int down, found = 0;
-        step_links(&q, h, v, &links, &n, &down);
-        for (uint32_t k = 0; k < n && !found; k++) {
-            uint32_t dir = topo_dir(links[k], down), to;
-            uint64_t w = step_weight(&q, h, v, dir, &to);
-            if (idx < w) {
-                dirs[h] = dir;
-                next = to;
-                found = 1;
-            } else {
-                idx -= w;
-            }
-        }
-        if (!found) {   /* weights are sums of their children: cannot happen */
-            r = -EIO;
-            goto out;
-        }
-        v = next;
-    }
-    r = hops;
-out:
+    int r = pathq_init(&q, t, src, dst, 1);
+    if (r == 0)
+        r = decode(&q, idx, dirs, max);
     pathq_free(&q);
     return r;
+}
+
+int64_t topo_path_all(const struct topo *t, uint32_t src, uint32_t dst, uint32_t *dirs, uint64_t max_paths,
+                      int *hops)
+{
+    struct pathq q;
+    int64_t r = pathq_init(&q, t, src, dst, 1);
+    *hops = 0;
+    if (r == 0 && q.up < 0)
+        r = -ENOENT;
+    uint64_t n = q.count < max_paths ? q.count : max_paths;
+    if (n > INT64_MAX)
+        n = INT64_MAX;
+    for (uint64_t i = 0; r == 0 && i < n; i++) {
+        int h = decode(&q, i, dirs + i * TOPO_MAX_HOPS, TOPO_MAX_HOPS);
+        if (h < 0)
+            r = h;
+        else
+            *hops = h;
+    }
+    pathq_free(&q);
+    return r < 0 ? r : (int64_t)n;
 }
 
 /* Walks dirs[0..n) through q; the paths sharing that prefix are
@@ -275,9 +328,9 @@ static int prefix_range(const struct pathq *q, const uint32_t *dirs, int n, uint
     uint32_t v = q->src;
     for (int h = 0; h < n; h++) {
         const uint32_t *links;
-        uint32_t nl, to, next = TOPO_NONE;
+        uint32_t nl, to, next = TOPO_NONE, buf[STEP_BUF];
         int down;
-        step_links(q, h, v, &links, &nl, &down);
+        step_links(q, h, v, buf, &links, &nl, &down);
         span = 0;
         for (uint32_t k = 0; k < nl && !span; k++) {
             uint32_t dir = topo_dir(links[k], down);
@@ -301,7 +354,7 @@ int topo_path_prefix_range(const struct topo *t, uint32_t src, uint32_t dst, con
 {
     struct pathq q;
     *first = *count = 0;
-    int r = pathq_init(&q, t, src, dst);
+    int r = pathq_init(&q, t, src, dst, 1);
     if (r == 0)
         r = prefix_range(&q, dirs, n, first, count);
     pathq_free(&q);
@@ -313,7 +366,7 @@ int topo_path_index_of(const struct topo *t, uint32_t src, uint32_t dst, const u
 {
     struct pathq q;
     uint64_t first, count;
-    int r = pathq_init(&q, t, src, dst);
+    int r = pathq_init(&q, t, src, dst, 1);
     if (r == 0)
         r = prefix_range(&q, dirs, n, &first, &count);
     if (r == 0 && n != q.up + q.down)

@@ -113,6 +113,13 @@ uint32_t topo_leaf_of(const struct topo *t, uint32_t node);
 int  topo_meet_tier(const struct topo *t, uint32_t a, uint32_t b);       /* lowest tier where up/down paths between a and b turn; -ENOENT if none */
 uint64_t topo_path_count(const struct topo *t, uint32_t src, uint32_t dst); /* number of shortest up/down paths, without materialising them; 0 if none or bad args; 1 (empty path) if src == dst */
 int  topo_path_dirs(const struct topo *t, uint32_t src, uint32_t dst, uint64_t idx, uint32_t *dirs, int max); /* fills the link directions of path idx (0..count-1, deterministic order), returns the hop count or -errno (-ERANGE idx, -ENOSPC max too small, -ENOENT no path) */
+/* Every path src->dst from one query (cheaper than one topo_path_dirs call
+ * per index): path i < min(count, max_paths) goes to dirs[i*TOPO_MAX_HOPS ..
+ * +*hops) (all shortest paths have the same hop count). dirs must hold
+ * max_paths * TOPO_MAX_HOPS entries. Returns the number of paths written or
+ * -errno (-ENOENT when there is no path). */
+int64_t topo_path_all(const struct topo *t, uint32_t src, uint32_t dst, uint32_t *dirs, uint64_t max_paths,
+                      int *hops);
 /* Paths whose first n directions are dirs[0..n) form one contiguous index
  * range; sets *first and *count (count 0 if none). With n = the full hop
  * count this maps a walk back to its index. The controller uses it to turn

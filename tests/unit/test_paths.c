@@ -95,6 +95,13 @@ static void check_all_paths(const struct topo *t, uint32_t src, uint32_t dst)
     }
     uint32_t d[TOPO_MAX_HOPS];
     assert_int_equal(topo_path_dirs(t, src, dst, n, d, TOPO_MAX_HOPS), -ERANGE);
+    /* The bulk form gives the same paths in the same order. */
+    uint32_t *bulk = calloc(n * TOPO_MAX_HOPS, sizeof(uint32_t));
+    int bh = -1;
+    assert_int_equal(topo_path_all(t, src, dst, bulk, n, &bh), (int64_t)n);
+    assert_int_equal(bh, hops0);
+    assert_memory_equal(bulk, all, n * TOPO_MAX_HOPS * sizeof(uint32_t));
+    free(bulk);
     free(all);
 }
 
