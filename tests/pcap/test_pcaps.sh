@@ -160,4 +160,15 @@ t_eq "unknown interface: exit 1, error names it" "1" \
   "$(cli -i tfprb-no-such-if0 | cut -d: -f1)"
 t_check "unknown interface message names it" grep -q 'tfprb-no-such-if0' "$T/err"
 
+t_eq "missing --token-file: exit 1" "1" \
+  "$(cli -r "$D/p4aqm_ecn_org1.pcap" --controller http://127.0.0.1:9 --token-file "$T/no-token" | cut -d: -f1)"
+t_check "missing --token-file message names it" grep -q "token-file $T/no-token" "$T/err"
+if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
+  setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all "$P" -i lo >"$T/out" 2>"$T/err"; rc=$?
+  t_check "no capture permission: exit 1, error names the interface and the cause" \
+    bash -c "[ $rc -eq 1 ] && grep -qi -- '-i lo: .*permi' '$T/err'"
+else
+  t_skip "no-permission error" "needs root and setpriv to drop to an unprivileged user"
+fi
+
 t_done
