@@ -178,21 +178,36 @@ int topobuild_addr(struct topobuild *b, uint32_t node, int af, const uint8_t *ad
     return 0;
 }
 
-static int copy_end(struct topobuild *b, const char *what, const char *lname, char *dst, size_t len,
+/* Fails naming the link being added ("links[N] (A-B)"): formatted only on
+ * error, since links are added once per link of a 100K fabric. */
+static int link_fail(struct topobuild *b, uint32_t a, uint32_t bn, int code, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static int link_fail(struct topobuild *b, uint32_t a, uint32_t bn, int code, const char *fmt, ...)
+{
+    char msg[200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    const struct topo *t = b->t;
+    return topobuild_fail(b->err, b->errlen, code, "link links[%u] (%s-%s): %s", t->nlinks, t->nodes[a].name,
+                          t->nodes[bn].name, msg);
+}
+
+static int copy_end(struct topobuild *b, uint32_t la, uint32_t lb, const char *what, char *dst, size_t len,
                     const char *src, int is_ip)
 {
     if (!src)
         return 0;
     if (tf_strlcpy(dst, src, len) >= len)
-        return topobuild_fail(b->err, b->errlen, -ENAMETOOLONG, "link %s: %s \"%.60s\" is longer than %zu bytes", lname,
-                              what, src, len - 1);
+        return link_fail(b, la, lb, -ENAMETOOLONG, "%s \"%.60s\" is longer than %zu bytes", what, src, len - 1);
     int af, plen;
     uint8_t a[16];
     if (is_ip && *src && tf_prefix_parse(src, &af, a, &plen) < 0)
-        return topobuild_fail(b->err, b->errlen, -EINVAL, "link %s: %s \"%s\" is not an address", lname, what, src);
+        return link_fail(b, la, lb, -EINVAL, "%s \"%.60s\" is not an address", what, src);
     for (const char *p = src; *p; p++)
         if (*p <= ' ' || *p == '"' || *p == '\\' || *p == 0x7f)
-            return topobuild_fail(b->err, b->errlen, -EINVAL, "link %s: %s \"%s\" has a bad character", lname, what, src);
+            return link_fail(b, la, lb, -EINVAL, "%s \"%.60s\" has a bad character", what, src);
     return 0;
 }
 
@@ -201,20 +216,17 @@ int topobuild_link(struct topobuild *b, uint32_t a, uint32_t bn, double gbps,
 {
     struct topo *t = b->t;
     const struct topo_node *na = &t->nodes[a], *nb = &t->nodes[bn];
-    char lname[2 * TOPO_NAME_MAX + 24];
-    snprintf(lname, sizeof(lname), "links[%u] (%s-%s)", t->nlinks, na->name, nb->name);
     int pa = tier_pos(t, na->tier), pb = tier_pos(t, nb->tier);
     if (pa - pb != 1 && pb - pa != 1) {
         char tl[64];
         tiers_str(t, tl, sizeof(tl));
-        return topobuild_fail(b->err, b->errlen, -EINVAL,
-                              "link %s: joins %s and %s, which are not adjacent tiers (tiers: %s)", lname,
-                              topo_tier_name(na->tier), topo_tier_name(nb->tier), tl);
+        return link_fail(b, a, bn, -EINVAL, "joins %s and %s, which are not adjacent tiers (tiers: %s)",
+                         topo_tier_name(na->tier), topo_tier_name(nb->tier), tl);
     }
     if (!(gbps > 0) || !isfinite(gbps) || gbps > 1e7)
-        return topobuild_fail(b->err, b->errlen, -EINVAL, "link %s: gbps %g must be > 0 and at most 1e7", lname, gbps);
+        return link_fail(b, a, bn, -EINVAL, "gbps %g must be > 0 and at most 1e7", gbps);
     if (t->nlinks >= TOPO_MAX_LINKS)
-        return topobuild_fail(b->err, b->errlen, -E2BIG, "link %s: more than %u links", lname, TOPO_MAX_LINKS);
+        return link_fail(b, a, bn, -E2BIG, "more than %u links", TOPO_MAX_LINKS);
     if (grow((void **)&t->links, &b->link_cap, t->nlinks + 1, sizeof(struct topo_link)) < 0)
         return topobuild_fail(b->err, b->errlen, -ENOMEM, "out of memory");
     struct topo_link *l = &t->links[t->nlinks];
@@ -225,10 +237,10 @@ int topobuild_link(struct topobuild *b, uint32_t a, uint32_t bn, double gbps,
     l->gbps = gbps;
     if (ends) {
         int r;
-        if ((r = copy_end(b, "a_if", lname, swap ? l->hi_if : l->lo_if, sizeof(l->lo_if), ends->a_if, 0)) < 0 ||
-            (r = copy_end(b, "b_if", lname, swap ? l->lo_if : l->hi_if, sizeof(l->lo_if), ends->b_if, 0)) < 0 ||
-            (r = copy_end(b, "a_ip", lname, swap ? l->hi_ip : l->lo_ip, sizeof(l->lo_ip), ends->a_ip, 1)) < 0 ||
-            (r = copy_end(b, "b_ip", lname, swap ? l->lo_ip : l->hi_ip, sizeof(l->lo_ip), ends->b_ip, 1)) < 0)
+        if ((r = copy_end(b, a, bn, "a_if", swap ? l->hi_if : l->lo_if, sizeof(l->lo_if), ends->a_if, 0)) < 0 ||
+            (r = copy_end(b, a, bn, "b_if", swap ? l->lo_if : l->hi_if, sizeof(l->lo_if), ends->b_if, 0)) < 0 ||
+            (r = copy_end(b, a, bn, "a_ip", swap ? l->hi_ip : l->lo_ip, sizeof(l->lo_ip), ends->a_ip, 1)) < 0 ||
+            (r = copy_end(b, a, bn, "b_ip", swap ? l->lo_ip : l->hi_ip, sizeof(l->lo_ip), ends->b_ip, 1)) < 0)
             return r;
     }
     if (link)
