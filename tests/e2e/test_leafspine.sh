@@ -98,7 +98,7 @@ start_probes() {
   for leaf in L1 L2; do
     a=(); for ifs in $(lab_uplinks $leaf); do a+=(-i "$ifs"); done
     lab_bg "probe-$leaf" "$LAB" exec $leaf -- "$PROBE" "${a[@]}" --node $leaf --controller "$URL" \
-      --token-file "$TOKEN" --interval 1 --link-gbps "$GBPS"
+      --token-file "$TOKEN" --interval 1 --link-gbps "$GBPS" >"$LAB_TMP/probe-$leaf.log" 2>&1
   done
 }
 snapshot_leaf() { # the rules and every table but main's kernel-made routes
@@ -145,7 +145,7 @@ if [ $MANUAL -eq 1 ]; then
   manual_pin 0 1 2 3
 else
 lab_bg tierflowd "$CTL" --topology "$LAB_TOPO" --backend netlink --listen "$MGMT:$PORT" \
-  --token-file "$TOKEN" --interval 1 --withdraw-on-exit
+  --token-file "$TOKEN" --interval 1 --withdraw-on-exit >"$LAB_TMP/tierflowd.log" 2>&1
 fi
 tctl=$(date +%s)
 sleep 6

@@ -71,6 +71,9 @@ def sanitize: gsub("[^A-Za-z0-9_.-]"; "") | .[0:13];
 # management network: every switch gets a veth "mgmt0" to the root namespace,
 # where all the root-side ends carry the controller address $mgmtnet.1
 | ([.nodes[] | select(.tier != "host") | .name]) as $sw
+# The emulated links run at the shaped rate, so that is their capacity (the
+# controller computes utilisation from it); the file's figure is kept aside.
+| .links = [.links[] | (if .gbps != null and .gbps != ($mbit / 1000) then .nominal_gbps = .gbps else . end) | .gbps = ($mbit / 1000)]
 | .lab = {id: $id, netns_prefix: $prefix, mbit: $mbit, seed: $seed,
           mgmt: {controller: "\($mgmtnet).1", if: "mgmt0",
                  nodes: (reduce range(0; $sw|length) as $i ({};
