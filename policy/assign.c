@@ -508,18 +508,28 @@ struct search {
     uint8_t *nh;
     uint32_t *head, *nxt, *prv;   /* per direction, a list of slots f * H + h */
     uint32_t *seg, segn;          /* max segment tree of direction indices */
+    uint8_t *frozen;              /* per direction: set aside by the local search */
 };
 
 #define NIL UINT32_MAX
 
 static double util(const struct ctx *c, uint32_t d) { return d == NIL ? -1 : c->load[d] * c->icap[d]; }
 
-static uint32_t seg_pick(const struct ctx *c, uint32_t a, uint32_t b) { return util(c, b) > util(c, a) ? b : a; }
+/* The hottest direction not set aside by the local search. */
+static double live(const struct ctx *c, const struct search *s, uint32_t d)
+{
+    return d == NIL || s->frozen[d] ? -1 : util(c, d);
+}
+
+static uint32_t seg_pick(const struct ctx *c, const struct search *s, uint32_t a, uint32_t b)
+{
+    return live(c, s, b) > live(c, s, a) ? b : a;
+}
 
 static void seg_update(const struct ctx *c, struct search *s, uint32_t d)
 {
     for (uint32_t i = (s->segn + d) / 2; i >= 1; i /= 2)
-        s->seg[i] = seg_pick(c, s->seg[2 * i], s->seg[2 * i + 1]);
+        s->seg[i] = seg_pick(c, s, s->seg[2 * i], s->seg[2 * i + 1]);
 }
 
 static int seg_build(const struct ctx *c, struct search *s)
@@ -533,7 +543,7 @@ static int seg_build(const struct ctx *c, struct search *s)
     for (uint32_t i = 0; i < s->segn; i++)
         s->seg[s->segn + i] = i < c->ndirs ? i : NIL;
     for (uint32_t i = s->segn - 1; i >= 1; i--)
-        s->seg[i] = seg_pick(c, s->seg[2 * i], s->seg[2 * i + 1]);
+        s->seg[i] = seg_pick(c, s, s->seg[2 * i], s->seg[2 * i + 1]);
     return 0;
 }
 
@@ -587,8 +597,8 @@ static int by_demand(const void *a, const void *b, void *ctx)
 }
 
 /* Greedy: flows in decreasing demand each take their least-max-utilisation
- * path, or keep a usable current path unless the best beats it by margin.
- * With a move budget only flows that must move are placed here. */
+ * path (a usable current path wins ties). With a move budget only flows
+ * that must move are placed here; the others keep their current path. */
 static void greedy(struct ctx *c, struct search *s, const struct assign_params *p, const uint32_t *order,
                    const uint8_t *cur_ok, uint32_t *out)
 {
@@ -599,9 +609,8 @@ static void greedy(struct ctx *c, struct search *s, const struct assign_params *
         const struct assign_flow *f = &in->flows[i];
         if (out[i] != ASSIGN_NO_PATH)
             continue;
-        bool keep = cur_ok[i] && (!f->movable || p->max_moves >= 0);
         bool have_cur = cur_ok[i] && path_usable(c, f, f->path, &cur);
-        if (keep && have_cur) {
+        if (have_cur && p->max_moves >= 0) {
             out[i] = f->path;
             link_flow(c, s, i, &cur, f->gbps, false);
             continue;
@@ -611,7 +620,7 @@ static void greedy(struct ctx *c, struct search *s, const struct assign_params *
         const struct cand *best = best_of(c, pc, f->gbps, &bc);
         if (!best)
             continue;
-        if (have_cur && !(bc < (cc = cost(c, &cur, f->gbps, &sum)) * (1 - p->margin)))
+        if (have_cur && (cc = cost(c, &cur, f->gbps, &sum)) <= bc * (1 + 1e-12))
             best = &cur;
         out[i] = best->idx;
         link_flow(c, s, i, best, f->gbps, false);
@@ -619,6 +628,13 @@ static void greedy(struct ctx *c, struct search *s, const struct assign_params *
 }
 
 struct seen { uint32_t src, dst; int cls; double g; };
+
+/* A single-homed host's own link: every path of its flows crosses it. */
+static bool pinned_dir(const struct ctx *c, uint32_t d)
+{
+    const struct topo_node *a = &c->t->nodes[topo_dir_from(c->t, d)], *b = &c->t->nodes[topo_dir_to(c->t, d)];
+    return (a->tier == TOPO_HOST && a->up_count == 1) || (b->tier == TOPO_HOST && b->up_count == 1);
+}
 
 /* Local search: move the flow that best relieves the hottest direction,
  * while that strictly lowers it and the budget allows. */
@@ -630,11 +646,18 @@ static void local_search(struct ctx *c, struct search *s, const struct assign_pa
     for (uint32_t i = 0; i < in->nflows; i++)
         used += cur_ok[i] && in->flows[i].movable && out[i] != in->flows[i].path;
     struct seen seen[64];
+    bool levelling = false;   /* past the global maximum: only congested directions */
     for (uint64_t it = 0; it < 4 * (uint64_t)in->nflows + 1000; it++) {
         uint32_t ds = s->seg[1];
-        double u = util(c, ds);
-        if (u <= 0)
+        double u = live(c, s, ds);
+        if (u <= 0 || ds == NIL || (levelling && u <= 1))
             break;
+        if (pinned_dir(c, ds)) {
+            s->frozen[ds] = 1;
+            seg_update(c, s, ds);
+            levelling = true;
+            continue;
+        }
         uint32_t bf = NIL, nseen = 0;
         double bnew = u * (1 - 1e-9);
         struct cand bp;
@@ -670,8 +693,15 @@ static void local_search(struct ctx *c, struct search *s, const struct assign_pa
                 bp = *b;
             }
         }
-        if (bf == NIL)
-            break;
+        if (bf == NIL) {
+            /* Nothing relieves ds (a NIC, or every alternative is as hot):
+             * set it aside and level the next hottest, which cannot raise
+             * ds since new paths must stay below the level being relieved. */
+            s->frozen[ds] = 1;
+            seg_update(c, s, ds);
+            levelling = true;
+            continue;
+        }
         const struct assign_flow *f = &in->flows[bf];
         bool was = cur_ok[bf] && out[bf] != f->path;
         unlink_flow(c, s, bf, f->gbps);
@@ -682,37 +712,83 @@ static void local_search(struct ctx *c, struct search *s, const struct assign_pa
     }
 }
 
-static double max_util(const struct ctx *c)
+/* Few moves: a moved flow returns to its current path when that keeps every
+ * direction of it below the plan's maximum utilisation and uncongested. */
+static void move_back(struct ctx *c, struct search *s, const uint8_t *cur_ok, const uint32_t *order, uint32_t *out)
 {
-    double m = 0;
+    const struct assign_input *in = c->in;
+    double top = 0;
     for (uint32_t d = 0; d < c->ndirs; d++)
-        if (util(c, d) > m)
-            m = util(c, d);
-    return m;
+        if (util(c, d) > top)
+            top = util(c, d);
+    /* Strictly below the maximum (never add a direction at it), and when the
+     * fabric is congested, not onto a congested direction either. */
+    double lim = top > 1 ? 1 : top * (1 - 1e-9);
+    struct cand cur;
+    for (uint32_t k = in->nflows; k-- > 0;) {   /* smallest flows first */
+        uint32_t i = order[k];
+        const struct assign_flow *f = &in->flows[i];
+        if (!cur_ok[i] || out[i] == f->path || !path_usable(c, f, f->path, &cur))
+            continue;
+        unlink_flow(c, s, i, f->gbps);
+        double sum, cc = cost(c, &cur, f->gbps, &sum);
+        struct cand now;
+        if (cc <= lim) {
+            link_flow(c, s, i, &cur, f->gbps, true);
+            out[i] = f->path;
+        } else if (path_usable(c, f, out[i], &now)) {
+            link_flow(c, s, i, &now, f->gbps, true);
+        }
+    }
 }
 
-/* Plan-level hysteresis: if all the discretionary moves together lower the
- * maximum utilisation by less than the margin, keep the current paths. */
+/* Marks the directions of x that y does not cross. */
+static void mark_diff(const struct cand *x, const struct cand *y, uint8_t *aff)
+{
+    for (int h = 0; h < x->nh; h++) {
+        bool shared = false;
+        for (int k = 0; k < y->nh && !shared; k++)
+            shared = x->d[h] == y->d[k];
+        if (!shared)
+            aff[x->d[h]] = 1;
+    }
+}
+
+/* Plan-level hysteresis: the directions the moves touch (on a flow's old or
+ * new path but not both) must get at least margin cooler at their hottest,
+ * or every discretionary move is undone. */
 static void maybe_revert(struct ctx *c, const struct assign_params *p, const uint8_t *cur_ok, uint32_t *out)
 {
     const struct assign_input *in = c->in;
-    double before = max_util(c);
+    uint8_t *aff = calloc(c->ndirs, 1);
+    if (!aff)
+        return;
     struct cand a, b;
     bool any = false;
     for (uint32_t i = 0; i < in->nflows; i++) {
         const struct assign_flow *f = &in->flows[i];
-        if (!cur_ok[i] || out[i] == f->path)
+        if (!cur_ok[i] || out[i] == f->path || !path_usable(c, f, out[i], &a) || !path_usable(c, f, f->path, &b))
             continue;
         any = true;
-        if (path_usable(c, f, out[i], &a) && path_usable(c, f, f->path, &b)) {
+        mark_diff(&a, &b, aff);
+        mark_diff(&b, &a, aff);
+    }
+    double before = 0, keep = 0;
+    for (uint32_t d = 0; d < c->ndirs; d++)
+        if (aff[d] && util(c, d) > before)
+            before = util(c, d);
+    for (uint32_t i = 0; any && i < in->nflows; i++) {
+        const struct assign_flow *f = &in->flows[i];
+        if (cur_ok[i] && out[i] != f->path && path_usable(c, f, out[i], &a) && path_usable(c, f, f->path, &b)) {
             add_load(c, &a, -f->gbps);
             add_load(c, &b, f->gbps);
         }
     }
-    if (!any)
-        return;
-    double keep = max_util(c);
-    if (before < keep * (1 - p->margin))
+    for (uint32_t d = 0; any && d < c->ndirs; d++)
+        if (aff[d] && util(c, d) > keep)
+            keep = util(c, d);
+    free(aff);
+    if (!any || before < keep * (1 - p->margin))
         return;
     for (uint32_t i = 0; i < in->nflows; i++)
         if (cur_ok[i])
@@ -731,8 +807,9 @@ static int run_tierflow(struct ctx *c, const struct assign_params *p, uint32_t *
     s.prv = malloc(((size_t)n * H + 1) * sizeof(uint32_t));
     s.nh = calloc((size_t)n + 1, 1);
     s.head = malloc(((size_t)c->ndirs + 1) * sizeof(uint32_t));
+    s.frozen = calloc((size_t)c->ndirs + 1, 1);
     int r = -ENOMEM;
-    if (!order || !cur_ok || !s.fd || !s.nxt || !s.prv || !s.nh || !s.head)
+    if (!order || !cur_ok || !s.fd || !s.nxt || !s.prv || !s.nh || !s.head || !s.frozen)
         goto out;
     for (uint32_t d = 0; d < c->ndirs; d++)
         s.head[d] = NIL;
@@ -751,10 +828,11 @@ static int run_tierflow(struct ctx *c, const struct assign_params *p, uint32_t *
     if ((r = seg_build(c, &s)) < 0)
         goto out;
     local_search(c, &s, p, cur_ok, out);
+    move_back(c, &s, cur_ok, order, out);
     maybe_revert(c, p, cur_ok, out);
     r = 0;
 out:
-    free(order); free(cur_ok); free(s.fd); free(s.nxt); free(s.prv); free(s.nh); free(s.head); free(s.seg);
+    free(order); free(cur_ok); free(s.fd); free(s.nxt); free(s.prv); free(s.nh); free(s.head); free(s.seg); free(s.frozen);
     return r;
 }
 
