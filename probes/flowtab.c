@@ -1,8 +1,10 @@
 /*
  * flowtab: see flowtab.h for the contract.
  *
- * Storage: an array of max_flows struct flow (slot order is what
- * flowtab_next() walks), a stack of free slots, and an open-addressing index
+ * Storage: an array of max_flows struct flow, a stack of free slots, a dense
+ * list of the live slots (what flowtab_next() and flowtab_close_interval()
+ * walk, so that their cost follows the live flows, not max_flows; removal
+ * moves the last entry into the hole), and an open-addressing index
  * (linear probing, power-of-two size >= 2 * max_flows, so the load stays at
  * or below one half and every probe sequence ends at an empty cell). Each
  * index cell holds the flow's slot + 1 and its 32-bit hash, so that a probe
@@ -46,7 +48,8 @@ struct ft_cell {
 struct ft_meta {
     uint32_t hash, pair_hash;
     uint32_t pair_next; /* slot + 1 of the next flow in the pair chain */
-    uint8_t live, roce_data, rated;
+    uint32_t pos;       /* index in the live list */
+    uint8_t roce_data, rated;
 };
 
 struct flowtab {
@@ -57,6 +60,7 @@ struct flowtab {
     struct flow *flows;
     struct ft_meta *meta;
     uint32_t *freelist;
+    uint32_t *live; /* count slots, dense */
     struct ft_cell *index;
     uint32_t *pair_head; /* mask + 1 chain heads, slot + 1 */
     struct flowtab_stats st;
@@ -146,9 +150,10 @@ struct flowtab *flowtab_new(uint32_t max_flows, double idle_timeout_s)
     ft->flows = calloc(max_flows, sizeof(*ft->flows));
     ft->meta = calloc(max_flows, sizeof(*ft->meta));
     ft->freelist = calloc(max_flows, sizeof(*ft->freelist));
+    ft->live = calloc(max_flows, sizeof(*ft->live));
     ft->index = calloc(n, sizeof(*ft->index));
     ft->pair_head = calloc(n, sizeof(*ft->pair_head));
-    if (!ft->flows || !ft->meta || !ft->freelist || !ft->index || !ft->pair_head) {
+    if (!ft->flows || !ft->meta || !ft->freelist || !ft->live || !ft->index || !ft->pair_head) {
         flowtab_free(ft);
         errno = ENOMEM;
         return NULL;
@@ -170,6 +175,7 @@ void flowtab_free(struct flowtab *ft)
     free(ft->flows);
     free(ft->meta);
     free(ft->freelist);
+    free(ft->live);
     free(ft->index);
     free(ft->pair_head);
     free(ft);
@@ -238,11 +244,12 @@ static void flow_remove(struct flowtab *ft, uint32_t id)
     index_del(ft, id);
     if (ft->meta[id].roce_data)
         pair_unlink(ft, id);
-    ft->meta[id].live = 0;
+    uint32_t pos = ft->meta[id].pos, tail = ft->live[--ft->count];
+    ft->live[pos] = tail;
+    ft->meta[tail].pos = pos;
     if (ft->last == id)
         ft->last = NONE;
     ft->freelist[ft->nfree++] = id;
-    ft->count--;
 }
 
 /* Frees one slot by sampled LRU; -ENOSPC when the window holds only fat
@@ -284,10 +291,10 @@ static int insert(struct flowtab *ft, const struct flow_key *k, uint32_t h, uint
     f->first_ts = f->last_ts = ts;
     memset(&ft->meta[id], 0, sizeof(ft->meta[id]));
     ft->meta[id].hash = h;
-    ft->meta[id].live = 1;
+    ft->meta[id].pos = ft->count;
+    ft->live[ft->count++] = id;
     ft->index[cell].id1 = id + 1;
     ft->index[cell].hash = h;
-    ft->count++;
     ft->st.inserted++;
     *out = id;
     return 0;
@@ -370,10 +377,11 @@ struct flow *flowtab_lookup(struct flowtab *ft, const struct flow_key *key)
 void flowtab_close_interval(struct flowtab *ft, double now, double interval_s,
                             const double *link_bps, size_t nlinks, double fat_share)
 {
-    for (uint32_t id = 0; id < ft->max; id++) {
+    /* Downwards, so that a removal (which moves the last entry into the
+     * hole) only moves an entry already done. */
+    for (uint32_t i = ft->count; i-- > 0;) {
+        uint32_t id = ft->live[i];
         struct ft_meta *m = &ft->meta[id];
-        if (!m->live)
-            continue;
         struct flow *f = &ft->flows[id];
         f->ivl_bps = interval_s > 0 ? (double)f->ivl_bytes * 8.0 / interval_s : 0.0;
         if (m->rated) {
@@ -399,14 +407,9 @@ void flowtab_close_interval(struct flowtab *ft, double now, double interval_s,
 
 struct flow *flowtab_next(struct flowtab *ft, uint32_t *cursor)
 {
-    for (uint32_t i = *cursor; i < ft->max; i++) {
-        if (ft->meta[i].live) {
-            *cursor = i + 1;
-            return &ft->flows[i];
-        }
-    }
-    *cursor = ft->max;
-    return NULL;
+    if (*cursor >= ft->count)
+        return NULL;
+    return &ft->flows[ft->live[(*cursor)++]];
 }
 
 uint32_t flowtab_count(const struct flowtab *ft) { return ft->count; }

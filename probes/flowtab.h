@@ -98,7 +98,10 @@ void flowtab_key(const struct decode_pkt *pkt, struct flow_key *key);
 void flowtab_close_interval(struct flowtab *ft, double now, double interval_s,
                             const double *link_bps, size_t nlinks, double fat_share);
 
-/* Iteration over live flows, in slot order. Returns NULL at the end. */
+/* Iteration over live flows (start with *cursor = 0). Returns NULL at the
+ * end. The order is the table's, not arrival order, and removing flows
+ * (flowtab_close_interval, eviction) during an iteration reorders it. Costs
+ * O(live flows), not O(max_flows). */
 struct flow *flowtab_next(struct flowtab *ft, uint32_t *cursor);
 uint32_t flowtab_count(const struct flowtab *ft);
 void flowtab_get_stats(const struct flowtab *ft, struct flowtab_stats *st);
