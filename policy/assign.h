@@ -9,9 +9,12 @@
  *   gff       Hedera's Global First Fit: in input order, the first path whose
  *             every direction still has room for the flow; else its ECMP path;
  *   tierflow  minimises the maximum utilisation with few moves: a greedy
- *             least-max-utilisation placement in decreasing demand that keeps
- *             a flow's current path unless another is better by the margin,
- *             then a local search that moves flows off the hottest direction.
+ *             least-max-utilisation placement in decreasing demand (current
+ *             path on ties), a local search that moves flows off the hottest
+ *             direction (then levels the other congested ones), a move-back
+ *             pass to current paths that stay below the maximum, and a plan
+ *             hysteresis: unless the directions the moves touch get at least
+ *             `margin` cooler at their hottest, no discretionary move is made.
  *
  * Invariants: every algorithm is deterministic for a given seed; no flow is
  * put on a path through an out-of-service direction or outside its class's
