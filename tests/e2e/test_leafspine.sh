@@ -169,6 +169,15 @@ for i in 0 1 2; do
   t_ge "link down: ${UP[$i]} busy (counters >= 75% of C)" "${R[$i]}" "$(awk -v c="$C" 'BEGIN{print 0.75*c}')"
 done
 trec_end=$(date +%s)
+if [ $MANUAL -eq 0 ]; then
+  # tierflow's own view: no fat flow on a path through the dead link (a
+  # pinned flow whose table lost its route falls back to the main table's
+  # ECMP, which may or may not pick a free spine: tierflow has to know).
+  n=$(curl -s "$URL/api/v1/flows?fat=true" | jq --arg s "$(jq -r --arg i "$DOWN" '.links[] | select(.a == "L1" and .a_if == $i) | .b' "$LAB_TOPO")" \
+      '[.flows[]? | select(.path as $p | ($p | index("L1")) as $k | $k != null and $p[$k + 1] == $s)] | length' 2>/dev/null)
+  t_eq "link down: tierflow reports no fat flow via L1-$DOWN" 0 "${n:-unknown}"
+  curl -s "$URL/api/v1/events" | jq -r '.events[]? | "# event \(.kind): \(.message)"' 2>/dev/null | tail -5
+fi
 "$LAB" exec L1 -- ip link set "$DOWN" up
 
 # ---- 4. withdraw ------------------------------------------------------------
