@@ -289,6 +289,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
         uint64_t n;
         if (cl && tf_parse_u64(cl, 0, UINT64_MAX, &n) == 0 && n > (uint64_t)h->cfg->max_body)
             cn->too_big = true;
+        else if (cl && n > 0 && (cn->body = malloc(n + 1)))
+            cn->cap = n + 1; /* one buffer for the whole body: no regrowth copies */
         return MHD_YES;
     }
     if (*upload_size) {

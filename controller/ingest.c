@@ -15,6 +15,7 @@
 
 #include "common/util.h"
 #include "controller/events.h"
+#include "controller/jsonarena.h"
 #include "policy/classes.h"
 
 static int fail(struct ingest_error *e, enum ingest_err kind, const char *fmt, ...)
@@ -225,8 +226,12 @@ int ingest_parse(const char *body, size_t len, size_t max_flows, struct ingest_b
     memset(b, 0, sizeof(*b));
     memset(e, 0, sizeof(*e));
     json_error_t je;
+    /* The document lives only inside this call: everything kept is copied
+     * into the batch, so its values can come from the arena. */
+    jsonarena_begin(len);
     json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
     if (!root) {
+        jsonarena_end();
         e->line = je.line;
         e->column = je.column;
         e->position = je.position;
@@ -254,6 +259,7 @@ int ingest_parse(const char *body, size_t len, size_t max_flows, struct ingest_b
         rc = parse_report(root, "", &budget, &b->r[0], e);
     }
     json_decref(root);
+    jsonarena_end();
     if (rc)
         ingest_batch_free(b);
     return rc;
@@ -300,8 +306,61 @@ static void classify(struct state *s, struct state_flow *f)
     f->tier = s->classes->c[f->cls].max_tier;
 }
 
-static void apply_flow(struct state *s, uint32_t node, const struct ingest_flow *in, double now,
-                       struct ingest_result *res)
+/* A report resolved against the topology, before the write lock: link and
+ * flow directions, flow locations, and CE per link (which depends on the
+ * report alone). */
+struct resolved {
+    uint32_t node;
+    uint32_t *link_dir;          /* nlinks, TOPO_NONE unmapped */
+    double *link_ce;
+    uint32_t *egress;            /* nflows, TOPO_NONE unmapped */
+    struct state_loc *loc;       /* nflows */
+};
+
+/* Interface -> direction for one report; probes use a handful of interfaces,
+ * so remembering the last few saves the two hash lookups per flow. */
+struct if_memo {
+    unsigned n;
+    char name[8][STATE_IF_LEN];
+    uint32_t dir[8];
+};
+
+static uint32_t memo_dir(struct if_memo *m, const struct topo *t, uint32_t node, const char *ifname)
+{
+    for (unsigned i = 0; i < m->n; i++)
+        if (strcmp(m->name[i], ifname) == 0)
+            return m->dir[i];
+    uint32_t dir;
+    if (ingest_dir_of_if(t, node, ifname, &dir) < 0)
+        dir = TOPO_NONE;
+    unsigned k = m->n < 8 ? m->n++ : 7;
+    tf_strlcpy(m->name[k], ifname, STATE_IF_LEN);
+    m->dir[k] = dir;
+    return dir;
+}
+
+static void resolve_report(const struct topo *t, uint32_t node, const struct ingest_report *r, struct resolved *x)
+{
+    struct if_memo m = {0};
+    x->node = node;
+    for (size_t j = 0; j < r->nlinks; j++) {
+        x->link_dir[j] = memo_dir(&m, t, node, r->links[j].ifname);
+        double bps = 0, ce = 0;
+        for (size_t i = 0; i < r->nflows; i++)
+            if (strcmp(r->flows[i].ifname, r->links[j].ifname) == 0) {
+                bps += r->flows[i].bps;
+                ce += r->flows[i].bps * r->flows[i].ce_frac;
+            }
+        x->link_ce[j] = bps > 0 ? ce / bps : 0;
+    }
+    for (size_t i = 0; i < r->nflows; i++) {
+        x->egress[i] = memo_dir(&m, t, node, r->flows[i].ifname);
+        state_loc_resolve(t, &r->flows[i].k, node, x->egress[i], &x->loc[i]);
+    }
+}
+
+static void apply_flow(struct state *s, uint32_t node, const struct ingest_flow *in, uint32_t egress,
+                       const struct state_loc *loc, double now, struct ingest_result *res)
 {
     bool inserted;
     struct state_flow *f = state_flow_upsert(s, &in->k, &inserted);
@@ -309,27 +368,19 @@ static void apply_flow(struct state *s, uint32_t node, const struct ingest_flow 
         res->dropped_full++;
         return;
     }
-    uint32_t egress;
-    if (ingest_dir_of_if(s->topo, node, in->ifname, &egress) < 0) {
-        egress = TOPO_NONE;
+    if (egress == TOPO_NONE) {
         res->unmapped_flows++;
         note_unmapped(&s->probes[node], res, in->ifname);
     }
     /* Another live probe placed this flow (e.g. its source leaf, while this
-     * is the destination leaf): keep that placement, take the newer rates. */
-    struct state_flow keep = *f;
+     * is the destination leaf) and this one cannot: keep that placement,
+     * take the newer rates. */
     bool had_path = !inserted && f->path >= 0 && f->probe != node && !state_flow_stale(s, f, now);
-    f->probe = node;
-    f->egress = egress;
-    tf_strlcpy(f->ifname, in->ifname, sizeof(f->ifname));
-    state_flow_locate(s, f);
-    if (f->path < 0 && had_path) {
-        f->probe = keep.probe;
-        f->egress = keep.egress;
-        memcpy(f->ifname, keep.ifname, sizeof(f->ifname));
-        f->path = keep.path;
-        f->src_node = keep.src_node;
-        f->dst_node = keep.dst_node;
+    if (loc->count > 0 || !had_path) {
+        f->probe = node;
+        f->egress = egress;
+        tf_strlcpy(f->ifname, in->ifname, sizeof(f->ifname));
+        state_flow_place(s, f, loc);
     }
     f->dscp = in->dscp;
     f->fat = in->fat;
@@ -343,17 +394,17 @@ static void apply_flow(struct state *s, uint32_t node, const struct ingest_flow 
     res->fat += in->fat;
 }
 
-static void apply_link(struct state *s, uint32_t node, const struct ingest_link *l, double now,
-                       struct events *ev, struct ingest_result *res)
+static void apply_link(struct state *s, uint32_t node, const struct ingest_link *l, uint32_t dir, double ce,
+                       double now, struct events *ev, struct ingest_result *res)
 {
-    uint32_t dir;
-    if (ingest_dir_of_if(s->topo, node, l->ifname, &dir) < 0) {
+    if (dir == TOPO_NONE) {
         note_unmapped(&s->probes[node], res, l->ifname);
         return;
     }
     struct state_dir *d = &s->dirs[dir], *rev = &s->dirs[dir ^ 1];
     d->bps = l->tx_bps;
     d->drops = l->drops;
+    d->ce_frac = ce;
     d->measured = true;
     d->probe = node;
     d->last_update = now;
@@ -375,21 +426,28 @@ static void apply_link(struct state *s, uint32_t node, const struct ingest_link 
     res->links++;
 }
 
-/* CE per direction: rate-weighted over the flows this report saw leaving by it. */
-static void apply_ce(struct state *s, uint32_t node, const struct ingest_report *r)
+/* Probe names to nodes; an unknown one fails the whole batch. */
+static int resolve_nodes(const struct topo *t, const struct ingest_batch *b, uint32_t *nodes, struct ingest_error *e)
 {
-    for (size_t i = 0; i < r->nlinks; i++) {
-        uint32_t dir;
-        if (ingest_dir_of_if(s->topo, node, r->links[i].ifname, &dir) < 0)
-            continue;
-        double bps = 0, ce = 0;
-        for (size_t j = 0; j < r->nflows; j++)
-            if (strcmp(r->flows[j].ifname, r->links[i].ifname) == 0) {
-                bps += r->flows[j].bps;
-                ce += r->flows[j].bps * r->flows[j].ce_frac;
-            }
-        s->dirs[dir].ce_frac = bps > 0 ? ce / bps : 0;
+    for (size_t i = 0; i < b->n; i++) {
+        nodes[i] = topo_node_by_name(t, b->r[i].probe);
+        if (nodes[i] == TOPO_NONE && b->n > 1)
+            return fail(e, INGEST_UNKNOWN, "reports[%zu].probe: '%s' is not a node of topology '%s'", i,
+                        b->r[i].probe, t->name);
+        if (nodes[i] == TOPO_NONE)
+            return fail(e, INGEST_UNKNOWN, "probe: '%s' is not a node of topology '%s'", b->r[i].probe, t->name);
     }
+    return 0;
+}
+
+static int resolve_batch(const struct topo *t, const struct ingest_batch *b, struct resolved *x,
+                         struct ingest_error *e)
+{
+    uint32_t nodes[INGEST_MAX_REPORTS];
+    int rc = resolve_nodes(t, b, nodes, e);
+    for (size_t i = 0; i < b->n && rc == 0; i++)
+        resolve_report(t, nodes[i], &b->r[i], &x[i]);
+    return rc;
 }
 
 int ingest_apply(struct state *s, const struct ingest_batch *b, double now, struct events *ev,
@@ -397,27 +455,47 @@ int ingest_apply(struct state *s, const struct ingest_batch *b, double now, stru
 {
     memset(res, 0, sizeof(*res));
     memset(e, 0, sizeof(*e));
-    pthread_rwlock_wrlock(&s->lock);
-    uint32_t nodes[INGEST_MAX_REPORTS];
-    int rc = 0;
-    for (size_t i = 0; i < b->n && rc == 0; i++) {
-        nodes[i] = topo_node_by_name(s->topo, b->r[i].probe);
-        if (nodes[i] == TOPO_NONE && b->n > 1)
-            rc = fail(e, INGEST_UNKNOWN, "reports[%zu].probe: '%s' is not a node of topology '%s'", i,
-                      b->r[i].probe, s->topo->name);
-        else if (nodes[i] == TOPO_NONE)
-            rc = fail(e, INGEST_UNKNOWN, "probe: '%s' is not a node of topology '%s'", b->r[i].probe,
-                      s->topo->name);
+    /* Scratch for the resolution, one block for the whole batch. */
+    size_t nl = 0, nf = 0;
+    for (size_t i = 0; i < b->n; i++) {
+        nl += b->r[i].nlinks;
+        nf += b->r[i].nflows;
     }
+    struct resolved x[INGEST_MAX_REPORTS];
+    uint32_t *ld = malloc((nl + 1) * sizeof(*ld)), *eg = malloc((nf + 1) * sizeof(*eg));
+    double *lce = malloc((nl + 1) * sizeof(*lce));
+    struct state_loc *loc = malloc((nf + 1) * sizeof(*loc));
+    if (!ld || !eg || !lce || !loc) {
+        free(ld);
+        free(eg);
+        free(lce);
+        free(loc);
+        return fail(e, INGEST_BAD_FIELD, "out of memory for %zu flows", nf);
+    }
+    for (size_t i = 0, ol = 0, of = 0; i < b->n; i++) {
+        x[i] = (struct resolved){.link_dir = ld + ol, .link_ce = lce + ol, .egress = eg + of, .loc = loc + of};
+        ol += b->r[i].nlinks;
+        of += b->r[i].nflows;
+    }
+    /* Path resolution is the costly part; the topology is immutable, so it
+     * runs under the read lock, beside other readers and other ingests. */
+    pthread_rwlock_rdlock(&s->lock);
+    const struct topo *t = s->topo;
+    int rc = resolve_batch(t, b, x, e);
+    pthread_rwlock_unlock(&s->lock);
+
+    pthread_rwlock_wrlock(&s->lock);
+    if (rc == 0 && s->topo != t) /* reloaded in between: resolve again */
+        rc = resolve_batch(s->topo, b, x, e);
     for (size_t i = 0; i < b->n && rc == 0; i++) {
         const struct ingest_report *r = &b->r[i];
-        struct state_probe *p = &s->probes[nodes[i]];
+        uint32_t node = x[i].node;
+        struct state_probe *p = &s->probes[node];
         p->nunmapped = 0;
         for (size_t j = 0; j < r->nlinks; j++)
-            apply_link(s, nodes[i], &r->links[j], now, ev, res);
+            apply_link(s, node, &r->links[j], x[i].link_dir[j], x[i].link_ce[j], now, ev, res);
         for (size_t j = 0; j < r->nflows; j++)
-            apply_flow(s, nodes[i], &r->flows[j], now, res);
-        apply_ce(s, nodes[i], r);
+            apply_flow(s, node, &r->flows[j], x[i].egress[j], &x[i].loc[j], now, res);
         if (p->stale && ev)
             events_add(ev, now, "probe_alive", "probe %s reports again", r->probe);
         p->stale = false;
@@ -426,11 +504,16 @@ int ingest_apply(struct state *s, const struct ingest_batch *b, double now, stru
         tf_strlcpy(res->probes[i], r->probe, INGEST_NAME_LEN);
         res->accepted++;
     }
-    if (rc == 0)
+    if (rc == 0) {
         s->reports_total += b->n;
-    else
+        s->gen++;
+    } else {
         s->reports_rejected++;
-    s->gen++;
+    }
     pthread_rwlock_unlock(&s->lock);
+    free(ld);
+    free(eg);
+    free(lce);
+    free(loc);
     return rc;
 }

@@ -283,14 +283,20 @@ out:
 static void record_pins(struct rebalance *rb, const struct round *r, const uint32_t *path, double now)
 {
     struct state *s = rb->st;
+    size_t n = 0;
+    for (size_t i = 0; i < r->n; i++)
+        n += path[i] != ASSIGN_NO_PATH && (int64_t)path[i] != r->f[i].path;
+    if (n == 0) /* nothing to write: do not block ingest, do not invalidate views */
+        return;
     pthread_rwlock_wrlock(&s->lock);
     for (size_t i = 0; i < r->n; i++) {
         if (path[i] == ASSIGN_NO_PATH || (int64_t)path[i] == r->f[i].path)
             continue;
         struct state_flow *f = state_flow_find(s, &r->f[i].k);
-        if (!f)
+        if (!f) /* aged out since the snapshot (reloads wait for mu) */
             continue;
-        f->path = f->pin = path[i];
+        f->pin = path[i];
+        state_flow_set_path(s, f, path[i]);
         f->pinned = true;
         f->last_moved = now;
         f->moves++;

@@ -71,6 +71,7 @@ struct topo *state_set_topo(struct state *s, struct topo *t)
         struct state_flow *f = &s->flows[i];
         f->probe = f->egress = f->src_node = f->dst_node = TOPO_NONE;
         f->path = f->pin = -1;
+        f->ndirs = -1;
         f->pinned = false;
     }
     s->gen++;
@@ -152,6 +153,7 @@ struct state_flow *state_flow_upsert(struct state *s, const struct state_flow_ke
     f->id = state_flow_id(k);
     f->probe = f->egress = f->src_node = f->dst_node = TOPO_NONE;
     f->path = f->pin = -1;
+    f->ndirs = -1;
     f->cls = CLASS_DEFAULT;
     f->tier = -1;
     index_insert(s->fidx, s->nslots, f->id, (uint32_t)s->nflows + 1);
@@ -162,10 +164,24 @@ struct state_flow *state_flow_upsert(struct state *s, const struct state_flow_ke
 
 int state_flow_dirs(const struct state *s, const struct state_flow *f, uint32_t *dirs, int max)
 {
-    if (f->path < 0 || f->src_node == TOPO_NONE || f->dst_node == TOPO_NONE)
+    (void)s;
+    if (f->path < 0 || f->ndirs <= 0 || f->ndirs > max)
         return -1;
-    int n = topo_path_dirs(s->topo, f->src_node, f->dst_node, (uint64_t)f->path, dirs, max);
-    return n < 0 ? -1 : n;
+    memcpy(dirs, f->dirs, (size_t)f->ndirs * sizeof(*dirs));
+    return f->ndirs;
+}
+
+void state_flow_set_path(struct state *s, struct state_flow *f, int64_t path)
+{
+    f->path = path;
+    f->ndirs = -1;
+    if (path < 0 || f->src_node == TOPO_NONE || f->dst_node == TOPO_NONE)
+        return;
+    int n = topo_path_dirs(s->topo, f->src_node, f->dst_node, (uint64_t)path, f->dirs, TOPO_MAX_HOPS);
+    if (n > 0)
+        f->ndirs = (int8_t)n;
+    else
+        f->path = -1;
 }
 
 /* The walk from the flow's source up to the probe's node, then its egress:
@@ -195,28 +211,53 @@ static int locate_prefix(const struct topo *t, uint32_t src, uint32_t probe, uin
     return n;
 }
 
+void state_loc_resolve(const struct topo *t, const struct state_flow_key *k, uint32_t probe, uint32_t egress,
+                       struct state_loc *l)
+{
+    l->src_node = topo_node_by_addr(t, k->af, k->src);
+    l->dst_node = topo_node_by_addr(t, k->af, k->dst);
+    l->first = l->count = 0;
+    l->ndirs = -1;
+    if (l->src_node == TOPO_NONE || l->dst_node == TOPO_NONE || l->src_node == l->dst_node ||
+        egress == TOPO_NONE || probe >= t->nnodes)
+        return;
+    uint32_t dirs[TOPO_MAX_HOPS + 2];
+    int n = locate_prefix(t, l->src_node, probe, egress, dirs);
+    if (n <= 0 || topo_path_prefix_range(t, l->src_node, l->dst_node, dirs, n, &l->first, &l->count) < 0) {
+        l->count = 0;
+        return;
+    }
+    if (l->count > 0)
+        l->ndirs = topo_path_dirs(t, l->src_node, l->dst_node, l->first, l->dirs, TOPO_MAX_HOPS);
+    if (l->ndirs <= 0)
+        l->count = 0;
+}
+
+void state_flow_place(struct state *s, struct state_flow *f, const struct state_loc *l)
+{
+    f->src_node = l->src_node;
+    f->dst_node = l->dst_node;
+    if (l->count == 0) {
+        f->path = -1;
+        f->ndirs = -1;
+        return;
+    }
+    /* Ambiguous beyond what the probe sees: keep the pin if it fits. */
+    if (f->pin >= 0 && (uint64_t)f->pin >= l->first && (uint64_t)f->pin < l->first + l->count &&
+        (uint64_t)f->pin != l->first) {
+        state_flow_set_path(s, f, f->pin);
+        return;
+    }
+    f->path = (int64_t)l->first;
+    memcpy(f->dirs, l->dirs, sizeof(f->dirs));
+    f->ndirs = (int8_t)l->ndirs;
+}
+
 void state_flow_locate(struct state *s, struct state_flow *f)
 {
-    const struct topo *t = s->topo;
-    int af = f->k.af;
-    f->src_node = topo_node_by_addr(t, af, f->k.src);
-    f->dst_node = topo_node_by_addr(t, af, f->k.dst);
-    int64_t path = -1;
-    if (f->src_node != TOPO_NONE && f->dst_node != TOPO_NONE && f->src_node != f->dst_node &&
-        f->egress != TOPO_NONE) {
-        uint32_t dirs[TOPO_MAX_HOPS + 2];
-        int n = locate_prefix(t, f->src_node, f->probe, f->egress, dirs);
-        uint64_t first = 0, count = 0;
-        if (n > 0 && topo_path_prefix_range(t, f->src_node, f->dst_node, dirs, n, &first, &count) == 0 &&
-            count > 0) {
-            /* Ambiguous beyond what the probe sees: keep the pin if it fits. */
-            if (f->pin >= 0 && (uint64_t)f->pin >= first && (uint64_t)f->pin < first + count)
-                path = f->pin;
-            else
-                path = (int64_t)first;
-        }
-    }
-    f->path = path;
+    struct state_loc l;
+    state_loc_resolve(s->topo, &f->k, f->probe, f->egress, &l);
+    state_flow_place(s, f, &l);
 }
 
 bool state_probe_stale(const struct state *s, uint32_t node, double now)
@@ -299,8 +340,10 @@ int state_tick(struct state *s, double now, state_probe_cb cb, void *arg)
     if (w != s->nflows) {
         s->nflows = w;
         reindex(s, w);
+        s->gen++;
     }
-    s->gen++; /* ages shown in views move with time */
+    if (changed)
+        s->gen++;
     pthread_rwlock_unlock(&s->lock);
     return changed;
 }

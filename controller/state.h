@@ -11,6 +11,11 @@
  *     are replaced together with it (state_set_topo).
  *   - flows[] is dense (0..nflows); fidx is an open-addressing hash of
  *     (5-tuple, qp, vlan) -> flow index, rebuilt whenever flows are removed.
+ *   - a flow's path directions are cached beside its path index (dirs,
+ *     ndirs), so that loads, snapshots and views never decode paths while
+ *     they hold the lock; only state_flow_set_path changes path.
+ *   - `gen` moves when something a view shows changed, not merely with time
+ *     (views that show ages are cached for at most a second anyway).
  *   - time is passed in (`now`, seconds, the caller's clock) so that staleness
  *     is testable; a probe is stale when now - last_seen > stale_after, and a
  *     stale probe's measurements and flows stop counting (they are kept, and
@@ -69,6 +74,8 @@ struct state_flow {
     uint32_t egress;             /* link direction it left the probe by, TOPO_NONE unmapped */
     uint32_t src_node, dst_node; /* TOPO_NONE when the address is outside the topology */
     int64_t path;                /* path index, -1 unknown */
+    uint32_t dirs[TOPO_MAX_HOPS];/* path's directions, cached (state_flow_set_path) */
+    int8_t ndirs;                /* -1 when path is unknown */
     int64_t pin;                 /* path index the controller holds it on, -1 none */
     int cls;                     /* class index (classes.h), CLASS_DEFAULT if unknown */
     int tier;                    /* tier its class is confined to, -1 none */
@@ -105,9 +112,27 @@ struct state_flow *state_flow_find(struct state *s, const struct state_flow_key 
 /* Finds or inserts (zeroed except key, id, path -1, pin -1). NULL with
  * *full set when max_flows is reached. Caller holds the write lock. */
 struct state_flow *state_flow_upsert(struct state *s, const struct state_flow_key *k, bool *inserted);
-/* The path of a flow as directions, or -1 if unknown. */
+/* The path of a flow as directions (from the cache), or -1 if unknown. */
 int  state_flow_dirs(const struct state *s, const struct state_flow *f, uint32_t *dirs, int max);
-/* Derives the flow's path from the probe that saw it and its egress. */
+/* Sets the path index (-1: unknown) and refreshes the cached directions. */
+void state_flow_set_path(struct state *s, struct state_flow *f, int64_t path);
+
+/* Where a probe's observation puts a flow: its end nodes and the range of
+ * paths whose prefix the probe saw (count 0: unplaceable), with the first
+ * one's directions. A pure function of the topology, so ingest computes it
+ * before it takes the write lock. */
+struct state_loc {
+    uint32_t src_node, dst_node;
+    uint64_t first, count;
+    uint32_t dirs[TOPO_MAX_HOPS];
+    int ndirs;
+};
+void state_loc_resolve(const struct topo *t, const struct state_flow_key *k, uint32_t probe, uint32_t egress,
+                       struct state_loc *l);
+/* Applies a resolved location (probe and egress already set on f): the pin
+ * when it lies in the range, else the range's first path. */
+void state_flow_place(struct state *s, struct state_flow *f, const struct state_loc *l);
+/* Both steps at once (tests, single flows). */
 void state_flow_locate(struct state *s, struct state_flow *f);
 
 bool state_probe_stale(const struct state *s, uint32_t node, double now);

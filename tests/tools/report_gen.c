@@ -4,7 +4,7 @@
  *
  *   report_gen --topology FILE|GENERATOR [--probes leaves|hosts] [--flows N]
  *              [--congest A-B] [--gbps G] [--seed N] [--rounds R] [--batch B]
- *              [--ce F] [--post URL] [--token-file F] [--emit-topology OUT]
+ *              [--ce F] [--post URL] [--parallel P] [--token-file F] [--emit-topology OUT]
  *
  * Every probe node (each leaf, or each host) reports N fat flows from its
  * hosts to hosts under other leaves, leaving by an uplink chosen by a hash of
@@ -13,8 +13,9 @@
  * topology names them, else by the far end's node name (which tierflowd
  * accepts for topologies without interface names). Without --post the
  * reports are printed, one JSON object per line; with --post they are sent
- * (B per request, as {"reports": [...]}) over one keep-alive connection and
- * the rate is printed. --emit-topology writes the topology with interface
+ * (B per request, as {"reports": [...]}) over P keep-alive connections
+ * (--parallel, default 1), and the rate of the sending phase is printed
+ * (the bodies are built before the clock starts). --emit-topology writes the topology with interface
  * names and /31 link addresses filled in (so that plans can be built) and
  * exits.
  */
@@ -124,35 +125,102 @@ static size_t sink(void *p, size_t sz, size_t n, void *u)
     return sz * n;
 }
 
-static void post_batch(CURL *cu, json_t **pending, size_t *sent, size_t *failed, size_t *requests)
+/* Bodies to POST, built before the clock starts so that the rate measures
+ * the controller, not this generator. */
+struct bodies {
+    char **s;
+    size_t *nrep;
+    size_t n, cap;
+};
+
+static void add_body(struct bodies *b, json_t **pending)
 {
-    json_t *body = json_pack("{so}", "reports", *pending);
-    char *s = json_dumps(body, JSON_COMPACT);
-    curl_easy_setopt(cu, CURLOPT_POSTFIELDS, s);
-    long code = 0;
-    size_t n = json_array_size(*pending);
-    if (curl_easy_perform(cu) != CURLE_OK || (curl_easy_getinfo(cu, CURLINFO_RESPONSE_CODE, &code), code != 200)) {
-        *failed += n;
-        if (*failed == n)
-            fprintf(stderr, "report_gen: POST failed (HTTP %ld)\n", code);
-    } else {
-        *sent += n;
+    if (b->n == b->cap) {
+        b->cap = b->cap ? 2 * b->cap : 64;
+        b->s = realloc(b->s, b->cap * sizeof(*b->s));
+        b->nrep = realloc(b->nrep, b->cap * sizeof(*b->nrep));
+        if (!b->s || !b->nrep)
+            abort();
     }
-    (*requests)++;
-    free(s);
+    json_t *body = json_pack("{so}", "reports", *pending);
+    b->nrep[b->n] = json_array_size(*pending);
+    b->s[b->n++] = json_dumps(body, JSON_COMPACT);
     json_decref(body);
     *pending = json_array();
+}
+
+/* Sends every body over `par` keep-alive connections (curl multi), each
+ * connection one request at a time, as that many probes would. */
+static void post_all(const struct bodies *b, const char *url, struct curl_slist *hdr, int par, size_t *sent,
+                     size_t *failed)
+{
+    CURLM *m = curl_multi_init();
+    CURL **h = calloc((size_t)par, sizeof(*h));
+    size_t *cur = calloc((size_t)par, sizeof(*cur));
+    size_t next = 0;
+    int running = 0;
+    for (int i = 0; i < par; i++) {
+        h[i] = curl_easy_init();
+        curl_easy_setopt(h[i], CURLOPT_URL, url);
+        curl_easy_setopt(h[i], CURLOPT_HTTPHEADER, hdr);
+        curl_easy_setopt(h[i], CURLOPT_WRITEFUNCTION, sink);
+        curl_easy_setopt(h[i], CURLOPT_PRIVATE, (char *)NULL + i);
+        if (next < b->n) {
+            cur[i] = next;
+            curl_easy_setopt(h[i], CURLOPT_POSTFIELDS, b->s[next++]);
+            curl_multi_add_handle(m, h[i]);
+            running++;
+        }
+    }
+    while (running > 0) {
+        int still;
+        curl_multi_perform(m, &still);
+        CURLMsg *msg;
+        int left;
+        while ((msg = curl_multi_info_read(m, &left))) {
+            if (msg->msg != CURLMSG_DONE)
+                continue;
+            char *pi;
+            curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &pi);
+            int i = (int)(pi - (char *)NULL);
+            long code = 0;
+            curl_easy_getinfo(h[i], CURLINFO_RESPONSE_CODE, &code);
+            if (msg->data.result != CURLE_OK || code != 200) {
+                if (*failed == 0)
+                    fprintf(stderr, "report_gen: POST failed (HTTP %ld, %s)\n", code,
+                            curl_easy_strerror(msg->data.result));
+                *failed += b->nrep[cur[i]];
+            } else {
+                *sent += b->nrep[cur[i]];
+            }
+            curl_multi_remove_handle(m, h[i]);
+            running--;
+            if (next < b->n) {
+                cur[i] = next;
+                curl_easy_setopt(h[i], CURLOPT_POSTFIELDS, b->s[next++]);
+                curl_multi_add_handle(m, h[i]);
+                running++;
+            }
+        }
+        if (running > 0)
+            curl_multi_poll(m, NULL, 0, 100, NULL);
+    }
+    for (int i = 0; i < par; i++)
+        curl_easy_cleanup(h[i]);
+    free(h);
+    free(cur);
+    curl_multi_cleanup(m);
 }
 
 int main(int argc, char **argv)
 {
     const char *topo_spec = NULL, *probes = "leaves", *congest = NULL, *post = NULL, *token_file = NULL, *emit = NULL;
-    int nflows = 4, rounds = 1, batch = 1;
+    int nflows = 4, rounds = 1, batch = 1, par = 1;
     double gbps = 40, ce = 0;
     static const struct option opts[] = {
         {"topology", 1, 0, 't'}, {"probes", 1, 0, 'p'}, {"flows", 1, 0, 'n'}, {"congest", 1, 0, 'c'},
         {"gbps", 1, 0, 'g'}, {"seed", 1, 0, 's'}, {"rounds", 1, 0, 'r'}, {"batch", 1, 0, 'b'},
-        {"ce", 1, 0, 'e'}, {"post", 1, 0, 'P'}, {"token-file", 1, 0, 'T'}, {"emit-topology", 1, 0, 'E'},
+        {"ce", 1, 0, 'e'}, {"post", 1, 0, 'P'}, {"parallel", 1, 0, 'j'}, {"token-file", 1, 0, 'T'}, {"emit-topology", 1, 0, 'E'},
         {0, 0, 0, 0}};
     int c;
     uint64_t v;
@@ -168,6 +236,7 @@ int main(int argc, char **argv)
         case 'b': if (tf_parse_u64(optarg, 1, 64, &v) < 0) goto usage; batch = (int)v; break;
         case 'e': if (tf_parse_double(optarg, 0, 1, &ce) < 0) goto usage; break;
         case 'P': post = optarg; break;
+        case 'j': if (tf_parse_u64(optarg, 1, 256, &v) < 0) goto usage; par = (int)v; break;
         case 'T': token_file = optarg; break;
         case 'E': emit = optarg; break;
         default: goto usage;
@@ -213,20 +282,9 @@ int main(int argc, char **argv)
         }
         snprintf(auth, sizeof(auth), "Authorization: Bearer %s", tok);
     }
-    CURL *cu = NULL;
     struct curl_slist *hdr = NULL;
-    if (post) {
-        curl_global_init(CURL_GLOBAL_DEFAULT);
-        cu = curl_easy_init();
-        hdr = curl_slist_append(hdr, "Content-Type: application/json");
-        if (auth[0])
-            hdr = curl_slist_append(hdr, auth);
-        curl_easy_setopt(cu, CURLOPT_URL, post);
-        curl_easy_setopt(cu, CURLOPT_HTTPHEADER, hdr);
-        curl_easy_setopt(cu, CURLOPT_WRITEFUNCTION, sink);
-    }
-    double t0 = tf_now_mono();
-    size_t sent = 0, failed = 0, flows = 0, requests = 0;
+    struct bodies bodies = {0};
+    size_t sent = 0, failed = 0, flows = 0;
     json_t *pending = json_array();
     for (int r = 0; r < rounds; r++) {
         for (uint32_t n = 0; n < t->nnodes; n++) {
@@ -244,25 +302,39 @@ int main(int argc, char **argv)
             }
             json_array_append_new(pending, rep);
             if ((int)json_array_size(pending) >= batch)
-                post_batch(cu, &pending, &sent, &failed, &requests);
+                add_body(&bodies, &pending);
         }
     }
     if (post && json_array_size(pending) > 0)
-        post_batch(cu, &pending, &sent, &failed, &requests);
+        add_body(&bodies, &pending);
     json_decref(pending);
-    double dt = tf_now_mono() - t0;
     if (post) {
-        printf("reports %zu failed %zu flows %zu requests %zu seconds %.3f reports_per_s %.0f\n", sent, failed, flows,
-               requests, dt, dt > 0 ? (double)sent / dt : 0);
+        curl_global_init(CURL_GLOBAL_DEFAULT);
+        hdr = curl_slist_append(hdr, "Content-Type: application/json");
+        hdr = curl_slist_append(hdr, "Expect:"); /* no 100-continue round trip */
+        if (auth[0])
+            hdr = curl_slist_append(hdr, auth);
+        double t0 = tf_now_mono();
+        post_all(&bodies, post, hdr, par, &sent, &failed);
+        double dt = tf_now_mono() - t0;
+        size_t bytes = 0;
+        for (size_t i = 0; i < bodies.n; i++) {
+            bytes += strlen(bodies.s[i]);
+            free(bodies.s[i]);
+        }
+        printf("reports %zu failed %zu flows %zu requests %zu bytes %zu connections %d seconds %.3f "
+               "reports_per_s %.0f\n", sent, failed, flows, bodies.n, bytes, par, dt, dt > 0 ? (double)sent / dt : 0);
+        free(bodies.s);
+        free(bodies.nrep);
         curl_slist_free_all(hdr);
-        curl_easy_cleanup(cu);
         curl_global_cleanup();
     }
     topo_free(t);
     return failed ? 1 : 0;
 usage:
     fprintf(stderr, "usage: report_gen --topology FILE|GEN [--probes leaves|hosts] [--flows N] [--congest A-B]\n"
-                    "       [--gbps G] [--ce F] [--seed N] [--rounds R] [--batch B] [--post URL] [--token-file F]\n"
+                    "       [--gbps G] [--ce F] [--seed N] [--rounds R] [--batch B] [--post URL] [--parallel P]\n"
+                    "       [--token-file F]\n"
                     "       [--emit-topology OUT]\n");
     return 2;
 }
