@@ -71,7 +71,10 @@ const char *decode_linktype_name(int dlt, char *buf, unsigned len)
 /* Decodes TCP/UDP/BTH at l4 (frame offset); end is where the IP datagram
  * ends according to its header (clamped to the wire), which may lie beyond
  * caplen. Never fails: problems become flags. */
-static int dec_l4(const uint8_t *d, uint32_t caplen, uint32_t l4, uint32_t end,
+/* always_inline: the per-packet path is one function, no call overhead. */
+#define HOT static inline __attribute__((always_inline))
+
+HOT int dec_l4(const uint8_t *d, uint32_t caplen, uint32_t l4, uint32_t end,
                   struct decode_pkt *pkt)
 {
     uint32_t need;
@@ -144,7 +147,7 @@ static inline uint32_t wire_avail(uint32_t caplen, uint32_t off, const struct de
     return w - off;
 }
 
-static int dec_ip4(const uint8_t *d, uint32_t caplen, uint32_t off, struct decode_pkt *pkt)
+HOT int dec_ip4(const uint8_t *d, uint32_t caplen, uint32_t off, struct decode_pkt *pkt)
 {
     const uint8_t *h = d + off;
     if (caplen - off < 20)
@@ -285,7 +288,7 @@ static int dec_ip6(const uint8_t *d, uint32_t caplen, uint32_t off, struct decod
 
 /* want: 4 or 6 when the link layer named the version, 0 to take it from
  * the header. */
-static int dec_ip(const uint8_t *d, uint32_t caplen, uint32_t off, int want,
+HOT int dec_ip(const uint8_t *d, uint32_t caplen, uint32_t off, int want,
                   struct decode_pkt *pkt)
 {
     int r;
