@@ -11,7 +11,7 @@
 set -u
 SIM="${TF_OPT_BIN:-build/bin}/tierflow-sim"
 [ -x "$SIM" ] || { echo "missing $SIM (run make)"; exit 1; }
-command -v jq >/dev/null || { echo "jq is required (scripts/deps.sh test)"; exit 1; }
+command -v jq >/dev/null || { echo "jq is required (scripts/deps.sh bench)"; exit 1; }
 SEEDS=${SEEDS:-"1 2 3 4 5"}
 target() { # NAME VALUE OP LIMIT UNIT
   if awk -v v="$2" -v l="$4" -v op="$3" 'BEGIN{exit !(op=="<" ? v<l : v<=l)}'; then
