@@ -36,7 +36,7 @@ echo "fattree:k=4, 16 hosts, links $MBIT Mbit/s; ideal = 16 x 0.955 x $MBIT = $(
 printf '%-20s %14s %14s %8s %8s\n' pattern "ECMP Mbit/s" "tierflow" "ratio" "react s"
 for p in $PATTERNS; do
   lab_pattern "$p" 1 > "$LAB_TMP/pairs"
-  e2e_run "$LAB_TMP/pairs" 8 6 8
+  e2e_run "$LAB_TMP/pairs" 8 9 8
   printf '%-20s %8s (%4s) %8s (%4s) %8s %8s\n' "$p" "$(mb "$E2E_ECMP")" "$(pc "$E2E_ECMP")" "$(mb "$E2E_TF")" "$(pc "$E2E_TF")" \
     "$(awk -v a="$E2E_TF" -v b="$E2E_ECMP" 'BEGIN{printf "%.2f", (b > 0 ? a/b : 0)}')" "$E2E_REACT"
 done

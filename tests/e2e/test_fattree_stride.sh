@@ -42,11 +42,25 @@ if [ -n "$missing" ]; then
   t_done
 fi
 
-e2e_run "$LAB_TMP/pairs" 8 6 8
+snapshot() { # every switch's rules and non-kernel routes
+  local n
+  for n in $(jq -r '.nodes[] | select(.tier != "host") | .name' "$LAB_TOPO"); do
+    echo "== $n"; "$LAB" exec "$n" -- ip rule show
+    "$LAB" exec "$n" -- ip route show table all | grep -v ' proto kernel ' | grep -v '^local \|^broadcast \|table local'
+  done
+}
+snapshot > "$LAB_TMP/before.txt"
+e2e_run "$LAB_TMP/pairs" 8 9 8
+snapshot > "$LAB_TMP/after.txt"
+if diff -u "$LAB_TMP/before.txt" "$LAB_TMP/after.txt" > "$LAB_TMP/diff.txt"; then
+  t_pass "withdraw: every switch's rules and tables as before tierflowd"
+else
+  t_fail "withdraw: every switch's rules and tables as before tierflowd" "$(head -20 "$LAB_TMP/diff.txt" | tr '\n' '|')"
+fi
 ideal=$(awk -v m="$MBIT" 'BEGIN{print 16 * 0.95 * m * 1e6}')
 pct() { awk -v a="$1" -v b="$ideal" 'BEGIN{printf "%.0f", 100*a/b}'; }
 echo "# stride:$STRIDE at $MBIT Mbit/s: ECMP $(awk -v a="$E2E_ECMP" 'BEGIN{printf "%.1f", a/1e6}') Mbit/s ($(pct "$E2E_ECMP")% of 16 x 0.95 x link), tierflow $(awk -v a="$E2E_TF" 'BEGIN{printf "%.1f", a/1e6}') Mbit/s ($(pct "$E2E_TF")%), reached 90% of it ${E2E_REACT}s after tierflowd started"
-echo "# 1-s aggregate bins (s:Mbit/s), tierflowd starts at 8: $E2E_BINS"
+echo "# 1-s aggregate bins (s:Mbit/s), tierflowd starts at 8, measured from 17 to 25: $E2E_BINS"
 t_ge "ECMP measured (> 0)" "$E2E_ECMP" 1
 t_ge "tierflow beats ECMP by >= 10% on stride:$STRIDE" "$E2E_TF" "$(awk -v e="$E2E_ECMP" 'BEGIN{print 1.1 * e}')"
 t_done

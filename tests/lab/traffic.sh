@@ -48,13 +48,19 @@ lab_pattern() {
       print "lab_pattern: unknown pattern " pat > "/dev/stderr"; exit 1 }'
 }
 
+declare -gA TF_PROBE_IFS=()
 tf_start() {
   local url=$1 token=$2 gbps=$3 mgmt port node a u
   mgmt=${url#http://}; port=${mgmt##*:}; mgmt=${mgmt%:*}
+  if [ ${#TF_PROBE_IFS[@]} -eq 0 ]; then # once per lab: jq is slow next to the flows
+    for node in $(jq -r '.nodes[] | select(.tier == "leaf" or .tier == "spine") | .name' "$LAB_TOPO"); do
+      TF_PROBE_IFS[$node]=$(lab_uplinks "$node" | tr '\n' ' ')
+    done
+  fi
   lab_bg tierflowd "$CTL" --topology "$LAB_TOPO" --backend netlink --listen "$mgmt:$port" \
     --token-file "$token" --interval 1 --withdraw-on-exit >>"$LAB_TMP/tierflowd.log" 2>&1
-  for node in $(jq -r '.nodes[] | select(.tier == "leaf" or .tier == "spine") | .name' "$LAB_TOPO"); do
-    a=(); for u in $(lab_uplinks "$node"); do a+=(-i "$u"); done
+  for node in "${!TF_PROBE_IFS[@]}"; do
+    a=(); for u in ${TF_PROBE_IFS[$node]}; do a+=(-i "$u"); done
     [ ${#a[@]} -gt 0 ] || continue
     lab_bg "probe-$node" "$LAB" exec "$node" -- "$PROBE" "${a[@]}" --node "$node" --controller "$url" \
       --token-file "$token" --interval 1 --link-gbps "$gbps" >>"$LAB_TMP/probe-$node.log" 2>&1
@@ -68,9 +74,9 @@ tf_stop() {
 
 e2e_run() {
   local pairs=$1 ecmp_s=$2 settle_s=$3 tf_s=$4 i=0 s d total t tstart tctl tm1 tm2 te1 te2
-  local -a files=() srcs=() dsts=()
-  while read -r s d; do srcs+=("$s"); dsts+=("$d"); done < "$pairs"
-  total=$((ecmp_s + settle_s + tf_s + 3))
+  local -a files=() srcs=() dsts=() addrs=()
+  while read -r s d; do srcs+=("$s"); dsts+=("$d"); addrs+=("$(lab_addr "$d")"); done < "$pairs"
+  total=$((ecmp_s + settle_s + tf_s + 15))   # margin: starting 16 flows and the probes takes time
   rm -f "$LAB_TMP"/run-srv*.json
   for ((i = 0; i < ${#srcs[@]}; i++)); do
     iperf_server "${dsts[$i]}" $((5400 + i)) "$LAB_TMP/run-srv$i.json"; files+=("$LAB_TMP/run-srv$i.json")
@@ -79,7 +85,7 @@ e2e_run() {
   [ "$ecmp_s" -eq 0 ] && { tf_start "$E2E_URL" "$E2E_TOKEN" "$E2E_GBPS"; sleep 1; }
   tstart=$(date +%s)
   for ((i = 0; i < ${#srcs[@]}; i++)); do
-    iperf_client "${srcs[$i]}" "$(lab_addr "${dsts[$i]}")" $((5400 + i)) $((42000 + i)) "$total" "$LAB_TMP/run-cli$i.json"
+    iperf_client "${srcs[$i]}" "${addrs[$i]}" $((5400 + i)) $((42000 + i)) "$total" "$LAB_TMP/run-cli$i.json"
   done
   if [ "$ecmp_s" -gt 0 ]; then
     sleep "$ecmp_s"; tctl=$(date +%s); tm1=$((tstart + 2)); tm2=$tctl
@@ -88,6 +94,7 @@ e2e_run() {
     tctl=$tstart
   fi
   sleep "$settle_s"; te1=$(date +%s); sleep "$tf_s"; te2=$(date +%s)
+  [ "$te2" -gt $((tstart + total - 2)) ] && { echo "e2e_run: measurement ran past the flows; clamped" >&2; te2=$((tstart + total - 2)); }
   tf_stop
   for ((i = 0; i < ${#srcs[@]}; i++)); do wait "${LAB_PIDS[cli-${srcs[$i]}-$((42000 + i))]}" 2>/dev/null; unset "LAB_PIDS[cli-${srcs[$i]}-$((42000 + i))]"; done
   for ((i = 0; i < ${#srcs[@]}; i++)); do lab_stop "srv-${dsts[$i]}-$((5400 + i))"; done
