@@ -16,12 +16,14 @@
 #include "controller/config.h"
 #include "controller/events.h"
 #include "controller/ingest.h"
+#include "controller/jsonarena.h"
 #include "controller/metrics.h"
 #include "controller/rebalance.h"
 #include "controller/state.h"
 #include "policy/classes.h"
 
 #define API_MAX_PATHS 256
+#define API_ARENA_HINT (256u << 10) /* JSON bytes a large view (1000 flows) makes */
 
 void api_init(struct api *a)
 {
@@ -37,12 +39,46 @@ void api_destroy(struct api *a)
     pthread_mutex_destroy(&a->jobs_mu);
 }
 
+struct outbuf {
+    char *p;
+    size_t len, cap;
+    bool oom;
+};
+
+static int out_append(const char *b, size_t n, void *arg)
+{
+    struct outbuf *o = arg;
+    if (o->len + n + 1 > o->cap) {
+        size_t nc = o->cap ? o->cap : 4096;
+        while (nc < o->len + n + 1)
+            nc *= 2;
+        char *np = realloc(o->p, nc);
+        if (!np) {
+            o->oom = true;
+            return -1;
+        }
+        o->p = np;
+        o->cap = nc;
+    }
+    memcpy(o->p + o->len, b, n);
+    o->len += n;
+    o->p[o->len] = '\0';
+    return 0;
+}
+
+/* The body is written straight into our own malloc'd buffer (not jansson's
+ * allocator), so that views built inside a jsonarena scope can be replied. */
 static void reply_json(struct api_reply *r, unsigned status, json_t *o)
 {
+    struct outbuf ob = {0};
     r->status = status;
     r->ctype = "application/json";
-    r->body = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(12));
-    r->len = r->body ? strlen(r->body) : 0;
+    if (!o || json_dump_callback(o, out_append, &ob, JSON_COMPACT | JSON_REAL_PRECISION(12)) < 0 || !ob.p) {
+        free(ob.p);
+        ob.p = NULL;
+    }
+    r->body = ob.p;
+    r->len = ob.p ? ob.len : 0;
     json_decref(o);
     if (!r->body) {
         r->status = 500;
@@ -269,13 +305,14 @@ static json_t *flow_json(struct state *s, const struct state_flow *f, double now
     return o;
 }
 
-static const struct state_flow *sort_base;
-static int by_bps_desc(const void *x, const void *y)
+/* Highest rate first; ties by position, so the order is total and stable. */
+static int by_bps_desc(const void *x, const void *y, void *base)
 {
-    double a = sort_base[*(const uint32_t *)x].bps, b = sort_base[*(const uint32_t *)y].bps;
-    return a < b ? 1 : a > b ? -1 : (*(const uint32_t *)x > *(const uint32_t *)y) - (*(const uint32_t *)x < *(const uint32_t *)y);
+    const struct state_flow *fl = base;
+    uint32_t i = *(const uint32_t *)x, j = *(const uint32_t *)y;
+    double a = fl[i].bps, b = fl[j].bps;
+    return a < b ? 1 : a > b ? -1 : (i > j) - (i < j);
 }
-static pthread_mutex_t sort_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static bool flow_crosses(struct state *s, const struct state_flow *f, uint32_t node)
 {
@@ -322,11 +359,8 @@ static void view_flows(struct api *a, const struct api_req *q, double now, struc
             continue;
         idx[m++] = (uint32_t)i;
     }
-    pthread_mutex_lock(&sort_mu);
-    sort_base = s->flows;
     if (idx)
-        qsort(idx, m, sizeof(*idx), by_bps_desc);
-    pthread_mutex_unlock(&sort_mu);
+        qsort_r(idx, m, sizeof(*idx), by_bps_desc, s->flows);
     json_t *arr = json_array();
     size_t n = m < limit ? m : limit;
     for (size_t i = 0; i < n; i++)
@@ -472,6 +506,7 @@ static void do_rebalance(struct api *a, const struct api_req *q, double now, str
 }
 
 static void do_routes(struct api *a, struct api_reply *r);
+static void dispatch(struct api *a, const struct api_req *q, const char *p, double now, struct api_reply *r);
 static void do_jobs(struct api *a, const struct api_req *q, const char *id, struct api_reply *r);
 
 /* ---- dispatch --------------------------------------------------------- */
@@ -530,6 +565,17 @@ void api_handle(struct api *a, const struct api_req *q, struct api_reply *r)
 
     if (job_id || strcmp(p, "/api/v1/jobs") == 0)
         return do_jobs(a, q, job_id, r);
+    /* A read builds a document, writes it out and drops it: its values can
+     * come from the thread's arena (mutations keep JSON, so they do not). */
+    if (!mutating)
+        jsonarena_begin(API_ARENA_HINT);
+    dispatch(a, q, p, now, r);
+    if (!mutating)
+        jsonarena_end();
+}
+
+static void dispatch(struct api *a, const struct api_req *q, const char *p, double now, struct api_reply *r)
+{
     if (strcmp(p, "/api/v1/status") == 0) {
         reply_json(r, 200, view_status(a, now));
         r->cacheable = true;

@@ -33,6 +33,7 @@ struct cache_entry {
     double made;
     unsigned status;
     struct MHD_Response *resp;
+    bool rendering;              /* a worker is rendering this key right now */
 };
 
 struct bucket {
@@ -175,6 +176,7 @@ static enum MHD_Result serve_api(struct httpd *h, struct MHD_Connection *c, cons
         keyed = ab.left > 0;
     }
     unsigned slot = 0;
+    bool renderer = false;
     if (keyed) {
         uint32_t hsh = 2166136261u;
         for (const char *p = key; *p; p++)
@@ -183,11 +185,23 @@ static enum MHD_Result serve_api(struct httpd *h, struct MHD_Connection *c, cons
         double now = tf_now_mono();
         pthread_mutex_lock(&h->cache_mu);
         struct cache_entry *e = &h->cache[slot];
-        if (e->resp && e->gen == gen && now - e->made < CACHE_MAX_AGE && strcmp(e->key, key) == 0) {
-            unsigned st = e->status;
-            enum MHD_Result r = send_reply(h, c, st, e->resp);
+        bool same = e->resp && strcmp(e->key, key) == 0 && now - e->made < CACHE_MAX_AGE;
+        /* Fresh; or being re-rendered by another worker, in which case the
+         * previous rendering (under a second old) is served instead of
+         * having every connection render the same view at once. */
+        if (same && (e->gen == gen || e->rendering)) {
+            enum MHD_Result r = send_reply(h, c, e->status, e->resp);
             pthread_mutex_unlock(&h->cache_mu);
             return r;
+        }
+        if (!e->rendering) {
+            e->rendering = renderer = true;
+            if (strcmp(e->key, key)) { /* the slot changes hands */
+                if (e->resp)
+                    MHD_destroy_response(e->resp);
+                e->resp = NULL;
+                tf_strlcpy(e->key, key, sizeof(e->key));
+            }
         }
         pthread_mutex_unlock(&h->cache_mu);
     }
@@ -196,26 +210,27 @@ static enum MHD_Result serve_api(struct httpd *h, struct MHD_Connection *c, cons
                         .arg = get_arg, .argctx = c};
     struct api_reply r;
     api_handle(h->api, &q, &r);
-    bool cache = keyed && r.cacheable && r.status == 200;
+    bool cache = renderer && r.cacheable && r.status == 200;
     unsigned status = r.status;
     struct MHD_Response *resp = make_resp(&r);
-    if (!resp)
-        return MHD_NO;
-    enum MHD_Result ret = send_reply(h, c, status, resp);
-    if (cache) {
+    enum MHD_Result ret = resp ? send_reply(h, c, status, resp) : MHD_NO;
+    if (renderer) {
         pthread_mutex_lock(&h->cache_mu);
         struct cache_entry *e = &h->cache[slot];
-        if (e->resp)
-            MHD_destroy_response(e->resp);
-        tf_strlcpy(e->key, key, sizeof(e->key));
-        e->gen = gen;
-        e->made = tf_now_mono();
-        e->status = status;
-        e->resp = resp; /* the cache keeps our reference */
+        e->rendering = false;
+        if (cache && resp && strcmp(e->key, key) == 0) {
+            if (e->resp)
+                MHD_destroy_response(e->resp);
+            e->gen = gen;
+            e->made = tf_now_mono();
+            e->status = status;
+            e->resp = resp; /* the cache keeps our reference */
+            resp = NULL;
+        }
         pthread_mutex_unlock(&h->cache_mu);
-    } else {
-        MHD_destroy_response(resp);
     }
+    if (resp)
+        MHD_destroy_response(resp);
     return ret;
 }
 
