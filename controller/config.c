@@ -9,11 +9,14 @@
 #include <jansson.h>
 #include <math.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/util.h"
+#include "controller/backend.h"
+#include "controller/planbuild.h"
 
 enum ck_type { CK_STR, CK_LONG, CK_DOUBLE, CK_BOOL, CK_ENUM };
 
@@ -34,10 +37,16 @@ static const struct config_key config_keys[] = {
     {"policy", CK_STR, F(policy), "", 0, 0, NULL},
     {"backend", CK_ENUM, F(backend), "none", 0, 0, "netlink|plan|none"},
     {"backend_options.plan_dir", CK_STR, F(plan_dir), "/var/lib/tierflow/plan", 0, 0, NULL},
-    {"backend_options.rule_prio_min", CK_LONG, F(rule_prio_min), "20000", 1, 32765, NULL},
-    {"backend_options.rule_prio_max", CK_LONG, F(rule_prio_max), "29999", 1, 32765, NULL},
-    {"backend_options.route_proto", CK_LONG, F(route_proto), "199", 5, 254, NULL},
-    {"backend_options.table_base", CK_LONG, F(table_base), "2000", 1, 2000000000, NULL},
+    /* Defaults NULL: taken from backend_cfg_default() (backend_defaults), so
+     * that the daemon and the backend cannot disagree; bounds are the
+     * backend's (cfg_check in backend.c): priorities below the main table's
+     * 32766, protocols above the kernel's reserved 0..4, tables clear of the
+     * kernel's 0..255 and with room for PLANBUILD_TABLE_SPAN of them. */
+    {"backend_options.rule_prio_min", CK_LONG, F(rule_prio_min), NULL, 1, 32765, NULL},
+    {"backend_options.rule_prio_max", CK_LONG, F(rule_prio_max), NULL, 1, 32765, NULL},
+    {"backend_options.route_proto", CK_LONG, F(route_proto), NULL, 5, 255, NULL},
+    {"backend_options.table_base", CK_LONG, F(table_base), NULL, 256,
+     (double)(UINT32_MAX - PLANBUILD_TABLE_SPAN), NULL},
     {"web_dir", CK_STR, F(web_dir), "", 0, 0, NULL},
     {"log_level", CK_ENUM, F(log_level), "info", 0, 0, "error|warning|notice|info|debug"},
     {"syslog", CK_BOOL, F(syslog), "false", 0, 0, NULL},
@@ -57,7 +66,7 @@ static const struct config_key config_keys[] = {
     {"limits.max_flows_per_report", CK_LONG, F(max_flows_per_report), "100000", 1, 1000000, NULL},
     {"limits.max_flows", CK_LONG, F(max_flows), "1000000", 16, 16000000, NULL},
     {"limits.rate_limit", CK_LONG, F(rate_limit), "0", 0, 10000000, NULL},
-    {"limits.threads", CK_LONG, F(threads), "2", 1, 64, NULL},
+    {"limits.threads", CK_LONG, F(threads), "4", 1, 64, NULL},
 };
 #undef F
 
@@ -152,13 +161,32 @@ int config_set_str(struct config *c, const char *key, const char *value, char *e
     }
 }
 
+/* The default of a key whose table entry has none: the backend's. */
+static void backend_default(const char *name, char *buf, size_t len)
+{
+    struct backend_cfg bc;
+    backend_cfg_default(&bc);
+    unsigned v = strcmp(name, "backend_options.rule_prio_min") == 0   ? bc.prio_min
+                 : strcmp(name, "backend_options.rule_prio_max") == 0 ? bc.prio_max
+                 : strcmp(name, "backend_options.route_proto") == 0   ? bc.rt_proto
+                 : strcmp(name, "backend_options.table_base") == 0    ? bc.table_base
+                                                                      : 0;
+    snprintf(buf, len, "%u", v);
+}
+
 void config_defaults(struct config *c)
 {
-    char err[256];
+    char err[256], buf[32];
     memset(c, 0, sizeof(*c));
-    for (size_t i = 0; i < TF_ARRAY_SIZE(config_keys); i++)
-        if (config_set_str(c, config_keys[i].name, config_keys[i].def, err, sizeof(err)) < 0)
+    for (size_t i = 0; i < TF_ARRAY_SIZE(config_keys); i++) {
+        const char *def = config_keys[i].def;
+        if (!def) {
+            backend_default(config_keys[i].name, buf, sizeof(buf));
+            def = buf;
+        }
+        if (config_set_str(c, config_keys[i].name, def, err, sizeof(err)) < 0)
             abort(); /* a default outside its own bounds is a programming error */
+    }
 }
 
 static int set_json(struct config *c, const char *name, json_t *v, char *err, size_t errlen)
@@ -302,6 +330,11 @@ int config_validate(const struct config *c, char *err, size_t errlen)
     if (c->rule_prio_min > c->rule_prio_max) {
         snprintf(err, errlen, "backend_options.rule_prio_min (%ld) > rule_prio_max (%ld)",
                  c->rule_prio_min, c->rule_prio_max);
+        return -EINVAL;
+    }
+    if (c->rule_prio_max - c->rule_prio_min + 1 < PLANBUILD_PRIO_SPAN) {
+        snprintf(err, errlen, "backend_options.rule_prio_min..rule_prio_max (%ld..%ld): the backend needs at "
+                 "least %d priorities", c->rule_prio_min, c->rule_prio_max, PLANBUILD_PRIO_SPAN);
         return -EINVAL;
     }
     if (!c->tls_cert[0] != !c->tls_key[0]) {

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "controller/backend.h"
 #include "controller/config.h"
 #include "controller/ingest.h"
 
@@ -17,6 +18,34 @@ static void defaults(void **st)
     assert_string_equal(c.listen, "127.0.0.1:8080");
     assert_true(c.util > 0.79 && c.util < 0.81);
     assert_int_equal(c.max_moves, 16);
+}
+
+/* One source of truth: the daemon's backend defaults are the backend's, and
+ * values the backend would refuse are refused when the config is read. */
+static void backend_defaults_agree(void **st)
+{
+    (void)st;
+    struct config c;
+    struct backend_cfg bc;
+    char err[256];
+    config_defaults(&c);
+    backend_cfg_default(&bc);
+    assert_int_equal(c.route_proto, bc.rt_proto);
+    assert_int_equal(c.route_proto, BACKEND_RT_PROTO_DEFAULT);
+    assert_int_equal(c.table_base, bc.table_base);
+    assert_int_equal(c.rule_prio_min, bc.prio_min);
+    assert_int_equal(c.rule_prio_max, bc.prio_max);
+    assert_true(config_set_str(&c, "backend_options.table_base", "255", err, sizeof(err)) < 0);
+    assert_non_null(strstr(err, "table_base"));
+    assert_int_equal(config_set_str(&c, "backend_options.table_base", "256", err, sizeof(err)), 0);
+    assert_true(config_set_str(&c, "backend_options.route_proto", "4", err, sizeof(err)) < 0);
+    assert_int_equal(config_set_str(&c, "backend_options.route_proto", "200", err, sizeof(err)), 0);
+    config_set_str(&c, "topology", "leafspine:leaves=2", err, sizeof(err));
+    assert_int_equal(config_validate(&c, err, sizeof(err)), 0);
+    /* Fewer priorities than the plan layout needs. */
+    config_set_str(&c, "backend_options.rule_prio_max", "20100", err, sizeof(err));
+    assert_true(config_validate(&c, err, sizeof(err)) < 0);
+    assert_non_null(strstr(err, "rule_prio"));
 }
 
 static void file_keys(void **st)
@@ -90,7 +119,8 @@ static void ingest_errors(void **st)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(defaults), cmocka_unit_test(file_keys),
+    const struct CMUnitTest tests[] = {cmocka_unit_test(defaults), cmocka_unit_test(backend_defaults_agree),
+                                       cmocka_unit_test(file_keys),
                                        cmocka_unit_test(cli_override), cmocka_unit_test(ingest_errors)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
