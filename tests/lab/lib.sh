@@ -2,7 +2,7 @@
 # Everything started here is recorded by PID and stopped by PID (lab_cleanup);
 # the fabric is removed with `lab down` for this LAB_ID only.
 #
-#   lab_init ID                     set LAB_ID, LAB (the lab command), LAB_TMP
+#   lab_init ID                     set LAB_ID (ID + PID), LAB_TMP; remove dead labs
 #   lab_up TOPOLOGY ARGS...         lab up; the resolved topology in $LAB_TOPO
 #   lab_addr NODE / lab_uplinks LEAF / lab_hostif LEAF HOST / lab_hosts_of LEAF
 #   lab_pick_sport LEAF HOST DST DPORT WANT_IF FROM   a source port ECMP sends by WANT_IF
@@ -20,8 +20,13 @@ TF_ROOT=${TF_ROOT:-$(cd "$LAB_LIB_DIR/../.." && pwd)}
 LAB="$LAB_LIB_DIR/lab"
 declare -gA LAB_PIDS=()
 
+# ID gets this shell's PID appended unless LAB_FIXED_ID is set, so that
+# concurrent runs of the same test never share a lab; leftovers of killed runs
+# are removed by `lab gc` here.
 lab_init() {
-  export LAB_ID=$1
+  export LAB_OWNER_PID=$$
+  if [ -n "${LAB_FIXED_ID:-}" ]; then export LAB_ID=$1; else export LAB_ID=$1$$; fi
+  "$LAB" gc 2>/dev/null || true
   LAB_TMP=$(mktemp -d "${TMPDIR:-/tmp}/tflab-$1.XXXXXX")
   LAB_TOPO=$LAB_TMP/topology.json
 }
