@@ -43,6 +43,7 @@ struct ctx {
     uint32_t ndirs, k;
     double *load, *icap;
     struct pairc *cache;
+    uint64_t eject_work;          /* flows and alternatives the ejections may still examine */
 };
 
 void assign_params_default(struct assign_params *p)
@@ -627,7 +628,53 @@ static void greedy(struct ctx *c, struct search *s, const struct assign_params *
     }
 }
 
+/* Takes flow i's load off (sign -1) or puts it back on (+1) the loads only:
+ * for evaluating moves without touching the lists or the tree. */
+static void shift(struct ctx *c, const struct search *s, uint32_t i, double sign)
+{
+    double g = sign * c->in->flows[i].gbps;
+    for (uint32_t h = 0; h < s->nh[i]; h++)
+        c->load[s->fd[i * H + h]] += g;
+}
+
+/* Moves flow i to path p (lists, loads, tree, move count). */
+static void move_to(struct ctx *c, struct search *s, const uint8_t *cur_ok, uint32_t *out, int64_t *used,
+                    uint32_t i, const struct cand *p)
+{
+    const struct assign_flow *f = &c->in->flows[i];
+    bool was = cur_ok[i] && out[i] != f->path;
+    unlink_flow(c, s, i, f->gbps);
+    link_flow(c, s, i, p, f->gbps, true);
+    out[i] = p->idx;
+    bool is = cur_ok[i] && out[i] != f->path;
+    *used += (int64_t)is - (int64_t)was;
+}
+
+/* Whether flow i may move now: movable (or off a usable path), and a move
+ * off its current path still fits the budget. */
+static bool may_move(const struct ctx *c, const struct assign_params *p, const uint8_t *cur_ok, const uint32_t *out,
+                     int64_t used, uint32_t i)
+{
+    const struct assign_flow *f = &c->in->flows[i];
+    if (!f->movable && cur_ok[i])
+        return false;
+    bool counts = cur_ok[i] && out[i] == f->path;
+    return !(counts && p->max_moves >= 0 && used >= p->max_moves);
+}
+
+/* Distinct (pair, class, demand) among the flows of a direction: flows that
+ * agree on all four have the same alternatives, so one stands for all. */
 struct seen { uint32_t src, dst; int cls; double g; };
+
+static bool seen_before(struct seen *seen, uint32_t *nseen, uint32_t cap, const struct assign_flow *f)
+{
+    for (uint32_t k = 0; k < *nseen; k++)
+        if (seen[k].src == f->src && seen[k].dst == f->dst && seen[k].cls == f->cls && seen[k].g == f->gbps)
+            return true;
+    if (*nseen < cap)
+        seen[(*nseen)++] = (struct seen){ f->src, f->dst, f->cls, f->gbps };
+    return false;
+}
 
 /* A single-homed host's own link: every path of its flows crosses it. */
 static bool pinned_dir(const struct ctx *c, uint32_t d)
@@ -636,8 +683,158 @@ static bool pinned_dir(const struct ctx *c, uint32_t d)
     return (a->tier == TOPO_HOST && a->up_count == 1) || (b->tier == TOPO_HOST && b->up_count == 1);
 }
 
-/* Local search: move the flow that best relieves the hottest direction,
- * while that strictly lowers it and the budget allows. */
+struct ejlog;
+static bool in_log(const struct ejlog *lg, uint32_t i);
+
+/* The best single move off ds of a flow not in skip (NULL: none): the flow
+ * whose best alternative leaves the lowest level max(ds after, new path), if
+ * below lim. */
+static uint32_t best_single(struct ctx *c, struct search *s, const struct assign_params *p, const uint8_t *cur_ok,
+                            const uint32_t *out, int64_t used, uint32_t ds, double lim, const struct ejlog *skip,
+                            struct cand *bp)
+{
+    const struct assign_flow *fl = c->in->flows;
+    struct seen seen[64];
+    uint32_t bf = NIL, nseen = 0;
+    for (uint32_t slot = s->head[ds]; slot != NIL; slot = s->nxt[slot]) {
+        uint32_t i = slot / H;
+        if (skip && (c->eject_work == 0 || --c->eject_work == 0))
+            break;
+        if ((skip && in_log(skip, i)) || !may_move(c, p, cur_ok, out, used, i) ||
+            seen_before(seen, &nseen, TF_ARRAY_SIZE(seen), &fl[i]))
+            continue;
+        shift(c, s, i, -1);
+        double bc, after = util(c, ds);
+        const struct cand *b = best_of(c, cands(c, fl[i].src, fl[i].dst, fl[i].cls), fl[i].gbps, &bc);
+        shift(c, s, i, +1);
+        double nl = bc > after ? bc : after;
+        if (b && b->idx != out[i] && nl < lim) {
+            lim = nl;
+            bf = i;
+            *bp = *b;
+        }
+    }
+    return bf;
+}
+
+/* Bounds on the ejection search: distinct flows tried per direction,
+ * directions that may block an alternative, nesting depth, moves in one
+ * chain (the undo log), and flows plus alternatives examined by all
+ * ejections of one run (a fixed base and a share per flow, so the search
+ * stays deterministic and its cost bounded at any scale). */
+#define EJECT_FLOWS 8
+#define EJECT_BLOCKERS 3
+#define EJECT_DEPTH 6
+#define EJECT_LOG 16
+#define EJECT_WORK_BASE 100000
+#define EJECT_WORK_PER_FLOW 1
+
+/* Moves made by one ejection, to undo them if it fails. */
+struct ejlog {
+    uint32_t n, flow[EJECT_LOG];
+    struct cand back[EJECT_LOG];
+};
+
+/* Flow i's current placement as a candidate (to undo a move). */
+static struct cand placed(const struct search *s, const uint32_t *out, uint32_t i)
+{
+    struct cand p = { .idx = out[i], .nh = s->nh[i] };
+    memcpy(p.d, s->fd + (size_t)i * H, sizeof(p.d));
+    return p;
+}
+
+static bool in_log(const struct ejlog *lg, uint32_t i)
+{
+    for (uint32_t k = 0; k < lg->n; k++)
+        if (lg->flow[k] == i)
+            return true;
+    return false;
+}
+
+static void log_move(struct ctx *c, struct search *s, const uint8_t *cur_ok, uint32_t *out, int64_t *used,
+                     struct ejlog *lg, uint32_t i, const struct cand *to)
+{
+    lg->back[lg->n] = placed(s, out, i);
+    lg->flow[lg->n++] = i;
+    move_to(c, s, cur_ok, out, used, i, to);
+}
+
+static void undo_to(struct ctx *c, struct search *s, const uint8_t *cur_ok, uint32_t *out, int64_t *used,
+                    struct ejlog *lg, uint32_t mark)
+{
+    while (lg->n > mark) {
+        lg->n--;
+        move_to(c, s, cur_ok, out, used, lg->flow[lg->n], &lg->back[lg->n]);
+    }
+}
+
+/* Brings direction d below lim by moves that keep every direction they touch
+ * below lim: the best single move of a flow not yet moved in this chain, or
+ * else (depth > 0) an ejection: a flow on d takes an alternative that at
+ * most EJECT_BLOCKERS other directions block at lim, and each blocker is
+ * relieved the same way one level deeper. This is what frees two flows that
+ * share a link when every free path of each is held by a flow that could
+ * step aside (a Kempe chain in edge-colouring terms). Moves are made for
+ * real and undone on failure. */
+static bool relieve(struct ctx *c, struct search *s, const struct assign_params *p, const uint8_t *cur_ok,
+                    uint32_t *out, int64_t *used, struct ejlog *lg, uint32_t d, double lim, int depth)
+{
+    const struct assign_flow *fl = c->in->flows;
+    struct cand q;
+    uint32_t j = best_single(c, s, p, cur_ok, out, *used, d, lim, lg, &q);
+    if (j != NIL) {
+        if (lg->n == EJECT_LOG)
+            return false;
+        log_move(c, s, cur_ok, out, used, lg, j, &q);
+        return true;
+    }
+    struct seen seen[EJECT_FLOWS];
+    uint32_t nseen = 0;
+    for (uint32_t slot = s->head[d]; depth > 0 && slot != NIL && nseen < EJECT_FLOWS; slot = s->nxt[slot]) {
+        uint32_t i = slot / H;
+        if (in_log(lg, i) || !may_move(c, p, cur_ok, out, *used, i) ||
+            seen_before(seen, &nseen, EJECT_FLOWS, &fl[i]))
+            continue;
+        struct cand home = placed(s, out, i);
+        shift(c, s, i, -1);
+        double after = util(c, d);
+        shift(c, s, i, +1);
+        if (after >= lim)
+            continue;
+        uint32_t n = cands(c, fl[i].src, fl[i].dst, fl[i].cls)->n;
+        for (uint32_t k = 0; k < n && lg->n < EJECT_LOG && c->eject_work > 0; k++, c->eject_work--) {
+            /* Re-fetched: other flows' lookups may evict i's pair. */
+            struct cand a = cands(c, fl[i].src, fl[i].dst, fl[i].cls)->c[k];
+            uint32_t block[EJECT_BLOCKERS], nb = 0;
+            bool ok = a.idx != out[i];
+            for (int h = 0; h < a.nh && ok; h++) {
+                uint32_t x = a.d[h];
+                bool mine = false;
+                for (int r = 0; r < home.nh; r++)
+                    mine |= home.d[r] == x;
+                if ((c->load[x] + (mine ? 0 : fl[i].gbps)) * c->icap[x] < lim)
+                    continue;
+                ok = nb < EJECT_BLOCKERS && x != d && !pinned_dir(c, x);
+                if (ok)
+                    block[nb++] = x;
+            }
+            if (!ok || nb == 0)
+                continue;
+            uint32_t mark = lg->n;
+            log_move(c, s, cur_ok, out, used, lg, i, &a);
+            for (uint32_t b = 0; b < nb && ok; b++)
+                ok = util(c, block[b]) < lim || relieve(c, s, p, cur_ok, out, used, lg, block[b], lim, depth - 1);
+            if (ok)
+                return true;
+            undo_to(c, s, cur_ok, out, used, lg, mark);
+        }
+    }
+    return false;
+}
+
+/* Local search: move the flow that best relieves the hottest direction (or,
+ * when no single move does, eject flows in the way), while that strictly lowers it
+ * and the budget allows. */
 static void local_search(struct ctx *c, struct search *s, const struct assign_params *p, const uint8_t *cur_ok,
                          uint32_t *out)
 {
@@ -645,52 +842,23 @@ static void local_search(struct ctx *c, struct search *s, const struct assign_pa
     int64_t used = 0;
     for (uint32_t i = 0; i < in->nflows; i++)
         used += cur_ok[i] && in->flows[i].movable && out[i] != in->flows[i].path;
-    struct seen seen[64];
+    c->eject_work = EJECT_WORK_BASE + EJECT_WORK_PER_FLOW * (uint64_t)in->nflows;
     bool levelling = false;   /* past the global maximum: only congested directions */
     for (uint64_t it = 0; it < 4 * (uint64_t)in->nflows + 1000; it++) {
         uint32_t ds = s->seg[1];
         double u = live(c, s, ds);
         if (u <= 0 || ds == NIL || (levelling && u <= 1))
             break;
-        if (pinned_dir(c, ds)) {
-            s->frozen[ds] = 1;
-            seg_update(c, s, ds);
-            levelling = true;
-            continue;
-        }
-        uint32_t bf = NIL, nseen = 0;
-        double bnew = u * (1 - 1e-9);
         struct cand bp;
-        for (uint32_t slot = s->head[ds]; slot != NIL; slot = s->nxt[slot]) {
-            uint32_t i = slot / H;
-            const struct assign_flow *f = &in->flows[i];
-            if (!f->movable && cur_ok[i])
-                continue;
-            bool counts = cur_ok[i] && out[i] == f->path;
-            if (counts && p->max_moves >= 0 && used >= p->max_moves)
-                continue;
-            bool dup = false;
-            for (uint32_t k = 0; k < nseen && !dup; k++)
-                dup = seen[k].src == f->src && seen[k].dst == f->dst && seen[k].cls == f->cls && seen[k].g == f->gbps;
-            if (dup)
-                continue;
-            if (nseen < TF_ARRAY_SIZE(seen))
-                seen[nseen++] = (struct seen){ f->src, f->dst, f->cls, f->gbps };
-            for (uint32_t h = 0; h < s->nh[i]; h++)
-                c->load[s->fd[i * H + h]] -= f->gbps;
-            struct pairc *pc = cands(c, f->src, f->dst, f->cls);
-            double bc;
-            const struct cand *b = best_of(c, pc, f->gbps, &bc);
-            double after = util(c, ds);
-            for (uint32_t h = 0; h < s->nh[i]; h++)
-                c->load[s->fd[i * H + h]] += f->gbps;
-            if (!b || b->idx == out[i])
-                continue;
-            double nl = bc > after ? bc : after;
-            if (nl < bnew) {
-                bnew = nl;
-                bf = i;
-                bp = *b;
+        uint32_t bf = NIL;
+        double lim = u * (1 - 1e-9);
+        if (!pinned_dir(c, ds)) {
+            bf = best_single(c, s, p, cur_ok, out, used, ds, lim, NULL, &bp);
+            struct ejlog lg = { .n = 0 };
+            if (bf == NIL && relieve(c, s, p, cur_ok, out, &used, &lg, ds, lim, EJECT_DEPTH)) {
+                if (p->max_moves < 0 || used <= p->max_moves)
+                    continue;
+                undo_to(c, s, cur_ok, out, &used, &lg, 0);
             }
         }
         if (bf == NIL) {
@@ -702,13 +870,7 @@ static void local_search(struct ctx *c, struct search *s, const struct assign_pa
             levelling = true;
             continue;
         }
-        const struct assign_flow *f = &in->flows[bf];
-        bool was = cur_ok[bf] && out[bf] != f->path;
-        unlink_flow(c, s, bf, f->gbps);
-        link_flow(c, s, bf, &bp, f->gbps, true);
-        out[bf] = bp.idx;
-        bool is = cur_ok[bf] && out[bf] != f->path;
-        used += (int64_t)is - (int64_t)was;
+        move_to(c, s, cur_ok, out, &used, bf, &bp);
     }
 }
 

@@ -11,7 +11,9 @@
  *   tierflow  minimises the maximum utilisation with few moves: a greedy
  *             least-max-utilisation placement in decreasing demand (current
  *             path on ties), a local search that moves flows off the hottest
- *             direction (then levels the other congested ones), a move-back
+ *             direction, with ejection chains (flows in the way step aside)
+ *             when no single move does, then levels the other congested
+ *             ones, a move-back
  *             pass to current paths that stay below the maximum, and a plan
  *             hysteresis: unless the directions the moves touch get at least
  *             `margin` cooler at their hottest, no discretionary move is made.
