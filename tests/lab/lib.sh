@@ -129,10 +129,11 @@ iperf_bins() {
   for ((t = t1; t < t2; t++)); do echo "$t $(iperf_window "$t" $((t + 1)) "$@")"; done
 }
 
-lab_txbytes() {
+lab_txbytes() { # one exec for all, so that the counters are read together
   local node=$1; shift
-  local f
-  for f in "$@"; do printf '%s ' "$("$LAB" exec "$node" -- cat "/sys/class/net/$f/statistics/tx_bytes")"; done
+  local -a f=()
+  local i; for i in "$@"; do f+=("/sys/class/net/$i/statistics/tx_bytes"); done
+  "$LAB" exec "$node" -- cat "${f[@]}" | tr '\n' ' '
   echo
 }
 
