@@ -149,6 +149,10 @@ lab_bg tierflowd "$CTL" --topology "$LAB_TOPO" --backend netlink --listen "$MGMT
 fi
 tctl=$(date +%s)
 sleep 6
+if [ $MANUAL -eq 0 ]; then
+  if kill -0 "${LAB_PIDS[tierflowd]}" 2>/dev/null; then t_pass "tierflowd running"
+  else t_fail "tierflowd running" "$(tail -5 "$LAB_TMP/tierflowd.log" | tr '\n' '|')"; fi
+fi
 R=($(uplink_rates 3))
 echo "# tierflow: L1 uplinks ${UP[*]} carry $(for r in "${R[@]}"; do printf '%s ' "$(mbit "$r")"; done)Mbit/s"
 for i in 0 1 2 3; do

@@ -76,7 +76,7 @@ e2e_run() {
   local pairs=$1 ecmp_s=$2 settle_s=$3 tf_s=$4 i=0 s d total t tstart tctl tm1 tm2 te1 te2
   local -a files=() srcs=() dsts=() addrs=()
   while read -r s d; do srcs+=("$s"); dsts+=("$d"); addrs+=("$(lab_addr "$d")"); done < "$pairs"
-  total=$((ecmp_s + settle_s + tf_s + 15))   # margin: starting 16 flows and the probes takes time
+  total=$((ecmp_s + settle_s + tf_s + 10))   # margin: starting 16 flows and the probes takes time
   rm -f "$LAB_TMP"/run-srv*.json
   for ((i = 0; i < ${#srcs[@]}; i++)); do
     iperf_server "${dsts[$i]}" $((5400 + i)) "$LAB_TMP/run-srv$i.json"; files+=("$LAB_TMP/run-srv$i.json")
