@@ -38,7 +38,6 @@ struct pairc {
 struct ctx {
     const struct assign_input *in;
     const struct topo *t;
-    const struct assign_paths *paths;
     uint64_t seed;
     uint32_t ndirs, k;
     double *load, *icap;
@@ -82,119 +81,11 @@ uint32_t assign_ecmp_path(uint32_t hash, uint64_t seed, uint64_t count)
     return count ? (uint32_t)(mix64(hash ^ mix64(seed)) % count) : ASSIGN_NO_PATH;
 }
 
-/* ---- path decoding: regular-Clos fast path ------------------------------ */
+/* ---- path decoding ------------------------------------------------------ */
 
-struct assign_paths { const struct topo *t; bool fast; };
-
-static uint32_t up_nb(const struct topo *t, uint32_t n, uint32_t k)
-{
-    return t->links[t->up_links[t->nodes[n].up_first + k]].hi;
-}
-
-static bool single_host(const struct topo *t, uint32_t n)
-{
-    return n < t->nnodes && t->nodes[n].tier == TOPO_HOST && t->nodes[n].up_count == 1;
-}
-
-/* Up hops to the meet level: 1 under one leaf, 2 when the leaves share a
- * spine (checked on the source leaf's first spine: regular fabrics share all
- * or none), 3 over the superspines; -1 if none. */
-static int fast_level(const struct topo *t, uint32_t src, uint32_t dst, uint32_t *ls, uint32_t *ld)
-{
-    *ls = up_nb(t, src, 0);
-    *ld = up_nb(t, dst, 0);
-    if (*ls == *ld)
-        return 1;
-    if (!t->nodes[*ls].up_count)
-        return -1;
-    uint32_t s = up_nb(t, *ls, 0);
-    for (uint32_t q = 0; q < t->nodes[*ld].up_count; q++)
-        if (up_nb(t, *ld, q) == s)
-            return 2;
-    return t->nodes[s].up_count ? 3 : -1;
-}
-
-static uint64_t fast_count(const struct topo *t, uint32_t src, uint32_t dst)
-{
-    uint32_t ls, ld;
-    if (src == dst)
-        return 1;
-    int m = fast_level(t, src, dst, &ls, &ld);
-    if (m < 0)
-        return 0;
-    uint64_t c = 1;
-    if (m >= 2)
-        c *= t->nodes[ls].up_count;
-    if (m >= 3)
-        c *= t->nodes[up_nb(t, ls, 0)].up_count;
-    return c;
-}
-
-/* The down direction from hi-tier node x to its lower neighbour y. */
-static int down_to(const struct topo *t, uint32_t y, uint32_t x, uint32_t *dir)
-{
-    for (uint32_t k = 0; k < t->nodes[y].up_count; k++) {
-        uint32_t l = t->up_links[t->nodes[y].up_first + k];
-        if (t->links[l].hi == x) {
-            *dir = topo_dir(l, 1);
-            return 0;
-        }
-    }
-    return -ENOENT;
-}
-
-static int fast_dirs(const struct topo *t, uint32_t src, uint32_t dst, uint64_t idx, uint32_t *dirs, int max)
-{
-    if (src == dst)
-        return idx == 0 ? 0 : -ERANGE;
-    uint32_t ls, ld;
-    int m = fast_level(t, src, dst, &ls, &ld), n = 0;
-    if (m < 0)
-        return -ENOENT;
-    if (max < 2 * m)
-        return -ENOSPC;
-    uint64_t below = m >= 3 ? t->nodes[up_nb(t, ls, 0)].up_count : 1;
-    if (idx >= fast_count(t, src, dst))
-        return -ERANGE;
-    dirs[n++] = topo_dir(t->up_links[t->nodes[src].up_first], 0);
-    uint32_t x = ls;
-    for (int j = 1; j < m; j++) {
-        uint64_t c = idx / below;
-        idx %= below;
-        uint32_t l = t->up_links[t->nodes[x].up_first + (uint32_t)c];
-        dirs[n++] = topo_dir(l, 0);
-        x = t->links[l].hi;
-        below = 1;
-    }
-    if (m == 3) { /* superspine x: down to the spine above ld that it serves */
-        uint32_t d1 = 0, d2 = 0;
-        bool ok = false;
-        for (uint32_t k = 0; k < t->nodes[ld].up_count && !ok; k++) {
-            uint32_t s = up_nb(t, ld, k);
-            ok = down_to(t, s, x, &d1) == 0 && down_to(t, ld, s, &d2) == 0;
-        }
-        if (!ok)
-            return -ENOENT;
-        dirs[n++] = d1;
-        dirs[n++] = d2;
-    } else if (m == 2) {
-        uint32_t d;
-        if (down_to(t, ld, x, &d) < 0)
-            return -ENOENT;
-        dirs[n++] = d;
-    }
-    dirs[n++] = topo_dir(t->up_links[t->nodes[dst].up_first], 1);
-    return n;
-}
-
-static bool same_dirs(const struct topo *t, uint32_t a, uint32_t b, uint64_t idx)
-{
-    uint32_t x[H], y[H];
-    int n1 = topo_path_dirs(t, a, b, idx, x, H), n2 = fast_dirs(t, a, b, idx, y, H);
-    return n1 == n2 && n1 >= 0 && memcmp(x, y, (size_t)n1 * sizeof(uint32_t)) == 0;
-}
-
-static uint64_t mix64(uint64_t z);
+/* topo_path_* are fast on regular Clos fabrics (paths.c); this handle stays
+ * for source compatibility and only remembers the topology. */
+struct assign_paths { const struct topo *t; };
 
 int assign_paths_new(const struct topo *t, struct assign_paths **out)
 {
@@ -202,55 +93,26 @@ int assign_paths_new(const struct topo *t, struct assign_paths **out)
     if (!p)
         return -ENOMEM;
     p->t = t;
-    p->fast = t->nhosts >= 2;
-    for (uint32_t i = 0; i < t->nhosts && p->fast; i++)
-        p->fast = single_host(t, t->hosts[i]);
-    /* Neighbours (same leaf), the far half, and seeded random pairs. */
-    for (uint32_t k = 0; k < 96 && p->fast; k++) {
-        uint32_t i = (uint32_t)(mix64(k) % t->nhosts), j;
-        j = k % 3 == 0 ? (i + 1) % t->nhosts : k % 3 == 1 ? (i + t->nhosts / 2) % t->nhosts
-                                                          : (uint32_t)(mix64(k + 1000) % t->nhosts);
-        uint32_t a = t->hosts[i], b = t->hosts[j];
-        uint64_t c = topo_path_count(t, a, b);
-        if (c != fast_count(t, a, b) || c == 0) {
-            p->fast = false;
-            break;
-        }
-        p->fast = same_dirs(t, a, b, 0) && same_dirs(t, a, b, c - 1) && same_dirs(t, a, b, mix64(k + 7) % c);
-    }
     *out = p;
     return 0;
 }
 
 void assign_paths_free(struct assign_paths *p) { free(p); }
-bool assign_paths_fast(const struct assign_paths *p) { return p->fast; }
-
-static bool use_fast(const struct assign_paths *p, uint32_t a, uint32_t b)
-{
-    return p->fast && single_host(p->t, a) && single_host(p->t, b);
-}
+bool assign_paths_fast(const struct assign_paths *p) { return p->t->path_fast; }
 
 uint64_t assign_paths_count(const struct assign_paths *p, uint32_t src, uint32_t dst)
 {
-    return use_fast(p, src, dst) ? fast_count(p->t, src, dst) : topo_path_count(p->t, src, dst);
+    return topo_path_count(p->t, src, dst);
 }
 
 int assign_paths_dirs(const struct assign_paths *p, uint32_t src, uint32_t dst, uint64_t idx, uint32_t *dirs, int max)
 {
-    return use_fast(p, src, dst) ? fast_dirs(p->t, src, dst, idx, dirs, max)
-                                 : topo_path_dirs(p->t, src, dst, idx, dirs, max);
+    return topo_path_dirs(p->t, src, dst, idx, dirs, max);
 }
 
 int assign_paths_meet(const struct assign_paths *p, uint32_t a, uint32_t b)
 {
-    if (a == b)
-        return 0;
-    uint32_t ls, ld;
-    if (use_fast(p, a, b)) {
-        int m = fast_level(p->t, a, b, &ls, &ld);
-        return m < 0 ? -ENOENT : m;
-    }
-    return topo_meet_tier(p->t, a, b);
+    return a == b ? 0 : topo_meet_tier(p->t, a, b);
 }
 
 /* ---- paths -------------------------------------------------------------- */
@@ -280,7 +142,7 @@ static bool usable(const struct ctx *c, const struct cand *p, const struct assig
 
 static bool decode(const struct ctx *c, uint32_t src, uint32_t dst, uint32_t idx, struct cand *p)
 {
-    int n = assign_paths_dirs(c->paths, src, dst, idx, p->d, H);
+    int n = topo_path_dirs(c->t, src, dst, idx, p->d, H);
     if (n < 0)
         return false;
     p->idx = idx;
@@ -323,7 +185,7 @@ static struct pairc *cands(struct ctx *c, uint32_t src, uint32_t dst, int cls)
     pc->cls = cls;
     pc->valid = true;
     pc->ignored = false;
-    pc->count = assign_paths_count(c->paths, src, dst);
+    pc->count = topo_path_count(c->t, src, dst);
     if (pc->count > ASSIGN_MAX_PATHS)
         pc->count = ASSIGN_MAX_PATHS;
     const struct assign_policy *pol = policy_of(c, cls);
@@ -382,31 +244,14 @@ static const struct cand *best_of(const struct ctx *c, const struct pairc *pc, d
     return best;
 }
 
-static int paths_of(const struct assign_input *in, struct assign_paths **own, const struct assign_paths **use)
-{
-    *own = NULL;
-    *use = in->paths;
-    if (*use)
-        return 0;
-    int r = assign_paths_new(in->t, own);
-    *use = *own;
-    return r;
-}
-
 int assign_flow_dirs(const struct assign_input *in, const uint32_t *path, uint32_t *off, uint32_t *dirs)
 {
-    struct assign_paths *own;
-    const struct assign_paths *ps;
-    int r = paths_of(in, &own, &ps);
-    if (r < 0)
-        return r;
     off[0] = 0;
     for (uint32_t f = 0; f < in->nflows; f++) {
         int n = path[f] == ASSIGN_NO_PATH ? 0
-                : assign_paths_dirs(ps, in->flows[f].src, in->flows[f].dst, path[f], dirs + off[f], H);
+                : topo_path_dirs(in->t, in->flows[f].src, in->flows[f].dst, path[f], dirs + off[f], H);
         off[f + 1] = off[f] + (uint32_t)(n > 0 ? n : 0);
     }
-    assign_paths_free(own);
     return 0;
 }
 
@@ -416,19 +261,14 @@ double assign_loads(const struct assign_input *in, const uint32_t *path, double 
     uint32_t nd = 2 * t->nlinks;
     for (uint32_t d = 0; d < nd; d++)
         load[d] = in->bg_gbps ? in->bg_gbps[d] : 0;
-    struct assign_paths *own;
-    const struct assign_paths *ps;
-    if (paths_of(in, &own, &ps) < 0)
-        return NAN;
     uint32_t dirs[H];
     for (uint32_t f = 0; f < in->nflows; f++) {
         if (path[f] == ASSIGN_NO_PATH)
             continue;
-        int n = assign_paths_dirs(ps, in->flows[f].src, in->flows[f].dst, path[f], dirs, H);
+        int n = topo_path_dirs(t, in->flows[f].src, in->flows[f].dst, path[f], dirs, H);
         for (int h = 0; h < n; h++)
             load[dirs[h]] += in->flows[f].gbps;
     }
-    assign_paths_free(own);
     double m = 0;
     for (uint32_t d = 0; d < nd; d++) {
         double u = load[d] / topo_dir_gbps(t, d);
@@ -1046,9 +886,6 @@ int assign_run(int algo, const struct assign_input *in, const struct assign_para
         return r;
     double t0 = tf_now_mono();
     struct ctx c = { .in = in, .t = in->t, .seed = p->seed };
-    struct assign_paths *own = NULL;
-    if ((r = paths_of(in, &own, &c.paths)) < 0)
-        return r;
     c.k = p->candidates ? (p->candidates > KMAX ? KMAX : p->candidates) : 64;
     c.ndirs = 2 * in->t->nlinks;
     c.load = malloc(((size_t)c.ndirs + 1) * sizeof(double));
@@ -1076,12 +913,9 @@ int assign_run(int algo, const struct assign_input *in, const struct assign_para
         const struct assign_flow *f = &in->flows[i];
         res->unconfined += res->path[i] != ASSIGN_NO_PATH && cands(&c, f->src, f->dst, f->cls)->ignored;
     }
-    struct assign_input in2 = *in;
-    in2.paths = c.paths;
-    res->max_util = assign_loads(&in2, res->path, c.load);
+    res->max_util = assign_loads(in, res->path, c.load);
     res->compute_s = tf_now_mono() - t0;
 out:
-    assign_paths_free(own);
     free(c.load);
     free(c.icap);
     free(c.cache);

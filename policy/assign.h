@@ -59,13 +59,10 @@ struct assign_policy {
     const uint8_t *node_ok;     /* per node: nonzero allowed; NULL: all */
 };
 
-/* Path decoding for the assignment loop. topo_path_dirs is exact for any
- * fabric but costs ~20 us a call on the 24K Clos; for regular Clos fabrics
- * (single-homed hosts, every up choice leading to the destination, a unique
- * way down) a closed-form decoder gives the same indices and directions in
- * ~50 ns. assign_paths_new verifies it against topo_path_* on a sample of
- * pairs and falls back to topo_path_* for the whole topology if any differ,
- * and per pair for endpoints that are not single-homed hosts. */
+/* Kept for source compatibility: topo_path_* are themselves closed-form on
+ * regular Clos fabrics (paths.c, topo_path_set_fast), so this handle only
+ * forwards to them; assign_paths_fast reports whether the topology uses the
+ * closed form. */
 struct assign_paths;
 int  assign_paths_new(const struct topo *t, struct assign_paths **out);
 void assign_paths_free(struct assign_paths *p);
@@ -77,7 +74,7 @@ int  assign_paths_meet(const struct assign_paths *p, uint32_t a, uint32_t b);
 
 struct assign_input {
     const struct topo *t;
-    const struct assign_paths *paths;  /* NULL: made (and verified) per call */
+    const struct assign_paths *paths;  /* unused (topo_path_* are fast); may be NULL */
     const double *bg_gbps;      /* per direction (2 * nlinks), NULL: none */
     const uint8_t *down;        /* per direction, nonzero: out of service, NULL: none */
     const struct assign_flow *flows;

@@ -12,7 +12,6 @@
 #include <string.h>
 
 #include "common/util.h"
-#include "policy/assign.h"
 
 /* Llama-3-like exposed bytes per step, relative: tp all-reduces activations
  * every layer, cp/ep exchange per layer too, pp sends one activation per
@@ -244,11 +243,11 @@ int job_node_pair_dim(const struct job *j, uint32_t a, uint32_t b)
 }
 
 /* The meet tier of two nodes; a rank pair on one node stays at the host.
- * Uses the assignment decoder's closed form on regular Clos fabrics
- * (topo_meet_tier costs ~10 us, too slow for 24K-rank jobs). */
-static int meet(const struct assign_paths *ps, uint32_t a, uint32_t b)
+ * topo_meet_tier is closed-form on regular Clos fabrics (paths.c), which
+ * 24K-rank jobs need. */
+static int meet(const struct topo *t, uint32_t a, uint32_t b)
 {
-    return assign_paths_meet(ps, a, b);
+    return a == b ? TOPO_HOST : topo_meet_tier(t, a, b);
 }
 
 /* In a tree-like Clos the meet tier is an ultrametric (meet(b, c) <=
@@ -260,10 +259,6 @@ int job_class_tiers(const struct job *j, const struct topo *t, int tier[JOB_NDIM
         tier[d] = -1;
     if (!j->rank_node)
         return -EINVAL;
-    struct assign_paths *ps;
-    int r = assign_paths_new(t, &ps);
-    if (r < 0)
-        return r;
     uint32_t c[JOB_NDIMS];
     for (int i = 0; i < j->ndims; i++) {
         if (j->size[i] < 2)
@@ -274,13 +269,12 @@ int job_class_tiers(const struct job *j, const struct topo *t, int tier[JOB_NDIM
             if (c[i] == 0)
                 continue;
             c[i] = 0;
-            int m = meet(ps, j->rank_node[job_rank_at(j, c)], j->rank_node[rk]);
+            int m = meet(t, j->rank_node[job_rank_at(j, c)], j->rank_node[rk]);
             if (m > best)
                 best = m;
         }
         tier[j->dim[i]] = best;
     }
-    assign_paths_free(ps);
     return 0;
 }
 
@@ -290,10 +284,6 @@ int job_tier_bytes(const struct job *j, const struct topo *t, double bytes[TOPO_
         bytes[k] = 0;
     if (!j->rank_node)
         return -EINVAL;
-    struct assign_paths *ps;
-    int r = assign_paths_new(t, &ps);
-    if (r < 0)
-        return r;
     uint32_t c[JOB_NDIMS];
     for (uint32_t rk = 0; rk < j->nranks; rk++) {
         for (int i = 0; i < j->ndims; i++) {
@@ -301,12 +291,11 @@ int job_tier_bytes(const struct job *j, const struct topo *t, double bytes[TOPO_
                 continue;
             job_coords(j, rk, c);
             c[i] = (c[i] + 1) % j->size[i];
-            int m = meet(ps, j->rank_node[rk], j->rank_node[job_rank_at(j, c)]);
+            int m = meet(t, j->rank_node[rk], j->rank_node[job_rank_at(j, c)]);
             if (m >= 0 && m < TOPO_NTIERS_MAX)
                 bytes[m] += job_dim_weight[j->dim[i]];
         }
     }
-    assign_paths_free(ps);
     return 0;
 }
 

@@ -15,10 +15,20 @@
  * Links that cannot reach dst weigh 0 and are skipped, so irregular fabrics
  * are exact. A query costs O(cone sizes): ~100 entries for a host of the 24K
  * or 100K Clos, with no per-path memory. Counts saturate at UINT64_MAX.
+ *
+ * That is 10-20 us a query, too slow for the assignment loop and for
+ * 24K-rank jobs. On regular Clos fabrics (single-homed hosts; every uplink
+ * of a leaf or spine leads to the destination; one way down from each
+ * switch) the same indices and walks have a closed form: up choices in link
+ * order, the first hop most significant, then the unique way down. The
+ * topology loader turns it on (topo_path_set_fast) only if it agrees with
+ * the general algorithm on 96 sampled host pairs; queries between nodes
+ * that are not single-homed hosts always take the general algorithm.
  */
 #include "policy/topo.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -235,7 +245,7 @@ static void step_links(const struct pathq *q, int h, uint32_t v, uint32_t *buf, 
     *n = k;
 }
 
-int topo_meet_tier(const struct topo *t, uint32_t a, uint32_t b)
+static int general_meet(const struct topo *t, uint32_t a, uint32_t b)
 {
     struct pathq q;
     int r = pathq_init(&q, t, a, b, 0);
@@ -245,7 +255,7 @@ int topo_meet_tier(const struct topo *t, uint32_t a, uint32_t b)
     return r;
 }
 
-uint64_t topo_path_count(const struct topo *t, uint32_t src, uint32_t dst)
+static uint64_t general_count(const struct topo *t, uint32_t src, uint32_t dst)
 {
     struct pathq q;
     uint64_t n = pathq_init(&q, t, src, dst, 0) == 0 ? q.count : 0;
@@ -284,7 +294,7 @@ static int decode(const struct pathq *q, uint64_t idx, uint32_t *dirs, int max)
     return hops;
 }
 
-int topo_path_dirs(const struct topo *t, uint32_t src, uint32_t dst, uint64_t idx, uint32_t *dirs, int max)
+static int general_dirs(const struct topo *t, uint32_t src, uint32_t dst, uint64_t idx, uint32_t *dirs, int max)
 {
     struct pathq q;
     int r = pathq_init(&q, t, src, dst, 1);
@@ -294,8 +304,8 @@ int topo_path_dirs(const struct topo *t, uint32_t src, uint32_t dst, uint64_t id
     return r;
 }
 
-int64_t topo_path_all(const struct topo *t, uint32_t src, uint32_t dst, uint32_t *dirs, uint64_t max_paths,
-                      int *hops)
+static int64_t general_all(const struct topo *t, uint32_t src, uint32_t dst, uint32_t *dirs, uint64_t max_paths,
+                           int *hops)
 {
     struct pathq q;
     int64_t r = pathq_init(&q, t, src, dst, 1);
@@ -375,4 +385,193 @@ int topo_path_index_of(const struct topo *t, uint32_t src, uint32_t dst, const u
         *idx = first;
     pathq_free(&q);
     return r;
+}
+
+/* ---- closed form for regular Clos fabrics -------------------------------- */
+
+
+static uint32_t up_nb(const struct topo *t, uint32_t n, uint32_t k)
+{
+    return t->links[t->up_links[t->nodes[n].up_first + k]].hi;
+}
+
+static bool single_host(const struct topo *t, uint32_t n)
+{
+    return n < t->nnodes && t->nodes[n].tier == TOPO_HOST && t->nodes[n].up_count == 1;
+}
+
+/* Up hops to the meet level: 1 under one leaf, 2 when the leaves share a
+ * spine (checked on the source leaf's first spine: regular fabrics share all
+ * or none), 3 over the superspines; -1 if none. */
+static int fast_level(const struct topo *t, uint32_t src, uint32_t dst, uint32_t *ls, uint32_t *ld)
+{
+    *ls = up_nb(t, src, 0);
+    *ld = up_nb(t, dst, 0);
+    if (*ls == *ld)
+        return 1;
+    if (!t->nodes[*ls].up_count)
+        return -1;
+    uint32_t s = up_nb(t, *ls, 0);
+    for (uint32_t q = 0; q < t->nodes[*ld].up_count; q++)
+        if (up_nb(t, *ld, q) == s)
+            return 2;
+    return t->nodes[s].up_count ? 3 : -1;
+}
+
+static uint64_t fast_count(const struct topo *t, uint32_t src, uint32_t dst)
+{
+    uint32_t ls, ld;
+    if (src == dst)
+        return 1;
+    int m = fast_level(t, src, dst, &ls, &ld);
+    if (m < 0)
+        return 0;
+    uint64_t c = 1;
+    if (m >= 2)
+        c *= t->nodes[ls].up_count;
+    if (m >= 3)
+        c *= t->nodes[up_nb(t, ls, 0)].up_count;
+    return c;
+}
+
+/* The down direction from hi-tier node x to its lower neighbour y. */
+static int down_to(const struct topo *t, uint32_t y, uint32_t x, uint32_t *dir)
+{
+    for (uint32_t k = 0; k < t->nodes[y].up_count; k++) {
+        uint32_t l = t->up_links[t->nodes[y].up_first + k];
+        if (t->links[l].hi == x) {
+            *dir = topo_dir(l, 1);
+            return 0;
+        }
+    }
+    return -ENOENT;
+}
+
+static int fast_dirs(const struct topo *t, uint32_t src, uint32_t dst, uint64_t idx, uint32_t *dirs, int max)
+{
+    if (src == dst)
+        return idx == 0 ? 0 : -ERANGE;
+    uint32_t ls, ld;
+    int m = fast_level(t, src, dst, &ls, &ld), n = 0;
+    if (m < 0)
+        return -ENOENT;
+    if (max < 2 * m)
+        return -ENOSPC;
+    uint64_t below = m >= 3 ? t->nodes[up_nb(t, ls, 0)].up_count : 1;
+    if (idx >= fast_count(t, src, dst))
+        return -ERANGE;
+    dirs[n++] = topo_dir(t->up_links[t->nodes[src].up_first], 0);
+    uint32_t x = ls;
+    for (int j = 1; j < m; j++) {
+        uint64_t c = idx / below;
+        idx %= below;
+        uint32_t l = t->up_links[t->nodes[x].up_first + (uint32_t)c];
+        dirs[n++] = topo_dir(l, 0);
+        x = t->links[l].hi;
+        below = 1;
+    }
+    if (m == 3) { /* superspine x: down to the spine above ld that it serves */
+        uint32_t d1 = 0, d2 = 0;
+        bool ok = false;
+        for (uint32_t k = 0; k < t->nodes[ld].up_count && !ok; k++) {
+            uint32_t s = up_nb(t, ld, k);
+            ok = down_to(t, s, x, &d1) == 0 && down_to(t, ld, s, &d2) == 0;
+        }
+        if (!ok)
+            return -ENOENT;
+        dirs[n++] = d1;
+        dirs[n++] = d2;
+    } else if (m == 2) {
+        uint32_t d;
+        if (down_to(t, ld, x, &d) < 0)
+            return -ENOENT;
+        dirs[n++] = d;
+    }
+    dirs[n++] = topo_dir(t->up_links[t->nodes[dst].up_first], 1);
+    return n;
+}
+
+static bool use_fast(const struct topo *t, uint32_t a, uint32_t b)
+{
+    return t->path_fast && single_host(t, a) && single_host(t, b);
+}
+
+int topo_meet_tier(const struct topo *t, uint32_t a, uint32_t b)
+{
+    uint32_t ls, ld;
+    if (a != b && t && use_fast(t, a, b)) {
+        int m = fast_level(t, a, b, &ls, &ld);
+        return m < 0 ? -ENOENT : t->tiers[m];
+    }
+    return general_meet(t, a, b);
+}
+
+uint64_t topo_path_count(const struct topo *t, uint32_t src, uint32_t dst)
+{
+    return t && use_fast(t, src, dst) ? fast_count(t, src, dst) : general_count(t, src, dst);
+}
+
+int topo_path_dirs(const struct topo *t, uint32_t src, uint32_t dst, uint64_t idx, uint32_t *dirs, int max)
+{
+    if (t && use_fast(t, src, dst))
+        return !dirs && src != dst ? -ENOSPC : fast_dirs(t, src, dst, idx, dirs, max);
+    return general_dirs(t, src, dst, idx, dirs, max);
+}
+
+int64_t topo_path_all(const struct topo *t, uint32_t src, uint32_t dst, uint32_t *dirs, uint64_t max_paths,
+                      int *hops)
+{
+    if (!t || !use_fast(t, src, dst))
+        return general_all(t, src, dst, dirs, max_paths, hops);
+    uint64_t n = fast_count(t, src, dst);
+    *hops = 0;
+    if (!n)
+        return -ENOENT;
+    if (n > max_paths)
+        n = max_paths;
+    for (uint64_t i = 0; i < n; i++) {
+        int h = fast_dirs(t, src, dst, i, dirs + i * TOPO_MAX_HOPS, TOPO_MAX_HOPS);
+        if (h < 0)
+            return h;
+        *hops = h;
+    }
+    return (int64_t)n;
+}
+
+static uint64_t mix64(uint64_t z)
+{
+    z += 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static bool same_path(const struct topo *t, uint32_t a, uint32_t b, uint64_t idx)
+{
+    uint32_t x[TOPO_MAX_HOPS], y[TOPO_MAX_HOPS];
+    int n1 = general_dirs(t, a, b, idx, x, TOPO_MAX_HOPS), n2 = fast_dirs(t, a, b, idx, y, TOPO_MAX_HOPS);
+    return n1 == n2 && n1 >= 0 && memcmp(x, y, (size_t)n1 * sizeof(uint32_t)) == 0;
+}
+
+int topo_path_set_fast(struct topo *t, int on)
+{
+    t->path_fast = 0;
+    bool ok = on && t->nhosts >= 2;
+    for (uint32_t i = 0; i < t->nhosts && ok; i++)
+        ok = single_host(t, t->hosts[i]);
+    /* Neighbours (same leaf), the far half, and seeded random pairs: count,
+     * meet tier and the first, last and one random path of each. */
+    for (uint32_t k = 0; k < 96 && ok; k++) {
+        uint32_t i = (uint32_t)(mix64(k) % t->nhosts), j;
+        j = k % 3 == 0 ? (i + 1) % t->nhosts : k % 3 == 1 ? (i + t->nhosts / 2) % t->nhosts
+                                                          : (uint32_t)(mix64(k + 1000) % t->nhosts);
+        uint32_t a = t->hosts[i], b = t->hosts[j], ls, ld;
+        uint64_t c = general_count(t, a, b);
+        int m = a == b ? 0 : fast_level(t, a, b, &ls, &ld);
+        ok = c != 0 && c == fast_count(t, a, b) && m >= 0 && m < t->ntiers &&
+             (a == b || general_meet(t, a, b) == t->tiers[m]) && same_path(t, a, b, 0) &&
+             same_path(t, a, b, c - 1) && same_path(t, a, b, mix64(k + 7) % c);
+    }
+    t->path_fast = ok;
+    return ok;
 }

@@ -76,6 +76,7 @@ struct topo {
     uint32_t *up_links, *down_links; /* CSR adjacency */
     uint32_t *hosts;              /* indices of host nodes */
     struct topo_index *idx;       /* private */
+    uint8_t path_fast;            /* paths.c: closed-form decoding verified (topo_path_set_fast) */
 };
 
 /* Loading. Errors return -errno and write a message naming the offending
@@ -120,6 +121,11 @@ int  topo_path_dirs(const struct topo *t, uint32_t src, uint32_t dst, uint64_t i
  * -errno (-ENOENT when there is no path). */
 int64_t topo_path_all(const struct topo *t, uint32_t src, uint32_t dst, uint32_t *dirs, uint64_t max_paths,
                       int *hops);
+/* Turns the closed-form decoder for regular Clos fabrics on (after checking
+ * it against the general algorithm on sampled host pairs; the loaders do
+ * this) or off (tests compare the two). Returns whether it is on. Not
+ * thread-safe: call before sharing the topology. */
+int  topo_path_set_fast(struct topo *t, int on);
 /* Paths whose first n directions are dirs[0..n) form one contiguous index
  * range; sets *first and *count (count 0 if none). With n = the full hop
  * count this maps a walk back to its index. The controller uses it to turn

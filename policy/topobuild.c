@@ -426,6 +426,7 @@ int topobuild_finish(struct topobuild *b, struct topo **out)
         return r;
     if (r == 0 && (r = check_connected(b)) < 0)
         return r;
+    topo_path_set_fast(t, 1);
     *out = t;
     b->t = NULL;
     return 0;

@@ -231,6 +231,43 @@ static void test_clos3_scale(void **state)
     topo_free(t);
 }
 
+/* The closed-form decoder (on for regular Clos fabrics) gives the general
+ * algorithm's count, meet tier and walk for every path of every node pair of
+ * small fabrics; a second copy of each fabric has it turned off. */
+static void test_fast_equals_general(void **state)
+{
+    (void)state;
+    static const char *const specs[] = { "clos3:pods=2,racks=2,hosts=2,spines=2,superspines=4", "fattree:k=4",
+                                         "leafspine:leaves=3,spines=4,hosts=2", "clos3:pods=3,racks=2,hosts=1,spines=3,superspines=6" };
+    for (size_t s = 0; s < sizeof(specs) / sizeof(specs[0]); s++) {
+        struct topo *f = gen(specs[s]), *g = gen(specs[s]);
+        assert_true(f->path_fast);
+        assert_int_equal(topo_path_set_fast(g, 0), 0);
+        for (uint32_t a = 0; a < f->nnodes; a++)
+            for (uint32_t b = 0; b < f->nnodes; b++) {
+                uint64_t c = topo_path_count(g, a, b);
+                assert_int_equal(topo_path_count(f, a, b), c);
+                assert_int_equal(topo_meet_tier(f, a, b), topo_meet_tier(g, a, b));
+                for (uint64_t k = 0; k <= c; k++) {   /* k == c: both -ERANGE */
+                    uint32_t x[TOPO_MAX_HOPS], y[TOPO_MAX_HOPS];
+                    int n1 = topo_path_dirs(f, a, b, k, x, TOPO_MAX_HOPS), n2 = topo_path_dirs(g, a, b, k, y, TOPO_MAX_HOPS);
+                    assert_int_equal(n1, n2);
+                    assert_memory_equal(x, y, (size_t)(n1 > 0 ? n1 : 0) * sizeof(uint32_t));
+                }
+            }
+        assert_int_equal(topo_path_set_fast(g, 1), 1);
+        topo_free(f);
+        topo_free(g);
+    }
+    /* Irregular files keep the general algorithm. */
+    struct topo *t = NULL;
+    char err[256] = "";
+    if (topo_from_json(irregular, strlen(irregular), "irregular", &t, err, sizeof(err)) < 0)
+        fail_msg("%s", err);
+    assert_false(t->path_fast);
+    topo_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -240,6 +277,7 @@ int main(void)
         cmocka_unit_test(test_prefix_range),
         cmocka_unit_test(test_irregular_exact),
         cmocka_unit_test(test_clos3_scale),
+        cmocka_unit_test(test_fast_equals_general),
     };
     return cmocka_run_group_tests_name("paths", tests, NULL, NULL);
 }
