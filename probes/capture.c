@@ -153,10 +153,12 @@ const char *capture_error(struct capture *c)
     return pcap_geterr(c->p);
 }
 
-int capture_poll(const struct capture *cs, size_t n, int timeout_ms)
+int capture_poll(const struct capture *cs, size_t n, int extra_fd, int timeout_ms)
 {
-    struct pollfd pfd[64];
+    struct pollfd pfd[65];
     size_t np = 0;
+    if (extra_fd >= 0)
+        pfd[np++] = (struct pollfd){.fd = extra_fd, .events = POLLIN};
     for (size_t i = 0; i < n && np < TF_ARRAY_SIZE(pfd); i++) {
         if (cs[i].fd < 0)
             continue;

@@ -54,9 +54,10 @@ int capture_dispatch(struct capture *c, int max, pcap_handler cb, u_char *user);
 /* libpcap's message for the last error on c. */
 const char *capture_error(struct capture *c);
 
-/* Waits until one of the live sources may have packets, at most timeout_ms.
- * Returns 0 (also on timeout or EINTR) or a negative errno. */
-int capture_poll(const struct capture *cs, size_t n, int timeout_ms);
+/* Waits until one of the live sources (or extra_fd, when >= 0: the sFlow
+ * socket) may have data, at most timeout_ms. Returns 0 (also on timeout or
+ * EINTR) or a negative errno. */
+int capture_poll(const struct capture *cs, size_t n, int extra_fd, int timeout_ms);
 
 /* Packets the kernel dropped since the handle was opened. */
 int capture_drops(struct capture *c, uint64_t *drops);

@@ -51,7 +51,7 @@ static int parse_entries(struct mirrormap *m, json_t *arr, int kind, char *err, 
     const char *sect = kind == KEY_ERSPAN ? "erspan" : "sflow";
     const char *addr_key = kind == KEY_ERSPAN ? "src" : "agent";
     const char *id_key = kind == KEY_ERSPAN ? "session" : "ifindex";
-    uint64_t id_max = kind == KEY_ERSPAN ? 1023 : 0x3fffffff;
+    uint64_t id_max = kind == KEY_ERSPAN ? 1023 : UINT32_MAX; /* expanded samples carry 32 bits */
     if (!arr)
         return 0;
     if (!json_is_array(arr)) {

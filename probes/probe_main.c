@@ -13,7 +13,11 @@
  * report), 1 when a source fails (open or read; a read error still prints
  * the report of what was read first), 2 on a usage error.
  */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -27,8 +31,11 @@
 #include "probes/decode.h"
 #include "probes/flowtab.h"
 #include "probes/linkstats.h"
+#include "probes/mirror.h"
+#include "probes/mirrormap.h"
 #include "probes/post.h"
 #include "probes/report.h"
+#include "probes/sflow.h"
 
 #define PROBE_MAX_IF 64
 #define PROBE_DEFAULT_GBPS 100.0   /* link rate when neither sysfs nor --link-gbps says */
@@ -38,6 +45,8 @@ struct probe_opts {
     const char *ifs[PROBE_MAX_IF];
     size_t nifs;
     const char *file, *controller, *token_file, *filter;
+    const char *mirror_map, *sflow_listen;
+    bool telemetry;           /* decode sFlow and ERSPAN: --telemetry, or implied */
     char node[REPORT_NAME_LEN];
     double interval, fat_share, link_gbps, idle_timeout;
     uint64_t max_flows, top, snaplen, buffer_mb;
@@ -69,6 +78,10 @@ struct probe {
     struct report rep;
     struct report_snap snap;
     struct post *post;
+    /* switch telemetry (sFlow, ERSPAN): reports per switch node */
+    struct mirrormap *map;
+    struct mirror *mirror;
+    int sflow_fd;
     /* -r: packet time */
     bool have_ts;
     double ivl_start, last_ts;
@@ -128,9 +141,34 @@ static void fill_stats(struct probe *pr)
         post_counters(pr->post, &pr->st.post_dropped, &pr->st.post_errors, NULL);
 }
 
-/* Closes the interval [now - interval_s, now] and emits its report. */
+/* One print path for every report: stdout, and the controller when set. */
+static int emit_report(struct probe *pr, const struct report *rep, bool post)
+{
+    int r = report_print(rep, pr->o.fmt, stdout);
+    if (r < 0)
+        log_err("writing the report to stdout: %s", strerror(-r));
+    if (pr->post && post) {
+        char *s = report_dumps(rep);
+        if (s)
+            post_submit(pr->post, s);
+    }
+    return r;
+}
+
+/* Switch views: only those the mapping names belong to the controller. */
+static void on_mirror_report(void *ctx, const struct report *rep, bool mapped)
+{
+    emit_report(ctx, rep, mapped);
+}
+
+/* Closes the interval [now - interval_s, now] and emits its reports: the
+ * probe's own (when it captures) and one per switch seen through telemetry. */
 static int probe_close(struct probe *pr, double now, double interval_s)
 {
+    if (pr->mirror && mirror_close(pr->mirror, now, interval_s, on_mirror_report, pr) < 0)
+        return -ENOMEM;
+    if (pr->ncap == 0)
+        return 0;
     fill_links(pr, interval_s);
     fill_stats(pr);
     if (report_snap_take(&pr->snap, pr->ft) < 0)
@@ -144,15 +182,9 @@ static int probe_close(struct probe *pr, double now, double interval_s)
     pr->rep.links = pr->links;
     pr->rep.nlinks = pr->ncap;
     pr->rep.stats = pr->st;
-    int r = report_print(&pr->rep, pr->o.fmt, stdout);
-    if (r < 0)
-        log_err("writing the report to stdout: %s", strerror(-r));
-    if (pr->post) {
-        char *s = report_dumps(&pr->rep);
-        if (s)
-            post_submit(pr->post, s);
-    }
-    return r;
+    if (pr->mirror)
+        mirror_telemetry(pr->mirror, &pr->rep.stats.tel);
+    return emit_report(pr, &pr->rep, true);
 }
 
 /* ---- per packet ------------------------------------------------------- */
@@ -173,6 +205,29 @@ static void offline_tick(struct probe *pr, double ts)
         probe_close(pr, end, pr->o.interval);
         pr->ivl_start = end + pr->o.interval * (double)(long long)((ts - end) / pr->o.interval);
     }
+}
+
+/* Telemetry carried by a captured packet: an ERSPAN mirror (IP protocol 47)
+ * or an sFlow datagram (UDP to the sFlow port). True when the packet was
+ * consumed: its contents are accounted on the switch it describes, and the
+ * carrier itself is not a flow of this probe's. */
+static bool telemetry_consume(struct probe *pr, const struct decode_pkt *pkt, const u_char *data,
+                              uint32_t caplen, double ts)
+{
+    if (pkt->proto == 47)
+        return mirror_erspan(pr->mirror, pkt, data, caplen, ts) != -ENOENT;
+    if (pkt->proto != 17 || !pkt->l4 || pkt->dport != SFLOW_PORT)
+        return false;
+    /* With a listening socket the same datagrams arrive there: the captured
+     * copies are only carriers, never counted twice. */
+    if (pr->sflow_fd >= 0)
+        return true;
+    uint32_t end = pkt->l3_off + pkt->ip_len;
+    if (end > caplen)
+        end = caplen;
+    if (end > pkt->payload_off)
+        mirror_sflow(pr->mirror, data + pkt->payload_off, end - pkt->payload_off, ts);
+    return true;
 }
 
 static void on_packet(u_char *user, const struct pcap_pkthdr *h, const u_char *data)
@@ -198,7 +253,70 @@ static void on_packet(u_char *user, const struct pcap_pkthdr *h, const u_char *d
     pr->ivl_ce[s->ifidx] += pkt.ecn == 3;
     if (pkt.roce)
         pr->st.roce_opcodes[pkt.bth_opcode]++;
+    if (__builtin_expect(pr->mirror != NULL, 0) &&
+        telemetry_consume(pr, &pkt, data, h->caplen, ts))
+        return;
     flowtab_update(pr->ft, &pkt, s->ifidx, ts, 1, FLOW_SRC_PCAP);
+}
+
+/* ---- sFlow listener -------------------------------------------------- */
+
+#define SFLOW_DRAIN_MAX 1024 /* datagrams per wake-up, so capture is never starved */
+
+/* "[ADDR:]PORT", "[ADDR6]:PORT" or "PORT"; an IPv6 wildcard socket also takes
+ * IPv4 agents. */
+static int open_sflow(const char *spec)
+{
+    char host[INET6_ADDRSTRLEN + 2] = "";
+    const char *port = spec, *colon = strrchr(spec, ':');
+    if (colon) {
+        size_t hl = (size_t)(colon - spec);
+        if (hl >= sizeof(host))
+            return -EINVAL;
+        memcpy(host, spec, hl);
+        host[hl] = '\0';
+        port = colon + 1;
+        if (host[0] == '[' && hl >= 2 && host[hl - 1] == ']') {
+            memmove(host, host + 1, hl - 2);
+            host[hl - 2] = '\0';
+        }
+    }
+    uint64_t pn;
+    if (tf_parse_u64(port, 1, 65535, &pn) < 0)
+        return -EINVAL;
+    struct sockaddr_in6 sa6 = {.sin6_family = AF_INET6, .sin6_port = htons((uint16_t)pn),
+                               .sin6_addr = IN6ADDR_ANY_INIT};
+    struct sockaddr_in sa4 = {.sin_family = AF_INET, .sin_port = htons((uint16_t)pn)};
+    bool v4 = host[0] && inet_pton(AF_INET, host, &sa4.sin_addr) == 1;
+    if (host[0] && !v4 && inet_pton(AF_INET6, host, &sa6.sin6_addr) != 1)
+        return -EINVAL;
+    int fd = socket(v4 ? AF_INET : AF_INET6, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    int zero = 0, rcvbuf = 4 << 20;
+    if (!v4)
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+    /* Agents send in bursts; a large buffer rides them out between polls. */
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+    int r = v4 ? bind(fd, (struct sockaddr *)&sa4, sizeof(sa4))
+               : bind(fd, (struct sockaddr *)&sa6, sizeof(sa6));
+    if (r < 0) {
+        r = -errno;
+        close(fd);
+        return r;
+    }
+    return fd;
+}
+
+static void drain_sflow(struct probe *pr)
+{
+    static uint8_t buf[65536];
+    for (int i = 0; i < SFLOW_DRAIN_MAX; i++) {
+        ssize_t n = recv(pr->sflow_fd, buf, sizeof(buf), 0);
+        if (n < 0)
+            return; /* EAGAIN: drained; anything else: try again next wake-up */
+        mirror_sflow(pr->mirror, buf, (size_t)n, tf_now_real());
+    }
 }
 
 /* ---- main loops ------------------------------------------------------- */
@@ -230,7 +348,9 @@ static int run_live(struct probe *pr)
     while (!probe_stop) {
         double now = tf_now_mono();
         int wait = now >= next ? 0 : (int)((next - now) * 1000.0) + 1;
-        capture_poll(pr->cap, pr->ncap, wait);
+        capture_poll(pr->cap, pr->ncap, pr->sflow_fd, wait);
+        if (pr->sflow_fd >= 0)
+            drain_sflow(pr);
         for (size_t i = 0; i < pr->ncap && rc == 0; i++) {
             if (capture_dispatch(&pr->cap[i], -1, on_packet, (u_char *)&pr->src[i]) < 0) {
                 log_err("-i %s: read failed: %s", pr->cap[i].src, capture_error(&pr->cap[i]));
@@ -263,11 +383,13 @@ static void usage(FILE *f)
         "         [--fat-share 0.10] [--link-gbps N] [--filter BPF] [--format json|table]\n"
         "         [--max-flows N] [--top N] [--snaplen N] [--buffer-size MB]\n"
         "         [--idle-timeout SEC] [--log-level LEVEL] [--help] [--version]\n"
+        "       switch telemetry (sFlow v5, ERSPAN), with -i, -r or on its own:\n"
+        "         [--sflow-listen [ADDR:]PORT] [--mirror-map FILE] [--telemetry]\n"
         "See tierflow-probe(1).\n");
 }
 
 enum { O_NODE = 256, O_CTL, O_TOKEN, O_IVL, O_FAT, O_GBPS, O_FILTER, O_FMT, O_MAXF, O_TOP,
-       O_SNAP, O_BUF, O_IDLE, O_LOG, O_HELP, O_VER };
+       O_SNAP, O_BUF, O_IDLE, O_LOG, O_HELP, O_VER, O_MAP, O_SFLOW, O_TEL };
 
 static const struct option long_opts[] = {
     {"interface", required_argument, 0, 'i'}, {"read", required_argument, 0, 'r'},
@@ -278,7 +400,9 @@ static const struct option long_opts[] = {
     {"max-flows", required_argument, 0, O_MAXF}, {"top", required_argument, 0, O_TOP},
     {"snaplen", required_argument, 0, O_SNAP}, {"buffer-size", required_argument, 0, O_BUF},
     {"idle-timeout", required_argument, 0, O_IDLE}, {"log-level", required_argument, 0, O_LOG},
-    {"help", no_argument, 0, O_HELP}, {"version", no_argument, 0, O_VER}, {0, 0, 0, 0},
+    {"help", no_argument, 0, O_HELP}, {"version", no_argument, 0, O_VER},
+    {"mirror-map", required_argument, 0, O_MAP}, {"sflow-listen", required_argument, 0, O_SFLOW},
+    {"telemetry", no_argument, 0, O_TEL}, {0, 0, 0, 0},
 };
 
 static int bad_opt(const char *name, const char *val, const char *why)
@@ -364,6 +488,9 @@ static int parse_opts(int argc, char **argv, struct probe_opts *o)
             if ((o->log_level = log_level_parse(a)) < 0)
                 r = bad_opt("--log-level", a, "must be error, warning, notice, info or debug");
             break;
+        case O_MAP: o->mirror_map = a; o->telemetry = true; break;
+        case O_SFLOW: o->sflow_listen = a; o->telemetry = true; break;
+        case O_TEL: o->telemetry = true; break;
         case O_HELP: usage(stdout); return -1;
         case O_VER: printf("tierflow-probe %s\n", TF_VERSION); return -1;
         case ':': r = bad_opt(n, "", "needs a value"); break;
@@ -374,8 +501,9 @@ static int parse_opts(int argc, char **argv, struct probe_opts *o)
         return r;
     if (optind < argc)
         return bad_opt("argument", argv[optind], "unexpected (options only)");
-    if (!o->file == !o->nifs) {
-        fprintf(stderr, "tierflow-probe: give either -i IFACE (one or more) or -r FILE\n");
+    if ((o->file && (o->nifs || o->sflow_listen)) || (!o->file && !o->nifs && !o->sflow_listen)) {
+        fprintf(stderr, "tierflow-probe: give -i IFACE (one or more) and/or --sflow-listen, "
+                        "or -r FILE\n");
         usage(stderr);
         return 2;
     }
@@ -429,9 +557,43 @@ static int start_post(struct probe *pr)
     return r;
 }
 
+static int start_telemetry(struct probe *pr)
+{
+    char err[256];
+    if (!pr->o.telemetry)
+        return 0;
+    if (pr->o.mirror_map && mirrormap_load(pr->o.mirror_map, &pr->map, err, sizeof(err)) < 0) {
+        log_err("--mirror-map %s", err);
+        return -EINVAL;
+    }
+    struct mirror_opts mo = {.max_flows = (uint32_t)pr->o.max_flows,
+                             .idle_timeout = pr->o.idle_timeout, .fat_share = pr->o.fat_share,
+                             .default_gbps = pr->o.link_gbps > 0 ? pr->o.link_gbps : PROBE_DEFAULT_GBPS,
+                             .top = (unsigned)pr->o.top};
+    int r = mirror_new(pr->map, &mo, &pr->mirror);
+    if (r < 0) {
+        log_err("telemetry: %s", strerror(-r));
+        return r;
+    }
+    if (pr->o.sflow_listen) {
+        pr->sflow_fd = open_sflow(pr->o.sflow_listen);
+        if (pr->sflow_fd < 0) {
+            log_err("--sflow-listen %s: %s", pr->o.sflow_listen,
+                    pr->sflow_fd == -EINVAL ? "expected [ADDR:]PORT with PORT in 1..65535"
+                                            : strerror(-pr->sflow_fd));
+            return pr->sflow_fd;
+        }
+    }
+    return 0;
+}
+
 static void probe_free(struct probe *pr)
 {
     post_stop(pr->post, PROBE_POST_WAIT_S);
+    if (pr->sflow_fd >= 0)
+        close(pr->sflow_fd);
+    mirror_free(pr->mirror);
+    mirrormap_free(pr->map);
     for (size_t i = 0; i < pr->ncap; i++)
         capture_close(&pr->cap[i]);
     linkstats_free(pr->ls);
@@ -453,6 +615,7 @@ int main(int argc, char **argv)
     }
     log_init("tierflow-probe", pr->o.log_level, false);
     pr->offline = pr->o.file != NULL;
+    pr->sflow_fd = -1;
     tf_strlcpy(pr->rep.probe, pr->o.node, sizeof(pr->rep.probe));
 
     struct sigaction sa = {.sa_handler = on_signal};
@@ -466,7 +629,7 @@ int main(int argc, char **argv)
     if (!pr->ft) {
         log_err("--max-flows %llu: cannot allocate the flow table: %s",
                 (unsigned long long)pr->o.max_flows, strerror(errno));
-    } else if (open_sources(pr) == 0 && start_post(pr) == 0 &&
+    } else if (open_sources(pr) == 0 && start_telemetry(pr) == 0 && start_post(pr) == 0 &&
                (pr->offline || linkstats_new(&pr->ls) == 0)) {
         if (pr->ls) { /* first readings, so that the first interval has rates */
             linkstats_refresh(pr->ls);

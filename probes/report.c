@@ -166,6 +166,8 @@ static json_t *link_json(const struct report_link *l)
               jset(o, "speed_bps", json_real(l->speed_bps));
     if (l->oper)
         bad |= jset(o, "oper", json_string(l->oper));
+    if (l->source)
+        bad |= jset(o, "source", json_string(l->source));
     if (l->has_qdisc)
         bad |= jset(o, "qdisc_backlog", json_integer((json_int_t)l->qdisc_backlog)) |
                jset(o, "qdisc_drops", json_integer((json_int_t)l->qdisc_drops)) |
@@ -209,6 +211,33 @@ static json_t *flow_json(const struct report_flow *f)
     return o;
 }
 
+static json_t *telemetry_json(const struct report_telemetry *t)
+{
+    json_t *o = json_object();
+    int bad = !o;
+    const struct {
+        const char *k;
+        uint64_t v;
+    } f[] = {
+        {"sflow_datagrams", t->sflow_datagrams}, {"sflow_bad", t->sflow_bad},
+        {"sflow_other_versions", t->sflow_other_versions},
+        {"sflow_flow_samples", t->sflow_flow_samples},
+        {"sflow_counter_samples", t->sflow_counter_samples},
+        {"sflow_lost_datagrams", t->sflow_lost_datagrams},
+        {"sflow_lost_samples", t->sflow_lost_samples},
+        {"sflow_unattributed", t->sflow_unattributed}, {"erspan_frames", t->erspan_frames},
+        {"erspan_bad", t->erspan_bad}, {"erspan_truncated", t->erspan_truncated},
+        {"erspan_unattributed", t->erspan_unattributed},
+    };
+    for (size_t i = 0; !bad && i < TF_ARRAY_SIZE(f); i++)
+        bad = jset(o, f[i].k, json_integer((json_int_t)f[i].v));
+    if (bad) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
 static json_t *stats_json(const struct report_stats *s)
 {
     json_t *o = json_object(), *ops = json_object();
@@ -233,6 +262,8 @@ static json_t *stats_json(const struct report_stats *s)
            jset(o, "pcap_drops", json_integer((json_int_t)s->pcap_drops)) |
            jset(o, "post_dropped", json_integer((json_int_t)s->post_dropped)) |
            jset(o, "post_errors", json_integer((json_int_t)s->post_errors));
+    if (s->tel.has_telemetry)
+        bad |= jset(o, "telemetry", telemetry_json(&s->tel));
     if (bad) {
         json_decref(o);
         return NULL;

@@ -37,14 +37,26 @@ struct report_link {
     uint64_t ce_pkts;           /* CE-marked packets captured in the interval */
     double speed_bps;           /* the rate fat shares are measured against */
     const char *oper;           /* operational state; NULL when not known */
+    const char *source;         /* where the counters come from ("sflow", "erspan"); NULL: the kernel */
     bool has_qdisc;             /* the root qdisc reported counters */
     uint64_t qdisc_backlog, qdisc_drops, qdisc_overlimits;
+};
+
+/* Counters of the switch-telemetry inputs (sFlow, ERSPAN); rendered as
+ * stats.telemetry only when has_telemetry is set. */
+struct report_telemetry {
+    bool has_telemetry;
+    uint64_t sflow_datagrams, sflow_bad, sflow_other_versions;
+    uint64_t sflow_flow_samples, sflow_counter_samples;
+    uint64_t sflow_lost_datagrams, sflow_lost_samples, sflow_unattributed;
+    uint64_t erspan_frames, erspan_bad, erspan_truncated, erspan_unattributed;
 };
 
 struct report_stats {
     uint64_t pkts, bytes, unparsed, truncated, evicted, pcap_drops;
     uint64_t post_dropped, post_errors;
     uint64_t roce_opcodes[256]; /* BTH opcode histogram of decoded RoCEv2 frames */
+    struct report_telemetry tel;
 };
 
 struct report_flow {

@@ -213,6 +213,8 @@ static int parse_pass(const uint8_t *buf, size_t len, const struct sflow_handler
     if (u32(&c, &d.sub_agent) < 0 || u32(&c, &d.seq) < 0 || u32(&c, &d.uptime_ms) < 0 ||
         u32(&c, &d.nsamples) < 0 || d.nsamples > SFLOW_MAX_SAMPLES)
         return -EBADMSG;
+    if (deliver && h->datagram)
+        h->datagram(h->ctx, &d);
     for (uint32_t i = 0; i < d.nsamples; i++)
         if (parse_sample(&c, &d, h, deliver, st) < 0)
             return -EBADMSG;

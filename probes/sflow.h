@@ -62,6 +62,8 @@ struct sflow_if_counters {
 };
 
 struct sflow_handler {
+    /* Called once per valid datagram, before its samples (may be NULL). */
+    void (*datagram)(void *ctx, const struct sflow_datagram *d);
     void (*flow)(void *ctx, const struct sflow_datagram *d, const struct sflow_flow_sample *s);
     void (*counters)(void *ctx, const struct sflow_datagram *d, const struct sflow_if_counters *c);
     void *ctx;

@@ -42,7 +42,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     data++;
     size--;
     uint64_t sink = 0;
-    struct sflow_handler h = {on_flow, on_counters, &sink};
+    struct sflow_handler h = {NULL, on_flow, on_counters, &sink};
     struct sflow_stats st;
     memset(&st, 0, sizeof(st));
     sflow_parse(data, size, &h, &st);

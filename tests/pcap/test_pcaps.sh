@@ -150,7 +150,7 @@ t_eq "--max-flows 0 rejected" \
   "2:tierflow-probe: --max-flows '0': must be an integer in 1..16777216" "$(cli -r x --max-flows 0)"
 t_eq "--snaplen 10 rejected" \
   "2:tierflow-probe: --snaplen '10': must be an integer in 64..262144" "$(cli -r x --snaplen 10)"
-t_eq "-i and -r together rejected" "2:tierflow-probe: give either -i IFACE (one or more) or -r FILE" \
+t_eq "-i and -r together rejected" "2:tierflow-probe: give -i IFACE (one or more) and/or --sflow-listen, or -r FILE" \
   "$(cli -r x -i lo)"
 t_eq "unknown option rejected" "2:tierflow-probe: --bogus '': unknown option" "$(cli --bogus)"
 t_eq "--controller must be http(s)" "1" "$(cli -r "$D/p4aqm_ecn_org1.pcap" --controller ftp://x | cut -d: -f1)"

@@ -74,7 +74,7 @@ static void run_file(const char *name, struct tally *t)
     int dlt = pcap_datalink(p);
     struct pcap_pkthdr *h;
     const u_char *data;
-    struct sflow_handler sh = {on_flow, on_counters, t};
+    struct sflow_handler sh = {NULL, on_flow, on_counters, t};
     while (pcap_next_ex(p, &h, &data) == 1) {
         struct decode_pkt pkt;
         if (decode_frame(dlt, data, h->caplen, h->len, &pkt) != 0)

@@ -155,7 +155,7 @@ static void test_all_types(void **state)
     (void)state;
     build_full();
     struct seen x = {0};
-    struct sflow_handler h = {on_flow, on_counters, &x};
+    struct sflow_handler h = {NULL, on_flow, on_counters, &x};
     struct sflow_stats st = {0};
     assert_int_equal(sflow_parse(full.b, full.n, &h, &st), 0);
     assert_int_equal(x.flows, 2);
@@ -189,7 +189,7 @@ static void test_truncated_every_offset(void **state)
     build_full();
     for (size_t cut = 0; cut < full.n; cut++) {
         struct seen x = {0};
-        struct sflow_handler h = {on_flow, on_counters, &x};
+        struct sflow_handler h = {NULL, on_flow, on_counters, &x};
         struct sflow_stats st = {0};
         uint8_t copy[2048];
         memcpy(copy, full.b, cut);
