@@ -6,6 +6,7 @@
  *                  [--pkt-bytes B] [--mouse-gbps G] [--seconds S] [--seed N]
  *                  [--skip-every K]
  *   telemetry_send --erspan ADDR --session ID --pps N [--inner-bytes B] [--seconds S]
+ *   telemetry_send --write-pcaps DIR [--count N] [--rate N]
  *
  * sFlow: what a switch agent sends when it samples 1-in-rate packets leaving
  * port ifindex: per 10 ms tick the number of samples of each flow is drawn
@@ -18,12 +19,18 @@
  * mirroring a RoCEv2 frame of --inner-bytes, at --pps, through a raw GRE
  * socket, so the kernel builds the carrier IPv4 header.
  *
+ * --write-pcaps writes, for the benchmark, the same N inner frames three ways:
+ * direct.pcap (as captured on the link), erspan.pcap (each mirrored in ERSPAN
+ * type II over IPv4/GRE) and sflow.pcap (each as a 1-in-rate flow sample,
+ * eight samples per sFlow datagram over IPv4/UDP 6343).
+ *
  * Prints one JSON line with what it sent, for the test to compare against.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <math.h>
 #include <netinet/in.h>
+#include <pcap/pcap.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,7 +79,7 @@ static unsigned poisson(double lambda)
 /* A 64-byte header: Ethernet, IPv4 (total length from the frame), UDP to
  * 4791 and a BTH (RC SEND Only to QP 0x1234) for the fat flow, or TCP for the
  * mouse. */
-static size_t frame_header(uint8_t *h, int fat, uint32_t frame_len)
+static size_t frame_header(uint8_t *h, int fat, uint32_t frame_len, uint32_t flow)
 {
     memset(h, 0, 64);
     h[5] = 1; h[11] = 2; h[12] = 0x08;
@@ -83,7 +90,7 @@ static size_t frame_header(uint8_t *h, int fat, uint32_t frame_len)
     ip[2] = (uint8_t)(tl >> 8); ip[3] = (uint8_t)tl;
     ip[8] = 64;
     ip[9] = fat ? 17 : 6;
-    ip[12] = 10; ip[13] = 0; ip[14] = 1; ip[15] = fat ? 1 : 2;
+    ip[12] = 10; ip[13] = 0; ip[14] = (uint8_t)(1 + (flow >> 8)); ip[15] = (uint8_t)((fat ? 1 : 2) + flow);
     ip[16] = 10; ip[17] = 0; ip[18] = 2; ip[19] = fat ? 1 : 2;
     uint8_t *l4 = ip + 20;
     if (fat) {
@@ -171,7 +178,7 @@ static void dgram_flush(struct sflow_state *s)
 }
 
 static void add_flow_sample(struct sflow_state *s, int fat, uint32_t rate, uint32_t ifindex,
-                            uint32_t frame_len)
+                            uint32_t frame_len, uint32_t flow)
 {
     if (s->d.n + 160 > sizeof(s->d.b))
         dgram_flush(s);
@@ -194,7 +201,7 @@ static void add_flow_sample(struct sflow_state *s, int fat, uint32_t rate, uint3
     put32(&s->d, frame_len + 4); /* with FCS */
     put32(&s->d, 4);
     put32(&s->d, 64);
-    frame_header(s->d.b + s->d.n, fat, frame_len);
+    frame_header(s->d.b + s->d.n, fat, frame_len, flow);
     s->d.n += 64;
     patch32(&s->d, len_at, (uint32_t)(s->d.n - start));
     s->nsamples++;
@@ -242,9 +249,9 @@ static int run_sflow(const char *dst, uint32_t ifindex, uint32_t rate, double fl
         sleep_until(t);
         unsigned nf = poisson(fat_pps * tick / rate), nm = poisson(mouse_pps * tick / rate);
         for (unsigned i = 0; i < nf; i++)
-            add_flow_sample(&s, 1, rate, ifindex, pkt_bytes);
+            add_flow_sample(&s, 1, rate, ifindex, pkt_bytes, 0);
         for (unsigned i = 0; i < nm; i++)
-            add_flow_sample(&s, 0, rate, ifindex, 1500);
+            add_flow_sample(&s, 0, rate, ifindex, 1500, 0);
         out_octets += (uint64_t)((fat_pps * pkt_bytes + mouse_pps * 1500) * tick);
         if (t >= next_ctr) {
             add_counter_sample(&s, ifindex, (uint64_t)(link_gbps * 1e9), out_octets, out_octets / 50, ++cseq);
@@ -290,7 +297,7 @@ static int run_erspan(const char *dst, uint32_t session, double pps, uint32_t in
         pkt[8] = 0x10;                                   /* ERSPAN II, vlan 0 */
         pkt[10] = (uint8_t)((session >> 8) & 3); pkt[11] = (uint8_t)session;
         pkt[15] = 7;                                     /* port index */
-        frame_header(pkt + 16, 1, inner_bytes);
+        frame_header(pkt + 16, 1, inner_bytes, 0);
         if (sendto(fd, pkt, 16 + inner_bytes, 0, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
             perror("telemetry_send: sendto");
             break;
@@ -304,9 +311,88 @@ static int run_erspan(const char *dst, uint32_t session, double pps, uint32_t in
     return 0;
 }
 
+/* ---- --write-pcaps ------------------------------------------------------ */
+
+/* Ethernet + IPv4 carrier to 192.0.2.2 from 192.0.2.1 around payload. */
+static size_t carrier(uint8_t *f, uint8_t proto, const uint8_t *payload, size_t plen, int udp)
+{
+    memset(f, 0, 42);
+    f[12] = 0x08;
+    uint8_t *ip = f + 14;
+    size_t l4 = udp ? 8 : 0, tl = 20 + l4 + plen;
+    ip[0] = 0x45; ip[2] = (uint8_t)(tl >> 8); ip[3] = (uint8_t)tl; ip[8] = 64; ip[9] = proto;
+    ip[12] = 192; ip[14] = 2; ip[15] = 1; ip[16] = 192; ip[18] = 2; ip[19] = 2;
+    if (udp) {
+        uint8_t *u = ip + 20;
+        u[0] = 0x9c; u[1] = 0x41; u[2] = 0x18; u[3] = 0xc7; /* -> 6343 */
+        u[4] = (uint8_t)((8 + plen) >> 8); u[5] = (uint8_t)(8 + plen);
+    }
+    memcpy(f + 14 + 20 + l4, payload, plen);
+    return 14 + tl;
+}
+
+static int write_pcaps(const char *dir, uint64_t count, uint32_t rate)
+{
+    char path[3][512];
+    const char *names[3] = {"direct.pcap", "erspan.pcap", "sflow.pcap"};
+    pcap_t *dead = pcap_open_dead(DLT_EN10MB, 65535);
+    pcap_dumper_t *d[3] = {0};
+    for (int i = 0; i < 3; i++) {
+        snprintf(path[i], sizeof(path[i]), "%s/%s", dir, names[i]);
+        if (!(d[i] = pcap_dump_open(dead, path[i]))) {
+            fprintf(stderr, "telemetry_send: %s: %s\n", path[i], pcap_geterr(dead));
+            return 1;
+        }
+    }
+    static uint8_t inner[1600], f[1700];
+    struct sflow_state s = {.t0 = 0};
+    dgram_begin(&s);
+    uint64_t dgrams = 0;
+    for (uint64_t n = 0; n < count; n++) {
+        /* 64 RoCE fat flows and 192 TCP mice, 1000-byte frames, captured whole
+         * up to 128 bytes as the probe's default snap length would. */
+        uint32_t flow = (uint32_t)(n % 256);
+        int fat = flow < 64;
+        uint32_t len = 1000;
+        memset(inner, 0, len);
+        frame_header(inner, fat, len, flow);
+        struct pcap_pkthdr h = {.ts = {(time_t)(1700000000 + n / 1000000), (suseconds_t)(n % 1000000)},
+                                .caplen = 128, .len = len};
+        pcap_dump((u_char *)d[0], &h, inner);
+        /* ERSPAN II: GRE with sequence + 8-byte header, then the frame. */
+        uint8_t gre[16 + 128] = {0x10, 0, 0x88, 0xbe, (uint8_t)(n >> 24), (uint8_t)(n >> 16),
+                                 (uint8_t)(n >> 8), (uint8_t)n, 0x10, 0, 0, 42, 0, 0, 0, 7};
+        memcpy(gre + 16, inner, 128);
+        size_t fl = carrier(f, 47, gre, sizeof(gre), 0);
+        struct pcap_pkthdr he = {.ts = h.ts, .caplen = (bpf_u_int32)fl, .len = (bpf_u_int32)(fl - 128 + len)};
+        /* the carrier's IP length covers the whole mirrored frame */
+        uint16_t tl = (uint16_t)(20 + 16 + len);
+        f[16] = (uint8_t)(tl >> 8); f[17] = (uint8_t)tl;
+        pcap_dump((u_char *)d[1], &he, f);
+        /* sFlow: eight samples per datagram */
+        add_flow_sample(&s, fat, rate, 7, len, flow);
+        if (s.nsamples == 8 || n + 1 == count) {
+            patch32(&s.d, 8, 0xc0000201);
+            patch32(&s.d, s.nsamples_at, s.nsamples);
+            size_t sl = carrier(f, 17, s.d.b, s.d.n, 1);
+            struct pcap_pkthdr hs = {.ts = h.ts, .caplen = (bpf_u_int32)sl, .len = (bpf_u_int32)sl};
+            pcap_dump((u_char *)d[2], &hs, f);
+            dgrams++;
+            dgram_begin(&s);
+        }
+    }
+    for (int i = 0; i < 3; i++)
+        pcap_dump_close(d[i]);
+    pcap_close(dead);
+    printf("{\"frames\": %llu, \"sflow_datagrams\": %llu, \"samples_per_datagram\": 8}\n",
+           (unsigned long long)count, (unsigned long long)dgrams);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    const char *sflow = NULL, *erspan = NULL, *agent = "0.0.0.0";
+    const char *sflow = NULL, *erspan = NULL, *agent = "0.0.0.0", *pcaps = NULL;
+    uint64_t count = 1000000;
     uint64_t ifindex = 7, rate = 1000, pkt = 4096, session = 42, inner = 1000, seed = 1, skip = 0;
     double flow_gbps = 40, mouse_gbps = 0.5, seconds = 5, pps = 1000, link_gbps = 100;
     for (int i = 1; i + 1 < argc; i += 2) {
@@ -315,6 +401,8 @@ int main(int argc, char **argv)
         if (!strcmp(k, "--sflow")) sflow = v;
         else if (!strcmp(k, "--erspan")) erspan = v;
         else if (!strcmp(k, "--agent")) agent = v;
+        else if (!strcmp(k, "--write-pcaps")) pcaps = v;
+        else if (!strcmp(k, "--count")) r = tf_parse_u64(v, 1, 100000000, &count);
         else if (!strcmp(k, "--ifindex")) r = tf_parse_u64(v, 1, 0x3fffffff, &ifindex);
         else if (!strcmp(k, "--rate")) r = tf_parse_u64(v, 1, 1u << 30, &rate);
         else if (!strcmp(k, "--pkt-bytes")) r = tf_parse_u64(v, 64, 9000, &pkt);
@@ -340,6 +428,8 @@ int main(int argc, char **argv)
         return 2;
     }
     agent_addr = ntohl(a.s_addr);
+    if (pcaps)
+        return write_pcaps(pcaps, count, (uint32_t)rate);
     if (sflow)
         return run_sflow(sflow, (uint32_t)ifindex, (uint32_t)rate, flow_gbps, mouse_gbps,
                          (uint32_t)pkt, seconds, link_gbps, (uint32_t)skip);
