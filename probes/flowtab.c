@@ -1,7 +1,9 @@
 /*
  * flowtab: see flowtab.h for the contract.
  *
- * Storage: an array of max_flows struct flow, a stack of free slots, a dense
+ * Storage: an array of max_flows struct flow (64-byte aligned, so that the
+ * key and the per-packet counters share two cache lines), a stack of free
+ * slots, a dense
  * list of the live slots (what flowtab_next() and flowtab_close_interval()
  * walk, so that their cost follows the live flows, not max_flows; removal
  * moves the last entry into the hole), and an open-addressing index
@@ -11,11 +13,19 @@
  * compares keys only when the hashes agree. Removal uses backward-shift
  * deletion: no tombstones, probe lengths never degrade over time.
  *
- * The hash is a multiply-xor over the six 64-bit words of the key with a
- * per-table random seed (so that crafted traffic cannot aim at one probe
- * chain) and a murmur3 finaliser. (A one-entry cache of the last flow was
- * tried and dropped: on interleaved fabric traffic it missed 95% of the
- * time and cost more than the hash it saved.)
+ * The hash folds the six 64-bit words of the key pairwise with a full
+ * 64x64->128-bit multiply (wyhash's "mum": xor of the product's halves), each
+ * word xored with its own per-table random seed word (so that crafted
+ * traffic cannot aim at one probe chain), and folds the three results with
+ * one more multiply: four independent multiplies, about 25 instructions.
+ * (A one-entry cache of the last flow was tried and dropped: on interleaved
+ * fabric traffic it missed 95% of the time and cost more than the hash it
+ * saved.)
+ *
+ * The per-packet work is split into an op (key, hash and the few packet
+ * fields the update needs, built by op_make) and op_apply(), so that
+ * flowtab_update() and the batch path run the very same code; the batch only
+ * adds prefetches, which have no effect on the result.
  *
  * CNP attribution: a CNP from A to B names B's QP (the sender's), while the
  * flow it throttles, B -> A, is keyed by A's QP, which the CNP does not
@@ -32,6 +42,7 @@
 #include "probes/flowtab.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -40,6 +51,12 @@
 #define NONE UINT32_MAX
 
 _Static_assert(sizeof(struct flow_key) == 48, "flow_key is hashed as six 64-bit words");
+_Static_assert(offsetof(struct flow, cnps) == 128, "per-packet fields fill two cache lines");
+_Static_assert(sizeof(struct flow) == 192, "three cache lines per flow");
+
+/* How many packets behind the newest a batch prefetches the flow record:
+ * by then the index cell it names has arrived. */
+#define FT_PREFETCH_LAG 4
 
 struct ft_cell {
     uint32_t id1; /* slot + 1; 0 = empty */
@@ -56,7 +73,7 @@ struct ft_meta {
 struct flowtab {
     uint32_t max, mask, count, nfree, hand;
     double idle;
-    uint64_t seed;
+    uint64_t seed, kseed[8];
     struct flow *flows;
     struct ft_meta *meta;
     uint32_t *freelist;
@@ -82,15 +99,21 @@ static inline uint64_t mixw(uint64_t h, uint64_t w)
     return h ^ (h >> 29);
 }
 
-/* Two independent multiply chains over three words each, so that the CPU
- * overlaps them; then one finaliser. */
+static inline uint64_t mum(uint64_t a, uint64_t b)
+{
+    unsigned __int128 r = (unsigned __int128)a * b;
+    return (uint64_t)r ^ (uint64_t)(r >> 64);
+}
+
 static inline uint32_t key_hash(const struct flowtab *ft, const struct flow_key *k)
 {
     uint64_t w[6];
+    const uint64_t *s = ft->kseed;
     memcpy(w, k, sizeof(w));
-    uint64_t a = mixw(mixw(mixw(ft->seed, w[0]), w[2]), w[4]);
-    uint64_t b = mixw(mixw(mixw(~ft->seed, w[1]), w[3]), w[5]);
-    return (uint32_t)fmix64(a ^ (b << 31 | b >> 33));
+    uint64_t a = mum(w[0] ^ s[0], w[1] ^ s[1]);
+    uint64_t b = mum(w[2] ^ s[2], w[3] ^ s[3]);
+    uint64_t c = mum(w[4] ^ s[4], w[5] ^ s[5]);
+    return (uint32_t)mum(a ^ s[6], b ^ c ^ s[7]);
 }
 
 static inline bool key_eq(const struct flow_key *x, const struct flow_key *y)
@@ -147,7 +170,9 @@ struct flowtab *flowtab_new(uint32_t max_flows, double idle_timeout_s)
     ft->max = max_flows;
     ft->mask = n - 1;
     ft->idle = idle_timeout_s;
-    ft->flows = calloc(max_flows, sizeof(*ft->flows));
+    /* Not zeroed: a slot is written when handed out, and only slots that
+     * were handed out are ever read. Untouched pages stay unmapped. */
+    ft->flows = aligned_alloc(64, (size_t)max_flows * sizeof(*ft->flows));
     ft->meta = calloc(max_flows, sizeof(*ft->meta));
     ft->freelist = calloc(max_flows, sizeof(*ft->freelist));
     ft->live = calloc(max_flows, sizeof(*ft->live));
@@ -164,6 +189,13 @@ struct flowtab *flowtab_new(uint32_t max_flows, double idle_timeout_s)
     ft->nfree = max_flows;
     if (getrandom(&ft->seed, sizeof(ft->seed), GRND_NONBLOCK) != sizeof(ft->seed))
         ft->seed = (uint64_t)time(NULL) ^ (uint64_t)(uintptr_t)ft;
+    /* One seed word per key word (splitmix64), so that equal words in
+     * different positions (A -> B and B -> A) do not cancel out. */
+    uint64_t x = ft->seed;
+    for (int i = 0; i < 8; i++) {
+        x += 0x9e3779b97f4a7c15ULL;
+        ft->kseed[i] = fmix64(x);
+    }
     return ft;
 }
 
@@ -256,7 +288,8 @@ static int evict(struct flowtab *ft)
     uint32_t best = NONE, n = ft->max < FLOWTAB_EVICT_WINDOW ? ft->max : FLOWTAB_EVICT_WINDOW;
     for (uint32_t i = 0, id = ft->hand; i < n; i++, id = id + 1 == ft->max ? 0 : id + 1) {
         const struct flow *f = &ft->flows[id];
-        if (!f->fat && (best == NONE || f->last_ts < ft->flows[best].last_ts))
+        /* last_ts first: fat lies on the record's cold line. */
+        if ((best == NONE || f->last_ts < ft->flows[best].last_ts) && !f->fat)
             best = id;
     }
     ft->hand = (uint32_t)(((uint64_t)ft->hand + n) % ft->max);
@@ -316,47 +349,107 @@ static void cnp_account(struct flowtab *ft, uint32_t own, uint32_t scale)
     t->ivl_cnps += scale;
 }
 
-int flowtab_update(struct flowtab *ft, const struct decode_pkt *pkt, uint16_t ifidx,
-                   double ts, uint32_t scale, uint8_t source)
+/* Everything op_apply() needs from a packet; key and hash included. */
+static inline void op_make(const struct flowtab *ft, struct flowtab_op *o,
+                           const struct decode_pkt *pkt, uint16_t ifidx, double ts,
+                           uint32_t scale, uint8_t source)
 {
-    struct flow_key k;
-    uint32_t id, cell = 0;
+    flowtab_key(pkt, &o->key);
+    o->hash = key_hash(ft, &o->key);
+    o->ts = ts;
+    o->wire_len = pkt->wire_len;
+    o->scale = scale;
+    o->ifidx = ifidx;
+    o->dscp = pkt->dscp;
+    o->ecn = pkt->ecn;
+    o->roce = pkt->roce;
+    o->bth_opcode = pkt->bth_opcode;
+    o->source = source;
+}
 
-    if (pkt->af != 4 && pkt->af != 6)
-        return -EINVAL;
-    flowtab_key(pkt, &k);
-    uint32_t h = key_hash(ft, &k);
-    id = find(ft, &k, h, &cell);
+static inline int op_apply(struct flowtab *ft, const struct flowtab_op *o)
+{
+    uint32_t id, cell = 0;
+    id = find(ft, &o->key, o->hash, &cell);
     if (id == NONE) {
-        int r = insert(ft, &k, h, cell, ts, &id);
+        int r = insert(ft, &o->key, o->hash, cell, o->ts, &id);
         if (r < 0)
             return r;
     }
     struct flow *f = &ft->flows[id];
-    uint64_t b = (uint64_t)pkt->wire_len * scale;
+    uint32_t scale = o->scale;
+    uint64_t b = (uint64_t)o->wire_len * scale;
     f->bytes += b;
     f->ivl_bytes += b;
     f->pkts += scale;
     f->ivl_pkts += scale;
-    if (pkt->ecn == 3) {
+    if (o->ecn == 3) {
         f->ce_pkts += scale;
         f->ivl_ce += scale;
-    } else if (pkt->ecn) {
+    } else if (o->ecn) {
         f->ect_pkts += scale;
         f->ivl_ect += scale;
     }
-    if (ts > f->last_ts)
-        f->last_ts = ts;
-    f->dscp = pkt->dscp;
-    f->ifidx = ifidx;
+    if (o->ts > f->last_ts)
+        f->last_ts = o->ts;
+    f->dscp = o->dscp;
+    f->ifidx = o->ifidx;
     f->sampling = scale;
-    f->source = source;
-    if (pkt->roce) {
-        if (pkt->bth_opcode == DECODE_BTH_CNP)
+    f->source = o->source;
+    if (o->roce) {
+        if (o->bth_opcode == DECODE_BTH_CNP)
             cnp_account(ft, id, scale);
         else if (!ft->meta[id].roce_data)
             pair_link(ft, id);
     }
+    return 0;
+}
+
+int flowtab_update(struct flowtab *ft, const struct decode_pkt *pkt, uint16_t ifidx,
+                   double ts, uint32_t scale, uint8_t source)
+{
+    struct flowtab_op o;
+    if (pkt->af != 4 && pkt->af != 6)
+        return -EINVAL;
+    op_make(ft, &o, pkt, ifidx, ts, scale, source);
+    return op_apply(ft, &o);
+}
+
+/* The record the op's home index cell names, if its tag matches: a guess
+ * (the flow may sit further along the run, or be evicted before the op is
+ * applied), good for a prefetch only. */
+static inline void prefetch_flow(const struct flowtab *ft, const struct flowtab_op *o)
+{
+    const struct ft_cell *c = &ft->index[o->hash & ft->mask];
+    if (c->id1 && c->hash == o->hash) {
+        const char *f = (const char *)&ft->flows[c->id1 - 1];
+        __builtin_prefetch(f);
+        __builtin_prefetch(f + 64);
+    }
+}
+
+void flowtab_batch_flush(struct flowtab *ft, struct flowtab_batch *b)
+{
+    uint32_t n = b->n;
+    for (uint32_t i = n > FT_PREFETCH_LAG ? n - FT_PREFETCH_LAG : 0; i < n; i++)
+        prefetch_flow(ft, &b->op[i]);
+    for (uint32_t i = 0; i < n; i++)
+        op_apply(ft, &b->op[i]);
+    b->n = 0;
+}
+
+int flowtab_batch_add(struct flowtab *ft, struct flowtab_batch *b, const struct decode_pkt *pkt,
+                      uint16_t ifidx, double ts, uint32_t scale, uint8_t source)
+{
+    if (pkt->af != 4 && pkt->af != 6)
+        return -EINVAL;
+    struct flowtab_op *o = &b->op[b->n];
+    op_make(ft, o, pkt, ifidx, ts, scale, source);
+    __builtin_prefetch(&ft->index[o->hash & ft->mask]);
+    if (b->n >= FT_PREFETCH_LAG)
+        prefetch_flow(ft, o - FT_PREFETCH_LAG);
+    if (++b->n == FLOWTAB_BATCH)
+        flowtab_batch_flush(ft, b);
     return 0;
 }
 

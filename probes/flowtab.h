@@ -44,18 +44,24 @@ struct flow_key {
     uint8_t  pad[2];          /* zeroed: keys are hashed and compared bytewise */
 };
 
+/* Laid out for the per-packet path: the key and everything a packet updates
+ * fill the first two cache lines (records are 64-byte aligned), what only
+ * CNPs, interval closes and reports touch lies in the third. */
 struct flow {
-    struct flow_key key;
+    _Alignas(64) struct flow_key key;
     uint64_t bytes, pkts;     /* totals since first seen (wire bytes) */
-    uint64_t ce_pkts, ect_pkts, cnps;
-    uint64_t ivl_bytes, ivl_pkts, ivl_ce, ivl_ect, ivl_cnps; /* this interval */
-    double   first_ts, last_ts;
-    double   rate_bps;        /* smoothed (EWMA over intervals) */
-    double   ivl_bps;         /* rate over the last closed interval */
+    uint64_t ivl_bytes, ivl_pkts; /* this interval */
+    uint64_t ce_pkts, ect_pkts, ivl_ce, ivl_ect;
+    double   last_ts;
     uint32_t sampling;        /* 1 for full capture, N for 1-in-N estimates */
     uint16_t ifidx;           /* probe-local interface index */
     uint8_t  dscp;
     uint8_t  source;          /* FLOW_SRC_* */
+    /* cold */
+    uint64_t cnps, ivl_cnps;
+    double   first_ts;
+    double   rate_bps;        /* smoothed (EWMA over intervals) */
+    double   ivl_bps;         /* rate over the last closed interval */
     bool     fat;
 };
 
@@ -78,6 +84,34 @@ void flowtab_free(struct flowtab *ft);
  * sampled sources). Returns 0, or -ENOSPC if no slot could be had (counted). */
 int flowtab_update(struct flowtab *ft, const struct decode_pkt *pkt, uint16_t ifidx,
                    double ts, uint32_t scale, uint8_t source);
+
+/* Batched accounting for capture loops. flowtab_batch_add() builds the key,
+ * hashes it and prefetches the index cell (and, a few packets later, the
+ * flow record), then queues the packet; flowtab_batch_flush() applies the
+ * queue in order, and add does so itself when the queue is full. The cache
+ * misses of a batch thus overlap with each other and with the caller's work
+ * (reading and decoding the next packets) instead of stalling each packet.
+ * Applying a batch has exactly the effect of flowtab_update() on each
+ * packet in turn (results are counted as flowtab_update counts them). A
+ * batch belongs to one table (the hash is the table's) and must be flushed
+ * before the table is read or closed (lookup, next, count, stats,
+ * close_interval). Start with a zeroed struct flowtab_batch. add returns
+ * -EINVAL, and queues nothing, for a packet that is not IPv4/IPv6. */
+#define FLOWTAB_BATCH 32
+struct flowtab_op {
+    struct flow_key key;
+    double   ts;
+    uint32_t hash, wire_len, scale;
+    uint16_t ifidx;
+    uint8_t  dscp, ecn, roce, bth_opcode, source;
+};
+struct flowtab_batch {
+    uint32_t n;
+    struct flowtab_op op[FLOWTAB_BATCH];
+};
+int flowtab_batch_add(struct flowtab *ft, struct flowtab_batch *b, const struct decode_pkt *pkt,
+                      uint16_t ifidx, double ts, uint32_t scale, uint8_t source);
+void flowtab_batch_flush(struct flowtab *ft, struct flowtab_batch *b);
 
 struct flow *flowtab_lookup(struct flowtab *ft, const struct flow_key *key);
 /* Builds the key for a decoded packet (zeroing padding). vlan[0] is the

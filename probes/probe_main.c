@@ -69,6 +69,7 @@ struct probe {
     size_t ncap;
     bool offline;
     struct flowtab *ft;
+    struct flowtab_batch batch; /* captured packets not yet in ft: flushed by probe_close */
     struct report_stats st;
     uint64_t ivl_pkts[PROBE_MAX_IF], ivl_bytes[PROBE_MAX_IF], ivl_ce[PROBE_MAX_IF];
     double link_bps[PROBE_MAX_IF];
@@ -165,6 +166,7 @@ static void on_mirror_report(void *ctx, const struct report *rep, bool mapped)
  * probe's own (when it captures) and one per switch seen through telemetry. */
 static int probe_close(struct probe *pr, double now, double interval_s)
 {
+    flowtab_batch_flush(pr->ft, &pr->batch); /* every packet before now is in the table */
     if (pr->mirror && mirror_close(pr->mirror, now, interval_s, on_mirror_report, pr) < 0)
         return -ENOMEM;
     if (pr->ncap == 0)
@@ -256,7 +258,9 @@ static void on_packet(u_char *user, const struct pcap_pkthdr *h, const u_char *d
     if (__builtin_expect(pr->mirror != NULL, 0) &&
         telemetry_consume(pr, &pkt, data, h->caplen, ts))
         return;
-    flowtab_update(pr->ft, &pkt, s->ifidx, ts, 1, FLOW_SRC_PCAP);
+    /* Batched: the table's cache misses overlap with reading the next
+     * packets (see flowtab.h). */
+    flowtab_batch_add(pr->ft, &pr->batch, &pkt, s->ifidx, ts, 1, FLOW_SRC_PCAP);
 }
 
 /* ---- sFlow listener -------------------------------------------------- */
