@@ -6,7 +6,6 @@
 #include "controller/ingest.h"
 
 #include <errno.h>
-#include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -15,7 +14,7 @@
 
 #include "common/util.h"
 #include "controller/events.h"
-#include "controller/jsonarena.h"
+#include "controller/jscan.h"
 #include "policy/classes.h"
 
 static int fail(struct ingest_error *e, enum ingest_err kind, const char *fmt, ...)
@@ -30,126 +29,194 @@ static int fail(struct ingest_error *e, enum ingest_err kind, const char *fmt, .
     return kind == INGEST_UNKNOWN ? -ENOENT : kind == INGEST_TOO_MANY ? -E2BIG : -EINVAL;
 }
 
-/* A number field: absent is fine unless required; must be finite and in range. */
-static int get_num(json_t *o, const char *key, const char *at, bool required, double min, double max,
-                   double *out, struct ingest_error *e)
+/* ---- parsing: jscan, schema by hand ---------------------------------- */
+
+/* A member's value checked against one field's type and bounds. `at` is the
+ * JSON path of the enclosing object ("" for the top report), key the member;
+ * messages read "flows[3].bps: negative -1". */
+struct fld {
+    const char *at, *key;
+    struct ingest_error *e;
+};
+
+static int ffail(const struct fld *f, enum ingest_err kind, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int ffail(const struct fld *f, enum ingest_err kind, const char *fmt, ...)
 {
-    json_t *v = json_object_get(o, key);
-    if (!v) {
-        if (required)
-            return fail(e, INGEST_BAD_FIELD, "%s.%s: required", at, key);
-        return 0;
-    }
-    if (!json_is_number(v))
-        return fail(e, INGEST_BAD_FIELD, "%s.%s: must be a number", at, key);
-    double d = json_number_value(v);
+    char what[200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof(what), fmt, ap);
+    va_end(ap);
+    return fail(f->e, kind, "%s%s%s: %s", f->at, f->at[0] ? "." : "", f->key, what);
+}
+
+static int want_num(const struct fld *f, const struct jscan_val *v, double min, double max, double *out)
+{
+    if (v->t != JSCAN_NUM)
+        return ffail(f, INGEST_BAD_FIELD, "must be a number");
+    double d = v->num;
     if (!isfinite(d))
-        return fail(e, INGEST_BAD_FIELD, "%s.%s: not finite", at, key);
+        return ffail(f, INGEST_BAD_FIELD, "not finite");
     if (d < min)
-        return fail(e, INGEST_BAD_FIELD, "%s.%s: %s %g", at, key, d < 0 ? "negative" : "below minimum", d);
+        return ffail(f, INGEST_BAD_FIELD, "%s %g", d < 0 ? "negative" : "below minimum", d);
     if (d > max)
-        return fail(e, INGEST_BAD_FIELD, "%s.%s: %g exceeds the maximum %g", at, key, d, max);
+        return ffail(f, INGEST_BAD_FIELD, "%g exceeds the maximum %g", d, max);
     *out = d;
     return 0;
 }
 
-static int get_int(json_t *o, const char *key, const char *at, bool required, double max,
-                   uint64_t *out, struct ingest_error *e)
+static int want_int(const struct fld *f, const struct jscan_val *v, double max, uint64_t *out)
 {
-    double d = 0;
-    json_t *v = json_object_get(o, key);
-    if (v && !json_is_integer(v))
-        return fail(e, INGEST_BAD_FIELD, "%s.%s: must be an integer", at, key);
-    int r = get_num(o, key, at, required, 0, max, &d, e);
-    if (r == 0 && v)
-        *out = (uint64_t)json_integer_value(v);
+    double d;
+    if (v->t == JSCAN_NUM && !v->is_int)
+        return ffail(f, INGEST_BAD_FIELD, "must be an integer");
+    int r = want_num(f, v, 0, max, &d);
+    if (r == 0 && !v->int_ok)
+        return ffail(f, INGEST_BAD_FIELD, "integer out of range");
+    if (r == 0)
+        *out = (uint64_t)v->i;
     return r;
 }
 
-static int get_str(json_t *o, const char *key, const char *at, bool required, char *buf, size_t len,
+static int want_str(const struct fld *f, const struct jscan_val *v, char *buf, size_t len)
+{
+    if (v->t != JSCAN_STR)
+        return ffail(f, INGEST_BAD_FIELD, "must be a string");
+    if (v->slen == 0 || v->slen >= len)
+        return ffail(f, INGEST_BAD_FIELD, "length %zu not in 1..%zu", v->slen, len - 1);
+    for (size_t i = 0; i < v->slen; i++)
+        if ((unsigned char)v->str[i] <= 0x20 || (unsigned char)v->str[i] >= 0x7f)
+            return ffail(f, INGEST_BAD_FIELD, "invalid character");
+    memcpy(buf, v->str, v->slen + 1);
+    return 0;
+}
+
+static int want_bool(const struct fld *f, const struct jscan_val *v, bool *out)
+{
+    if (v->t != JSCAN_TRUE && v->t != JSCAN_FALSE)
+        return ffail(f, INGEST_BAD_FIELD, "must be true or false");
+    *out = v->t == JSCAN_TRUE;
+    return 0;
+}
+
+/* Index of key in names (at most 32), or -1; a key seen twice is an error,
+ * as JSON_REJECT_DUPLICATES made it before. */
+static int member(const char *const *names, int n, const char *key, uint32_t *seen, const char *at,
+                  struct ingest_error *e, int *rc)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(names[i], key) == 0) {
+            if (*seen & (1u << i))
+                *rc = fail(e, INGEST_BAD_JSON, "%s%s%s: duplicate object key", at, at[0] ? "." : "", key);
+            *seen |= 1u << i;
+            return i;
+        }
+    return -1;
+}
+
+static int require(const char *const *names, int n, uint32_t need, uint32_t seen, const char *at,
                    struct ingest_error *e)
 {
-    json_t *v = json_object_get(o, key);
-    if (!v) {
-        if (required)
-            return fail(e, INGEST_BAD_FIELD, "%s.%s: required", at, key);
-        return 0;
-    }
-    if (!json_is_string(v))
-        return fail(e, INGEST_BAD_FIELD, "%s.%s: must be a string", at, key);
-    const char *s = json_string_value(v);
-    size_t n = json_string_length(v);
-    if (n == 0 || n >= len)
-        return fail(e, INGEST_BAD_FIELD, "%s.%s: length %zu not in 1..%zu", at, key, n, len - 1);
-    for (size_t i = 0; i < n; i++)
-        if ((unsigned char)s[i] <= 0x20 || (unsigned char)s[i] >= 0x7f)
-            return fail(e, INGEST_BAD_FIELD, "%s.%s: invalid character", at, key);
-    memcpy(buf, s, n + 1);
+    for (int i = 0; i < n; i++)
+        if ((need & (1u << i)) && !(seen & (1u << i)))
+            return fail(e, INGEST_BAD_FIELD, "%s%s%s: required", at, at[0] ? "." : "", names[i]);
     return 0;
 }
 
-static int get_bool(json_t *o, const char *key, const char *at, bool *out, struct ingest_error *e)
+/* Skips a member's value the schema does not know. */
+static void skip_value(struct jscan *j)
 {
-    json_t *v = json_object_get(o, key);
-    if (!v)
-        return 0;
-    if (!json_is_boolean(v))
-        return fail(e, INGEST_BAD_FIELD, "%s.%s: must be true or false", at, key);
-    *out = json_is_true(v);
-    return 0;
+    struct jscan_val v;
+    if (jscan_value(j, &v) == 0)
+        jscan_skip(j, &v);
 }
 
-static int parse_link(json_t *l, const char *at, struct ingest_link *out, struct ingest_error *e)
+static int parse_link(struct jscan *j, const char *at, struct ingest_link *out, struct ingest_error *e)
 {
-    if (!json_is_object(l))
-        return fail(e, INGEST_BAD_FIELD, "%s: must be an object", at);
+    static const char *const names[] = {"if", "tx_bps", "rx_bps", "drops", "ce_pkts", "oper"};
+    struct jscan_val v;
+    char key[32], oper[8] = "up";
     double rx = -1;
-    uint64_t drops = 0, ce = 0;
-    char oper[8] = "up";
-    int r;
-    if ((r = get_str(l, "if", at, true, out->ifname, sizeof(out->ifname), e)) ||
-        (r = get_num(l, "tx_bps", at, false, 0, INGEST_MAX_BPS, &out->tx_bps, e)) ||
-        (r = get_num(l, "rx_bps", at, false, 0, INGEST_MAX_BPS, &rx, e)) ||
-        (r = get_int(l, "drops", at, false, INGEST_MAX_COUNT, &drops, e)) ||
-        (r = get_int(l, "ce_pkts", at, false, INGEST_MAX_COUNT, &ce, e)) ||
-        (r = get_str(l, "oper", at, false, oper, sizeof(oper), e)))
-        return r;
+    uint32_t seen = 0;
+    int rc = 0;
+    if (jscan_value(j, &v) < 0 || v.t != JSCAN_OBJ) {
+        jscan_skip(j, &v);
+        return fail(e, INGEST_BAD_FIELD, "%s: must be an object", at);
+    }
+    while (rc == 0 && jscan_key(j, key, sizeof(key))) {
+        int k = member(names, 6, key, &seen, at, e, &rc);
+        if (k < 0 || rc) {
+            skip_value(j);
+            continue;
+        }
+        if (jscan_value(j, &v) < 0)
+            return fail(e, INGEST_BAD_JSON, "%s: truncated", at);
+        struct fld f = {at, key, e};
+        switch (k) {
+        case 0: rc = want_str(&f, &v, out->ifname, sizeof(out->ifname)); break;
+        case 1: rc = want_num(&f, &v, 0, INGEST_MAX_BPS, &out->tx_bps); break;
+        case 2: rc = want_num(&f, &v, 0, INGEST_MAX_BPS, &rx); break;
+        case 3: rc = want_int(&f, &v, INGEST_MAX_COUNT, &out->drops); break;
+        case 4: rc = want_int(&f, &v, INGEST_MAX_COUNT, &out->ce_pkts); break;
+        default: rc = want_str(&f, &v, oper, sizeof(oper)); break;
+        }
+        jscan_skip(j, &v);
+    }
+    if (rc || (rc = require(names, 6, 1u << 0, seen, at, e)))
+        return rc;
     if (strcmp(oper, "up") && strcmp(oper, "down"))
         return fail(e, INGEST_BAD_FIELD, "%s.oper: '%s' is not up or down", at, oper);
     out->has_rx = rx >= 0;
     out->rx_bps = rx >= 0 ? rx : 0;
-    out->drops = drops;
-    out->ce_pkts = ce;
     out->down = oper[0] == 'd';
     return 0;
 }
 
-static int parse_flow(json_t *f, const char *at, struct ingest_flow *out, struct ingest_error *e)
+static int parse_flow(struct jscan *j, const char *at, struct ingest_flow *out, struct ingest_error *e)
 {
-    if (!json_is_object(f))
+    static const char *const names[] = {"src", "dst", "proto", "sport", "dport", "qp", "vlan", "dscp",
+                                        "if", "bytes", "pkts", "bps", "ce_frac", "cnp", "fat"};
+    static const double imax[] = {0, 0, 255, 65535, 65535, 0xffffff, 4095, 63};
+    struct jscan_val v;
+    char key[32], src[48] = "", dst[48] = "";
+    uint64_t ints[8] = {0};      /* indexed like names: proto .. dscp */
+    uint32_t seen = 0;
+    int rc = 0;
+    if (jscan_value(j, &v) < 0 || v.t != JSCAN_OBJ) {
+        jscan_skip(j, &v);
         return fail(e, INGEST_BAD_FIELD, "%s: must be an object", at);
-    char src[48] = "", dst[48] = "";
-    uint64_t proto = 0, sport = 0, dport = 0, qp = 0, vlan = 0, dscp = 0;
-    int r;
-    if ((r = get_str(f, "src", at, true, src, sizeof(src), e)) ||
-        (r = get_str(f, "dst", at, true, dst, sizeof(dst), e)) ||
-        (r = get_int(f, "proto", at, true, 255, &proto, e)) ||
-        (r = get_int(f, "sport", at, false, 65535, &sport, e)) ||
-        (r = get_int(f, "dport", at, false, 65535, &dport, e)) ||
-        (r = get_int(f, "qp", at, false, 0xffffff, &qp, e)) ||
-        (r = get_int(f, "vlan", at, false, 4095, &vlan, e)) ||
-        (r = get_int(f, "dscp", at, false, 63, &dscp, e)) ||
-        (r = get_str(f, "if", at, true, out->ifname, sizeof(out->ifname), e)) ||
-        (r = get_int(f, "bytes", at, false, INGEST_MAX_COUNT, &out->bytes, e)) ||
-        (r = get_int(f, "pkts", at, false, INGEST_MAX_COUNT, &out->pkts, e)) ||
-        (r = get_num(f, "bps", at, true, 0, INGEST_MAX_BPS, &out->bps, e)) ||
-        (r = get_num(f, "ce_frac", at, false, 0, 1, &out->ce_frac, e)) ||
-        (r = get_int(f, "cnp", at, false, INGEST_MAX_COUNT, &out->cnp, e)) ||
-        (r = get_bool(f, "fat", at, &out->fat, e)))
-        return r;
-    int af2;
+    }
+    while (rc == 0 && jscan_key(j, key, sizeof(key))) {
+        int k = member(names, 15, key, &seen, at, e, &rc);
+        if (k < 0 || rc) {
+            skip_value(j);
+            continue;
+        }
+        if (jscan_value(j, &v) < 0)
+            return fail(e, INGEST_BAD_JSON, "%s: truncated", at);
+        struct fld f = {at, key, e};
+        if (k == 0 || k == 1)
+            rc = want_str(&f, &v, k == 0 ? src : dst, sizeof(src));
+        else if (k < 8)
+            rc = want_int(&f, &v, imax[k], &ints[k]);
+        else if (k == 8)
+            rc = want_str(&f, &v, out->ifname, sizeof(out->ifname));
+        else if (k == 9 || k == 10 || k == 13)
+            rc = want_int(&f, &v, INGEST_MAX_COUNT, k == 9 ? &out->bytes : k == 10 ? &out->pkts : &out->cnp);
+        else if (k == 11)
+            rc = want_num(&f, &v, 0, INGEST_MAX_BPS, &out->bps);
+        else if (k == 12)
+            rc = want_num(&f, &v, 0, 1, &out->ce_frac);
+        else
+            rc = want_bool(&f, &v, &out->fat);
+        jscan_skip(j, &v);
+    }
+    /* src, dst, proto, if, bps are required. */
+    if (rc || (rc = require(names, 15, 1u << 0 | 1u << 1 | 1u << 2 | 1u << 8 | 1u << 11, seen, at, e)))
+        return rc;
+    int af, af2;
     uint8_t tmp[16];
-    int af;
     memset(&out->k, 0, sizeof(out->k));
     if (tf_addr_parse(src, &af, out->k.src) < 0)
         return fail(e, INGEST_BAD_FIELD, "%s.src: '%s' is not an IP address", at, src);
@@ -159,56 +226,92 @@ static int parse_flow(json_t *f, const char *at, struct ingest_flow *out, struct
         return fail(e, INGEST_BAD_FIELD, "%s: src and dst of different families", at);
     memcpy(out->k.dst, tmp, 16);
     out->k.af = (uint8_t)af;
-    out->k.proto = (uint8_t)proto;
-    out->k.sport = (uint16_t)sport;
-    out->k.dport = (uint16_t)dport;
-    out->k.qp = (uint32_t)qp;
-    out->k.vlan = (uint16_t)vlan;
-    out->dscp = (uint8_t)dscp;
+    out->k.proto = (uint8_t)ints[2];
+    out->k.sport = (uint16_t)ints[3];
+    out->k.dport = (uint16_t)ints[4];
+    out->k.qp = (uint32_t)ints[5];
+    out->k.vlan = (uint16_t)ints[6];
+    out->dscp = (uint8_t)ints[7];
     return 0;
 }
 
-static int parse_report(json_t *o, const char *at, size_t *budget, struct ingest_report *r,
-                        struct ingest_error *e)
+/* The "links" or "flows" member's value: an array of objects. */
+static int parse_list(struct jscan *j, const char *at, bool flows, size_t *budget, struct ingest_report *r,
+                      struct ingest_error *e)
 {
-    if (!json_is_object(o))
-        return fail(e, INGEST_BAD_FIELD, "%s: report must be an object", at[0] ? at : "body");
-    const char *base = at[0] ? at : "report";
-    int rc;
-    if ((rc = get_str(o, "probe", base, true, r->probe, sizeof(r->probe), e)) ||
-        (rc = get_num(o, "ts", base, false, 0, 1e11, &r->ts, e)) ||
-        (rc = get_num(o, "interval_s", base, false, 0, 86400, &r->interval_s, e)))
-        return rc;
-    json_t *links = json_object_get(o, "links"), *flows = json_object_get(o, "flows");
-    if (links && !json_is_array(links))
-        return fail(e, INGEST_BAD_FIELD, "%slinks: must be an array", at[0] ? at : "");
-    if (flows && !json_is_array(flows))
-        return fail(e, INGEST_BAD_FIELD, "%sflows: must be an array", at[0] ? at : "");
-    size_t nl = json_array_size(links), nf = json_array_size(flows);
-    if (nl > INGEST_MAX_LINKS)
-        return fail(e, INGEST_TOO_MANY, "%slinks: %zu entries, at most %d", at, nl, INGEST_MAX_LINKS);
-    if (nf > *budget)
-        return fail(e, INGEST_TOO_MANY, "%sflows: %zu entries, more than the limit (max_flows_per_report)",
-                    at, nf);
-    *budget -= nf;
-    r->links = calloc(nl ? nl : 1, sizeof(*r->links));
-    r->flows = calloc(nf ? nf : 1, sizeof(*r->flows));
-    if (!r->links || !r->flows)
-        return fail(e, INGEST_BAD_FIELD, "out of memory");
-    char p[96];
-    for (size_t i = 0; i < nl; i++) {
-        snprintf(p, sizeof(p), "%slinks[%zu]", at, i);
-        if ((rc = parse_link(json_array_get(links, i), p, &r->links[i], e)))
-            return rc;
-        r->nlinks++;
+    struct jscan_val v;
+    const char *what = flows ? "flows" : "links";
+    if (jscan_value(j, &v) < 0 || v.t != JSCAN_ARR) {
+        jscan_skip(j, &v);
+        return fail(e, INGEST_BAD_FIELD, "%s%s%s: must be an array", at, at[0] ? "." : "", what);
     }
-    for (size_t i = 0; i < nf; i++) {
-        snprintf(p, sizeof(p), "%sflows[%zu]", at, i);
-        if ((rc = parse_flow(json_array_get(flows, i), p, &r->flows[i], e)))
+    /* Count first (a skip is a plain byte scan), so that an oversized list
+     * is 413 before any of its entries is judged, and is never allocated. */
+    struct jscan c = *j;
+    size_t count = 0;
+    while (jscan_elem(&c)) {
+        skip_value(&c);
+        count++;
+    }
+    if (flows && count > *budget)
+        return fail(e, INGEST_TOO_MANY, "%s%sflows: %zu entries, more than the limit (max_flows_per_report)",
+                    at, at[0] ? "." : "", count);
+    if (!flows && count > INGEST_MAX_LINKS)
+        return fail(e, INGEST_TOO_MANY, "%s%slinks: %zu entries, at most %d", at, at[0] ? "." : "", count,
+                    INGEST_MAX_LINKS);
+    size_t *n = flows ? &r->nflows : &r->nlinks;
+    if (count && !(flows ? (void *)(r->flows = calloc(count, sizeof(*r->flows)))
+                         : (void *)(r->links = calloc(count, sizeof(*r->links)))))
+        return fail(e, INGEST_BAD_FIELD, "out of memory for %zu %s", count, what);
+    char p[96];
+    while (jscan_elem(j)) {
+        if (*n >= count) /* cannot happen: the same text was just counted */
+            return fail(e, INGEST_BAD_JSON, "%s%s%s: changed while parsed", at, at[0] ? "." : "", what);
+        snprintf(p, sizeof(p), "%s%s%s[%zu]", at, at[0] ? "." : "", what, *n);
+        int rc;
+        if (flows) {
+            (*budget)--;
+            rc = parse_flow(j, p, &r->flows[*n], e);
+        } else {
+            rc = parse_link(j, p, &r->links[*n], e);
+        }
+        if (rc)
             return rc;
-        r->nflows++;
+        (*n)++;
     }
     return 0;
+}
+
+/* One report object; the opening '{' is already consumed. at: "" for a
+ * lone report, "reports[2]" in a batch. */
+static int parse_report(struct jscan *j, const char *at, size_t *budget, struct ingest_report *r,
+                        struct ingest_error *e)
+{
+    static const char *const names[] = {"probe", "ts", "interval_s", "links", "flows"};
+    const char *base = at[0] ? at : "report";
+    struct jscan_val v;
+    char key[32];
+    uint32_t seen = 0;
+    int rc = 0;
+    while (rc == 0 && jscan_key(j, key, sizeof(key))) {
+        int k = member(names, 5, key, &seen, at, e, &rc);
+        if (k < 0 || rc) {
+            skip_value(j);
+            continue;
+        }
+        if (k >= 3) {
+            rc = parse_list(j, at, k == 4, budget, r, e);
+            continue;
+        }
+        if (jscan_value(j, &v) < 0)
+            return fail(e, INGEST_BAD_JSON, "%s: truncated", base);
+        struct fld f = {base, key, e};
+        rc = k == 0 ? want_str(&f, &v, r->probe, sizeof(r->probe))
+           : k == 1 ? want_num(&f, &v, 0, 1e11, &r->ts)
+                    : want_num(&f, &v, 0, 86400, &r->interval_s);
+        jscan_skip(j, &v);
+    }
+    return rc ? rc : require(names, 5, 1u << 0, seen, base, e);
 }
 
 void ingest_batch_free(struct ingest_batch *b)
@@ -220,46 +323,84 @@ void ingest_batch_free(struct ingest_batch *b)
     b->n = 0;
 }
 
+/* Whether the top-level object has a "reports" member (a batch), without
+ * reading anything else: the members may come in any order. */
+static bool is_batch(const char *body, size_t len)
+{
+    struct jscan j;
+    struct jscan_val v;
+    char key[16];
+    jscan_init(&j, body, len);
+    if (jscan_value(&j, &v) < 0 || v.t != JSCAN_OBJ)
+        return false;
+    while (jscan_key(&j, key, sizeof(key))) {
+        if (strcmp(key, "reports") == 0)
+            return true;
+        skip_value(&j);
+    }
+    return false;
+}
+
+static int parse_batch(struct jscan *j, size_t *budget, struct ingest_batch *b, struct ingest_error *e)
+{
+    struct jscan_val v;
+    char key[16];
+    int rc = 0;
+    bool seen = false;
+    while (rc == 0 && jscan_key(j, key, sizeof(key))) {
+        if (strcmp(key, "reports")) {
+            skip_value(j);
+            continue;
+        }
+        if (seen)
+            return fail(e, INGEST_BAD_JSON, "reports: duplicate object key");
+        seen = true;
+        if (jscan_value(j, &v) < 0 || v.t != JSCAN_ARR)
+            return fail(e, INGEST_BAD_FIELD, "reports: must be a non-empty array");
+        while (rc == 0 && jscan_elem(j)) {
+            if (b->n == INGEST_MAX_REPORTS)
+                return fail(e, INGEST_TOO_MANY, "reports: more than %d entries", INGEST_MAX_REPORTS);
+            char at[32];
+            snprintf(at, sizeof(at), "reports[%zu]", b->n);
+            struct ingest_report *r = &b->r[b->n++];
+            if (jscan_value(j, &v) < 0 || v.t != JSCAN_OBJ)
+                return fail(e, INGEST_BAD_FIELD, "%s: report must be an object", at);
+            rc = parse_report(j, at, budget, r, e);
+        }
+        if (rc == 0 && b->n == 0)
+            return fail(e, INGEST_BAD_FIELD, "reports: must be a non-empty array");
+    }
+    return rc;
+}
+
 int ingest_parse(const char *body, size_t len, size_t max_flows, struct ingest_batch *b,
                  struct ingest_error *e)
 {
     memset(b, 0, sizeof(*b));
     memset(e, 0, sizeof(*e));
-    json_error_t je;
-    /* The document lives only inside this call: everything kept is copied
-     * into the batch, so its values can come from the arena. */
-    jsonarena_begin(len);
-    json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
-    if (!root) {
-        jsonarena_end();
+    /* Syntax first, over the whole body, so that a malformed body is always
+     * bad_json (with its place) whatever fields precede the fault. */
+    struct jscan_err je;
+    if (jscan_validate(body, len, &je) < 0) {
         e->line = je.line;
         e->column = je.column;
         e->position = je.position;
         return fail(e, INGEST_BAD_JSON, "%s (line %d, column %d)", je.text, je.line, je.column);
     }
-    int rc = 0;
+    struct jscan j;
+    struct jscan_val v;
     size_t budget = max_flows;
-    json_t *reports = json_is_object(root) ? json_object_get(root, "reports") : NULL;
-    if (!json_is_object(root)) {
+    int rc;
+    bool batch = is_batch(body, len);
+    jscan_init(&j, body, len);
+    if (jscan_value(&j, &v) < 0 || v.t != JSCAN_OBJ)
         rc = fail(e, INGEST_BAD_FIELD, "body: must be a JSON object");
-    } else if (reports) {
-        if (!json_is_array(reports) || json_array_size(reports) == 0)
-            rc = fail(e, INGEST_BAD_FIELD, "reports: must be a non-empty array");
-        else if (json_array_size(reports) > INGEST_MAX_REPORTS)
-            rc = fail(e, INGEST_TOO_MANY, "reports: %zu entries, at most %d", json_array_size(reports),
-                      INGEST_MAX_REPORTS);
-        for (size_t i = 0; rc == 0 && i < json_array_size(reports); i++) {
-            char at[32];
-            snprintf(at, sizeof(at), "reports[%zu].", i);
-            b->n++;
-            rc = parse_report(json_array_get(reports, i), at, &budget, &b->r[i], e);
-        }
-    } else {
+    else if (batch)
+        rc = parse_batch(&j, &budget, b, e);
+    else {
         b->n = 1;
-        rc = parse_report(root, "", &budget, &b->r[0], e);
+        rc = parse_report(&j, "", &budget, &b->r[0], e);
     }
-    json_decref(root);
-    jsonarena_end();
     if (rc)
         ingest_batch_free(b);
     return rc;
@@ -339,7 +480,8 @@ static uint32_t memo_dir(struct if_memo *m, const struct topo *t, uint32_t node,
     return dir;
 }
 
-static void resolve_report(const struct topo *t, uint32_t node, const struct ingest_report *r, struct resolved *x)
+static void resolve_report(struct state *s, const struct topo *t, uint32_t node, const struct ingest_report *r,
+                           struct resolved *x)
 {
     struct if_memo m = {0};
     x->node = node;
@@ -355,7 +497,8 @@ static void resolve_report(const struct topo *t, uint32_t node, const struct ing
     }
     for (size_t i = 0; i < r->nflows; i++) {
         x->egress[i] = memo_dir(&m, t, node, r->flows[i].ifname);
-        state_loc_resolve(t, &r->flows[i].k, node, x->egress[i], &x->loc[i]);
+        if (!state_loc_cached(s, &r->flows[i].k, node, x->egress[i], &x->loc[i]))
+            state_loc_resolve(t, &r->flows[i].k, node, x->egress[i], &x->loc[i]);
     }
 }
 
@@ -440,13 +583,13 @@ static int resolve_nodes(const struct topo *t, const struct ingest_batch *b, uin
     return 0;
 }
 
-static int resolve_batch(const struct topo *t, const struct ingest_batch *b, struct resolved *x,
-                         struct ingest_error *e)
+/* Caller holds the state lock (read or write); t is s->topo. */
+static int resolve_batch(struct state *s, const struct ingest_batch *b, struct resolved *x, struct ingest_error *e)
 {
     uint32_t nodes[INGEST_MAX_REPORTS];
-    int rc = resolve_nodes(t, b, nodes, e);
+    int rc = resolve_nodes(s->topo, b, nodes, e);
     for (size_t i = 0; i < b->n && rc == 0; i++)
-        resolve_report(t, nodes[i], &b->r[i], &x[i]);
+        resolve_report(s, s->topo, nodes[i], &b->r[i], &x[i]);
     return rc;
 }
 
@@ -481,12 +624,12 @@ int ingest_apply(struct state *s, const struct ingest_batch *b, double now, stru
      * runs under the read lock, beside other readers and other ingests. */
     pthread_rwlock_rdlock(&s->lock);
     const struct topo *t = s->topo;
-    int rc = resolve_batch(t, b, x, e);
+    int rc = resolve_batch(s, b, x, e);
     pthread_rwlock_unlock(&s->lock);
 
     pthread_rwlock_wrlock(&s->lock);
     if (rc == 0 && s->topo != t) /* reloaded in between: resolve again */
-        rc = resolve_batch(s->topo, b, x, e);
+        rc = resolve_batch(s, b, x, e);
     for (size_t i = 0; i < b->n && rc == 0; i++) {
         const struct ingest_report *r = &b->r[i];
         uint32_t node = x[i].node;

@@ -233,10 +233,31 @@ void state_loc_resolve(const struct topo *t, const struct state_flow_key *k, uin
         l->count = 0;
 }
 
+bool state_loc_cached(struct state *s, const struct state_flow_key *k, uint32_t probe, uint32_t egress,
+                      struct state_loc *l)
+{
+    const struct state_flow *f = state_flow_find(s, k);
+    if (!f || f->probe != probe || f->egress != egress || egress == TOPO_NONE || f->loc_count == 0)
+        return false;
+    l->src_node = f->src_node;
+    l->dst_node = f->dst_node;
+    l->first = f->loc_first;
+    l->count = f->loc_count;
+    if (f->path == (int64_t)l->first && f->ndirs > 0) {
+        memcpy(l->dirs, f->dirs, sizeof(l->dirs));
+        l->ndirs = f->ndirs;
+    } else {
+        l->ndirs = topo_path_dirs(s->topo, l->src_node, l->dst_node, l->first, l->dirs, TOPO_MAX_HOPS);
+    }
+    return l->ndirs > 0;
+}
+
 void state_flow_place(struct state *s, struct state_flow *f, const struct state_loc *l)
 {
     f->src_node = l->src_node;
     f->dst_node = l->dst_node;
+    f->loc_first = l->first;
+    f->loc_count = l->count;
     if (l->count == 0) {
         f->path = -1;
         f->ndirs = -1;

@@ -76,6 +76,7 @@ struct state_flow {
     int64_t path;                /* path index, -1 unknown */
     uint32_t dirs[TOPO_MAX_HOPS];/* path's directions, cached (state_flow_set_path) */
     int8_t ndirs;                /* -1 when path is unknown */
+    uint64_t loc_first, loc_count; /* paths the last (probe, egress) allows (state_loc) */
     int64_t pin;                 /* path index the controller holds it on, -1 none */
     int cls;                     /* class index (classes.h), CLASS_DEFAULT if unknown */
     int tier;                    /* tier its class is confined to, -1 none */
@@ -129,6 +130,11 @@ struct state_loc {
 };
 void state_loc_resolve(const struct topo *t, const struct state_flow_key *k, uint32_t probe, uint32_t egress,
                        struct state_loc *l);
+/* The location of a known flow last placed from the same probe and egress
+ * (a steady report), without walking the topology; false if there is none.
+ * Read lock. */
+bool state_loc_cached(struct state *s, const struct state_flow_key *k, uint32_t probe, uint32_t egress,
+                      struct state_loc *l);
 /* Applies a resolved location (probe and egress already set on f): the pin
  * when it lies in the range, else the range's first path. */
 void state_flow_place(struct state *s, struct state_flow *f, const struct state_loc *l);

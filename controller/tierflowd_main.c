@@ -16,7 +16,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -31,6 +33,8 @@
 #include "controller/state.h"
 #include "policy/classes.h"
 #include "policy/topo.h"
+
+#define REBALANCE_NICE 5 /* added to the daemon's nice value for the rebalance thread */
 
 static void usage(FILE *f)
 {
@@ -330,6 +334,16 @@ int main(int argc, char **argv)
              TF_VERSION, t->name, t->nnodes, t->nlinks, d.cfg.backend, d.cfg.listen, httpd_port(h),
              d.cfg.tls_cert[0] ? " with TLS" : "", web[0] ? web : "(none)");
     events_add(&d.ev, now, "start", "tierflowd %s started, backend %s", TF_VERSION, d.cfg.backend);
+    /* This thread runs the rebalance rounds, which cost CPU in proportion to
+     * the fat flows (0.5 s for 100,000 on one core). On a busy host they must
+     * not starve the HTTP workers (probe reports, API): lower this thread's
+     * priority only (Linux nice values are per thread; the workers were
+     * started above and keep theirs). */
+    id_t tid = (id_t)syscall(SYS_gettid);
+    errno = 0;
+    int prio = getpriority(PRIO_PROCESS, tid);
+    if ((prio == -1 && errno) || setpriority(PRIO_PROCESS, tid, prio + REBALANCE_NICE) < 0)
+        log_warn("setpriority: %s (rebalance rounds keep the workers' priority)", strerror(errno));
 
     double next = tf_now_mono() + d.cfg.interval;
     for (;;) {
