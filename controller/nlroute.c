@@ -1,12 +1,27 @@
 /*
- * nlroute: see nlroute.h. Encoding and decoding of FIB rules and routes,
- * the batch-with-acks transport and the dump reader.
+ * nlroute: see nlroute.h. FIB rules and routes built and parsed with libnl,
+ * the batch-with-acks transport over a libnl socket, and the dump reader.
  *
- * The request buffer holds at most NLROUTE_BATCH bytes plus one message
- * (NLROUTE_MSG_MAX), so message pointers never move while being built.
- * Acks are matched by sequence number: batch item i has seq base+i. Each
- * error ack is capped (NETLINK_CAP_ACK) and carries the kernel's text
- * (NETLINK_EXT_ACK), which goes into the error message with the item.
+ * Requests are libnl objects (rtnl_rule; rtnl_route with rtnl_nexthop)
+ * turned into messages by rtnl_*_build_*_request. What libnl 3.7 cannot
+ * express is added to the built message: the full-DSCP selector
+ * (FRA_DSCP, nla_put_u8) and the any-scope of a route delete (patched in
+ * the rtmsg, see build_route). Each message is completed on the socket
+ * (request flag, the socket's next sequence number), gets NLM_F_ACK, and is
+ * copied into one batch buffer of at most NLROUTE_BATCH bytes plus one
+ * message (NLROUTE_MSG_MAX), which goes out in one nl_sendto. Items of a
+ * batch therefore have consecutive sequence numbers: item i has base+i.
+ *
+ * Acks come back through nl_recvmsgs with a callback set of our own: the
+ * sequence check drops anything outside the batch (a stale ack of an
+ * aborted batch), NL_CB_ACK counts successes, the error callback records
+ * the first real failure with the kernel's text. Error acks are capped
+ * (NETLINK_CAP_ACK) and carry that text as an extended ack
+ * (NETLINK_EXT_ACK, NLMSGERR_ATTR_MSG); libnl 3.7 knows neither socket
+ * option nor the attributes, so those two parts are by hand.
+ *
+ * libnl reports its own error codes (NLE_*); they are mapped to errno where
+ * a libnl call returns, so every function here returns 0 or -errno.
  */
 #include "controller/nlroute.h"
 
@@ -25,6 +40,15 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <netlink/attr.h>
+#include <netlink/errno.h>
+#include <netlink/msg.h>
+#include <netlink/netlink.h>
+#include <netlink/route/nexthop.h>
+#include <netlink/route/route.h>
+#include <netlink/route/rule.h>
+#include <netlink/socket.h>
+
 #include "common/log.h"
 #include "common/util.h"
 
@@ -39,8 +63,13 @@
 #endif
 
 #define NLROUTE_MSG_MAX 2048
-#define NLROUTE_RX (256 * 1024)
+/* libnl's receive buffer. Peeking at each datagram's size first would
+ * double the recvmsg calls of a batch (one datagram per ack), so it is off
+ * except during dumps; an ack always fits. */
+#define NLROUTE_RX (32 * 1024)
 #define NLROUTE_SOCKBUF (8 << 20)
+/* Highest rule attribute read; FRA_DSCP is past FRA_MAX of older headers. */
+#define NLR_FRA_MAX (FRA_DSCP > FRA_MAX ? FRA_DSCP : FRA_MAX)
 
 struct link_ent {
     int index;
@@ -48,9 +77,8 @@ struct link_ent {
 };
 
 struct nlroute {
-    int fd;
-    uint32_t seq;
-    char *tx, *rx;
+    struct nl_sock *sk;
+    char *tx;
     size_t txlen;
     struct link_ent *links;
     size_t nlinks;
@@ -69,6 +97,34 @@ static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
     return rc;
 }
 
+/* A libnl result (>= 0 or -NLE_*) as 0 or -errno. */
+static int nl_errno(int e)
+{
+    if (e >= 0)
+        return 0;
+    switch (-e) {
+    case NLE_INTR: return -EINTR;
+    case NLE_BAD_SOCK: return -EBADF;
+    case NLE_AGAIN: case NLE_DUMP_INTR: return -EAGAIN;
+    case NLE_NOMEM: return -ENOMEM;      /* also the socket's ENOBUFS */
+    case NLE_EXIST: return -EEXIST;
+    case NLE_INVAL: case NLE_AF_MISMATCH: case NLE_MISSING_ATTR: return -EINVAL;
+    case NLE_RANGE: return -ERANGE;
+    case NLE_MSGSIZE: case NLE_MSG_TRUNC: case NLE_MSG_TOOSHORT: case NLE_ATTRSIZE:
+        return -EMSGSIZE;
+    case NLE_OPNOTSUPP: return -EOPNOTSUPP;
+    case NLE_AF_NOSUPPORT: return -EAFNOSUPPORT;
+    case NLE_OBJ_NOTFOUND: return -ENOENT;
+    case NLE_MSG_OVERFLOW: return -ENOBUFS;
+    case NLE_BUSY: return -EBUSY;
+    case NLE_PROTO_MISMATCH: return -EPROTONOSUPPORT;
+    case NLE_NOACCESS: return -EACCES;
+    case NLE_PERM: return -EPERM;
+    case NLE_NODEV: return -ENODEV;
+    default: return -EIO;
+    }
+}
+
 /* ---- socket ------------------------------------------------------------ */
 
 static int netns_name_ok(const char *s)
@@ -77,13 +133,22 @@ static int netns_name_ok(const char *s)
     return n > 0 && n < 64 && !strchr(s, '/') && strcmp(s, ".") && strcmp(s, "..");
 }
 
-/* Creates the socket inside netns and returns the thread to its own
- * namespace; failing to return would leave every later socket in the wrong
- * kernel, so that one case aborts. */
-static int socket_in(const char *netns, char *err, size_t errlen)
+static int connect_here(struct nl_sock *sk, const char *where, char *err, size_t errlen)
+{
+    int rc = nl_connect(sk, NETLINK_ROUTE);
+    if (rc < 0)
+        return fail(err, errlen, nl_errno(rc), "netlink socket%s%s: %s", where[0] ? " in " : "",
+                    where, nl_geterror(rc));
+    return 0;
+}
+
+/* Connects sk (creates its file descriptor) inside netns and returns the
+ * thread to its own namespace; failing to return would leave every later
+ * socket in the wrong kernel, so that one case aborts. */
+static int connect_in(struct nl_sock *sk, const char *netns, char *err, size_t errlen)
 {
     if (!netns || !netns[0])
-        return socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+        return connect_here(sk, "", err, errlen);
     if (!netns_name_ok(netns))
         return fail(err, errlen, -EINVAL, "netns '%.64s': not a plain name", netns);
     char path[96];
@@ -97,13 +162,11 @@ static int socket_in(const char *netns, char *err, size_t errlen)
         close(target);
         return fail(err, errlen, -e, "/proc/self/ns/net: %s", strerror(e));
     }
-    int fd;
+    int rc;
     if (setns(target, CLONE_NEWNET) < 0) {
-        fd = fail(err, errlen, -errno, "setns into %s: %s", path, strerror(errno));
+        rc = fail(err, errlen, -errno, "setns into %s: %s", path, strerror(errno));
     } else {
-        fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
-        if (fd < 0)
-            fd = fail(err, errlen, -errno, "netlink socket in %s: %s", path, strerror(errno));
+        rc = connect_here(sk, path, err, errlen);
         if (setns(self, CLONE_NEWNET) < 0) {
             log_err("nlroute: cannot return from netns %s: %s", netns, strerror(errno));
             abort();
@@ -111,44 +174,35 @@ static int socket_in(const char *netns, char *err, size_t errlen)
     }
     close(target);
     close(self);
-    return fd;
+    return rc;
 }
 
 int nlroute_open(const char *netns, struct nlroute **out, char *err, size_t errlen)
 {
     struct nlroute *n = calloc(1, sizeof(*n));
-    if (!n || !(n->tx = malloc(NLROUTE_BATCH + NLROUTE_MSG_MAX)) || !(n->rx = malloc(NLROUTE_RX))) {
-        if (n) {
-            free(n->tx);
-            free(n);
-        }
+    if (!n || !(n->tx = malloc(NLROUTE_BATCH + NLROUTE_MSG_MAX)) || !(n->sk = nl_socket_alloc())) {
+        nlroute_close(n);
         return fail(err, errlen, -ENOMEM, "out of memory");
     }
-    n->fd = socket_in(netns, err, errlen);
-    if (n->fd < 0) {
-        int rc = n->fd;
-        if (err && errlen && !err[0])
-            fail(err, errlen, rc, "netlink socket: %s", strerror(-rc));
-        n->fd = -1;
+    int rc = connect_in(n->sk, netns, err, errlen);
+    if (rc) {
         nlroute_close(n);
         return rc;
     }
-    int one = 1, sz = NLROUTE_SOCKBUF;
-    /* The FORCE variants (root) lift the sysctl caps; the plain ones are
-     * the fallback. Acks of a whole batch must fit the receive buffer. */
-    if (setsockopt(n->fd, SOL_SOCKET, SO_SNDBUFFORCE, &sz, sizeof(sz)) < 0)
-        setsockopt(n->fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
-    if (setsockopt(n->fd, SOL_SOCKET, SO_RCVBUFFORCE, &sz, sizeof(sz)) < 0)
-        setsockopt(n->fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
-    setsockopt(n->fd, SOL_NETLINK, NETLINK_CAP_ACK, &one, sizeof(one));
-    setsockopt(n->fd, SOL_NETLINK, NETLINK_EXT_ACK, &one, sizeof(one));
-    struct sockaddr_nl sa = {.nl_family = AF_NETLINK};
-    if (bind(n->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-        int rc = fail(err, errlen, -errno, "netlink bind: %s", strerror(errno));
-        nlroute_close(n);
-        return rc;
-    }
-    n->seq = (uint32_t)getpid() << 12;
+    /* Acks are asked for per message and collected by sequence number
+     * here, not one at a time by libnl. */
+    nl_socket_disable_auto_ack(n->sk);
+    nl_socket_disable_msg_peek(n->sk);
+    nl_socket_set_msg_buf_size(n->sk, NLROUTE_RX);
+    /* Acks of a whole batch must fit the receive buffer. libnl sets the
+     * plain sizes, which net.core.[rw]mem_max cap; the FORCE variants
+     * (root) lift the caps. */
+    int fd = nl_socket_get_fd(n->sk), one = 1, sz = NLROUTE_SOCKBUF;
+    nl_socket_set_buffer_size(n->sk, sz, sz);
+    setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &sz, sizeof(sz));
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &sz, sizeof(sz));
+    setsockopt(fd, SOL_NETLINK, NETLINK_CAP_ACK, &one, sizeof(one));
+    setsockopt(fd, SOL_NETLINK, NETLINK_EXT_ACK, &one, sizeof(one));
     *out = n;
     return 0;
 }
@@ -157,83 +211,125 @@ void nlroute_close(struct nlroute *n)
 {
     if (!n)
         return;
-    if (n->fd >= 0)
-        close(n->fd);
+    if (n->sk)
+        nl_socket_free(n->sk);
     free(n->tx);
-    free(n->rx);
     free(n->links);
     free(n);
 }
 
 /* ---- message building ------------------------------------------------- */
 
-static struct nlmsghdr *msg_start(struct nlroute *n, uint16_t type, uint16_t flags,
-                                  const void *hdr, size_t hlen)
-{
-    struct nlmsghdr *h = (struct nlmsghdr *)(n->tx + n->txlen);
-    memset(h, 0, NLMSG_LENGTH(hlen));
-    h->nlmsg_len = NLMSG_LENGTH(hlen);
-    h->nlmsg_type = type;
-    h->nlmsg_flags = NLM_F_REQUEST | flags;
-    h->nlmsg_seq = n->seq++;
-    memcpy(NLMSG_DATA(h), hdr, hlen);
-    return h;
-}
-
-static void msg_end(struct nlroute *n, struct nlmsghdr *h)
-{
-    n->txlen += NLMSG_ALIGN(h->nlmsg_len);
-}
-
-static struct rtattr *attr_put(struct nlmsghdr *h, uint16_t type, const void *data, size_t len)
-{
-    struct rtattr *a = (struct rtattr *)((char *)h + NLMSG_ALIGN(h->nlmsg_len));
-    a->rta_type = type;
-    a->rta_len = (unsigned short)RTA_LENGTH(len);
-    if (len)
-        memcpy(RTA_DATA(a), data, len);
-    h->nlmsg_len = NLMSG_ALIGN(h->nlmsg_len) + RTA_ALIGN(a->rta_len);
-    return a;
-}
-
-static void attr_u32(struct nlmsghdr *h, uint16_t type, uint32_t v) { attr_put(h, type, &v, 4); }
-static void attr_u8(struct nlmsghdr *h, uint16_t type, uint8_t v) { attr_put(h, type, &v, 1); }
-
 static int family(uint8_t af) { return af == 6 ? AF_INET6 : AF_INET; }
 static size_t alen(uint8_t af) { return af == 6 ? 16 : 4; }
 
-static void encode_rule(struct nlroute *n, const struct plan_rule *r, bool add, uint8_t proto)
+/* libnl result codes from here to the end of build_*. */
+static int addr_new(uint8_t af, const uint8_t *a, unsigned plen, struct nl_addr **out)
 {
-    struct fib_rule_hdr frh = {.family = (uint8_t)family(r->af), .dst_len = r->dst_len,
-                               .src_len = r->src_len, .action = FR_ACT_TO_TBL,
-                               .table = r->table < 256 ? (uint8_t)r->table : RT_TABLE_UNSPEC};
-    struct nlmsghdr *h = msg_start(n, add ? RTM_NEWRULE : RTM_DELRULE,
-                                   NLM_F_ACK | (add ? NLM_F_CREATE | NLM_F_EXCL : 0),
-                                   &frh, sizeof(frh));
-    attr_u32(h, FRA_PRIORITY, r->prio);
-    attr_u32(h, FRA_TABLE, r->table);
-    attr_u8(h, FRA_PROTOCOL, proto);
-    if (r->src_len)
-        attr_put(h, FRA_SRC, r->src, alen(r->af));
-    if (r->dst_len)
-        attr_put(h, FRA_DST, r->dst, alen(r->af));
-    if (r->ipproto)
-        attr_u8(h, FRA_IP_PROTO, r->ipproto);
-    if (r->sport) {
-        struct fib_rule_port_range pr = {r->sport, r->sport};
-        attr_put(h, FRA_SPORT_RANGE, &pr, sizeof(pr));
+    struct nl_addr *x = nl_addr_build(family(af), a, alen(af));
+    if (!x)
+        return -NLE_NOMEM;
+    nl_addr_set_prefixlen(x, (int)plen);
+    *out = x;
+    return 0;
+}
+
+static int build_rule(const struct plan_rule *r, bool add, uint8_t proto, struct nl_msg **out)
+{
+    struct rtnl_rule *rl = rtnl_rule_alloc();
+    struct nl_addr *src = NULL, *dst = NULL;
+    int rc = rl ? 0 : -NLE_NOMEM;
+    if (!rc) {
+        rtnl_rule_set_family(rl, family(r->af));
+        rtnl_rule_set_prio(rl, r->prio);
+        rtnl_rule_set_table(rl, r->table);
+        rtnl_rule_set_action(rl, FR_ACT_TO_TBL);
+        rc = rtnl_rule_set_protocol(rl, proto);
     }
-    if (r->dport) {
-        struct fib_rule_port_range pr = {r->dport, r->dport};
-        attr_put(h, FRA_DPORT_RANGE, &pr, sizeof(pr));
+    if (!rc && r->src_len && !(rc = addr_new(r->af, r->src, r->src_len, &src)))
+        rc = rtnl_rule_set_src(rl, src);
+    if (!rc && r->dst_len && !(rc = addr_new(r->af, r->dst, r->dst_len, &dst)))
+        rc = rtnl_rule_set_dst(rl, dst);
+    if (!rc && r->ipproto)
+        rc = rtnl_rule_set_ipproto(rl, r->ipproto);
+    if (!rc && r->sport)
+        rc = rtnl_rule_set_sport(rl, r->sport);
+    if (!rc && r->dport)
+        rc = rtnl_rule_set_dport(rl, r->dport);
+    if (!rc && r->fwmark) {
+        rtnl_rule_set_mark(rl, r->fwmark);
+        rtnl_rule_set_mask(rl, r->fwmask ? r->fwmask : 0xffffffffu);
     }
-    if (r->fwmark) {
-        attr_u32(h, FRA_FWMARK, r->fwmark);
-        attr_u32(h, FRA_FWMASK, r->fwmask ? r->fwmask : 0xffffffffu);
+    if (!rc)
+        rc = add ? rtnl_rule_build_add_request(rl, NLM_F_EXCL, out)
+                 : rtnl_rule_build_delete_request(rl, 0, out);
+    /* libnl 3.7 has no setter for the full-DSCP selector. */
+    if (!rc && r->dscp >= 0 && (rc = nla_put_u8(*out, FRA_DSCP, (uint8_t)r->dscp)) < 0) {
+        nlmsg_free(*out);
+        *out = NULL;
     }
-    if (r->dscp >= 0)
-        attr_u8(h, FRA_DSCP, (uint8_t)r->dscp);
-    msg_end(n, h);
+    nl_addr_put(src);
+    nl_addr_put(dst);
+    rtnl_rule_put(rl);
+    return rc;
+}
+
+static int add_nexthop(struct rtnl_route *rt, const struct plan_nh *p, int ifindex)
+{
+    struct rtnl_nexthop *nh = rtnl_route_nh_alloc();
+    if (!nh)
+        return -NLE_NOMEM;
+    rtnl_route_nh_set_weight(nh, (uint8_t)(p->weight - 1));  /* kernel stores weight-1 */
+    if (ifindex)
+        rtnl_route_nh_set_ifindex(nh, ifindex);
+    if (p->af) {
+        struct nl_addr *gw;
+        int rc = addr_new(p->af, p->via, (unsigned)alen(p->af) * 8, &gw);
+        if (rc) {
+            rtnl_route_nh_free(nh);
+            return rc;
+        }
+        rtnl_route_nh_set_gateway(nh, gw);   /* takes its own reference */
+        nl_addr_put(gw);
+    }
+    rtnl_route_add_nexthop(rt, nh);          /* the route owns it now */
+    return 0;
+}
+
+static int build_route(const struct plan_route *r, bool add, uint8_t proto, const int *ifx,
+                       struct nl_msg **out)
+{
+    struct rtnl_route *rt = rtnl_route_alloc();
+    struct nl_addr *dst = NULL;
+    int rc = rt ? 0 : -NLE_NOMEM;
+    if (!rc)
+        rc = rtnl_route_set_family(rt, (uint8_t)family(r->af));
+    if (!rc && !(rc = addr_new(r->af, r->dst, r->dst_len, &dst)))
+        rc = rtnl_route_set_dst(rt, dst);
+    if (!rc) {
+        rtnl_route_set_table(rt, r->table);
+        rtnl_route_set_protocol(rt, proto);
+        rc = rtnl_route_set_type(rt, RTN_UNICAST);
+    }
+    for (int i = 0; !rc && add && i < r->nnh; i++)
+        rc = add_nexthop(rt, &r->nh[i], ifx[i]);
+    if (!rc && add) {
+        rtnl_route_set_scope(rt, RT_SCOPE_UNIVERSE);
+        rc = rtnl_route_build_add_request(rt, NLM_F_REPLACE, out);
+    } else if (!rc) {
+        rc = rtnl_route_build_del_request(rt, 0, out);
+        /* libnl turns RT_SCOPE_NOWHERE into a guess (link scope, for a
+         * route without next hops), which would not match our gateway
+         * routes; in a delete the kernel reads NOWHERE as any scope, and
+         * the protocol keeps it to our routes. */
+        if (!rc) {
+            struct rtmsg *rtm = nlmsg_data(nlmsg_hdr(*out));
+            rtm->rtm_scope = RT_SCOPE_NOWHERE;
+        }
+    }
+    nl_addr_put(dst);
+    rtnl_route_put(rt);
+    return rc;
 }
 
 static int link_index(const struct nlroute *n, const char *name)
@@ -252,136 +348,142 @@ static const char *link_name(const struct nlroute *n, int index)
     return "";
 }
 
-static int encode_route(struct nlroute *n, const struct plan_route *r, bool add, uint8_t proto,
-                        char *err, size_t errlen)
+/* Builds the request for item i of p; why says what went wrong. */
+static int build_item(const struct nlroute *n, const struct plan *p, size_t i, bool rules,
+                      bool add, uint8_t proto, struct nl_msg **out, char *why, size_t whylen)
 {
-    int ifx[PLAN_MAX_NH] = {0};
-    for (int i = 0; add && i < r->nnh; i++)
-        if (r->nh[i].dev[0] && !(ifx[i] = link_index(n, r->nh[i].dev)))
-            return fail(err, errlen, -ENODEV, "interface %s not found", r->nh[i].dev);
-    struct rtmsg rtm = {.rtm_family = (uint8_t)family(r->af), .rtm_dst_len = r->dst_len,
-                        .rtm_table = r->table < 256 ? (uint8_t)r->table : RT_TABLE_UNSPEC,
-                        .rtm_protocol = proto, .rtm_type = RTN_UNICAST,
-                        .rtm_scope = add ? RT_SCOPE_UNIVERSE : RT_SCOPE_NOWHERE};
-    struct nlmsghdr *h = msg_start(n, add ? RTM_NEWROUTE : RTM_DELROUTE,
-                                   NLM_F_ACK | (add ? NLM_F_CREATE | NLM_F_REPLACE : 0),
-                                   &rtm, sizeof(rtm));
-    attr_u32(h, RTA_TABLE, r->table);
-    attr_put(h, RTA_DST, r->dst, alen(r->af));
-    if (add && r->nnh == 1) {
-        if (r->nh[0].af)
-            attr_put(h, RTA_GATEWAY, r->nh[0].via, alen(r->nh[0].af));
-        if (ifx[0])
-            attr_u32(h, RTA_OIF, (uint32_t)ifx[0]);
-    } else if (add) {
-        struct rtattr *mp = attr_put(h, RTA_MULTIPATH, NULL, 0);
-        for (int i = 0; i < r->nnh; i++) {
-            struct rtnexthop *nh = (struct rtnexthop *)((char *)h + NLMSG_ALIGN(h->nlmsg_len));
-            memset(nh, 0, sizeof(*nh));
-            nh->rtnh_hops = (unsigned char)(r->nh[i].weight - 1);  /* kernel stores weight-1 */
-            nh->rtnh_ifindex = ifx[i];
-            h->nlmsg_len = NLMSG_ALIGN(h->nlmsg_len) + RTNH_ALIGN(sizeof(*nh));
-            if (r->nh[i].af)
-                attr_put(h, RTA_GATEWAY, r->nh[i].via, alen(r->nh[i].af));
-            nh->rtnh_len = (unsigned short)((char *)h + h->nlmsg_len - (char *)nh);
-        }
-        mp->rta_len = (unsigned short)((char *)h + h->nlmsg_len - (char *)mp);
+    int rc;
+    if (rules) {
+        rc = build_rule(&p->rules[i], add, proto, out);
+    } else {
+        const struct plan_route *r = &p->routes[i];
+        int ifx[PLAN_MAX_NH] = {0};
+        for (int k = 0; add && k < r->nnh; k++)
+            if (r->nh[k].dev[0] && !(ifx[k] = link_index(n, r->nh[k].dev)))
+                return fail(why, whylen, -ENODEV, "interface %s not found", r->nh[k].dev);
+        rc = build_route(r, add, proto, ifx, out);
     }
-    msg_end(n, h);
+    if (rc < 0)
+        return fail(why, whylen, nl_errno(rc), "building the request: %s", nl_geterror(rc));
+    return 0;
+}
+
+/* Completes msg on the socket (request flag, next sequence number), asks
+ * for its ack and appends it to the batch buffer. */
+static int batch_put(struct nlroute *n, struct nl_msg *msg, uint32_t *seq)
+{
+    struct nlmsghdr *h = nlmsg_hdr(msg);
+    if (h->nlmsg_len > NLROUTE_MSG_MAX)   /* before a sequence number is used */
+        return -EMSGSIZE;
+    nl_complete_msg(n->sk, msg);
+    h->nlmsg_flags |= NLM_F_ACK;
+    size_t len = h->nlmsg_len, padded = NLMSG_ALIGN(len);
+    memcpy(n->tx + n->txlen, h, len);
+    memset(n->tx + n->txlen + len, 0, padded - len);
+    n->txlen += padded;
+    *seq = h->nlmsg_seq;
     return 0;
 }
 
 /* ---- transport ---------------------------------------------------------- */
 
-static int send_all(struct nlroute *n)
+struct ack_ctx {
+    uint32_t base;       /* sequence number of item 0 */
+    size_t count, got, ok;
+    bool del;
+    long bad;            /* first failed item, or -1 */
+    int bad_errno;
+    char why[160];       /* the kernel's text for it */
+};
+
+static int ack_seq_cb(struct nl_msg *m, void *arg)
 {
-    struct sockaddr_nl sa = {.nl_family = AF_NETLINK};
-    size_t off = 0;
-    while (off < n->txlen) {
-        ssize_t w = sendto(n->fd, n->tx + off, n->txlen - off, 0, (struct sockaddr *)&sa,
-                           sizeof(sa));
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0)
-            return -errno;
-        off += (size_t)w;
-    }
-    n->txlen = 0;
-    return 0;
+    const struct ack_ctx *c = arg;
+    return nlmsg_hdr(m)->nlmsg_seq - c->base < c->count ? NL_OK : NL_SKIP;
 }
 
-static ssize_t recv_some(struct nlroute *n)
+static int ack_ok_cb(struct nl_msg *m, void *arg)
 {
-    for (;;) {
-        ssize_t r = recv(n->fd, n->rx, NLROUTE_RX, MSG_TRUNC);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0)
-            return -errno;
-        if ((size_t)r > NLROUTE_RX)
-            return -EMSGSIZE;
-        return r;
-    }
+    (void)m;
+    struct ack_ctx *c = arg;
+    c->got++;
+    c->ok++;
+    return NL_OK;
 }
 
 /* The kernel's explanation from an extended ack, or "". */
-static const char *ext_msg(const struct nlmsghdr *h)
+static void ext_msg(struct nlmsghdr *h, char *out, size_t outlen)
 {
-    const struct nlmsgerr *e = NLMSG_DATA(h);
+    out[0] = '\0';
     if (!(h->nlmsg_flags & NLM_F_ACK_TLVS))
-        return "";
+        return;
+    const struct nlmsgerr *e = nlmsg_data(h);
     size_t off = NLMSG_LENGTH(sizeof(*e));   /* capped: no request echoed */
-    if (!(h->nlmsg_flags & NLM_F_CAPPED))
-        off += e->msg.nlmsg_len - NLMSG_HDRLEN;
-    while (off + sizeof(struct nlattr) <= h->nlmsg_len) {
-        const struct nlattr *a = (const struct nlattr *)((const char *)h + off);
-        if (a->nla_len < sizeof(*a) || off + a->nla_len > h->nlmsg_len)
-            break;
-        if (a->nla_type == NLMSGERR_ATTR_MSG && a->nla_len > sizeof(*a)) {
-            const char *s = (const char *)(a + 1);
-            if (memchr(s, '\0', a->nla_len - sizeof(*a)))
-                return s;
-        }
-        off += NLA_ALIGN(a->nla_len);
+    if (!(h->nlmsg_flags & NLM_F_CAPPED)) {
+        if (e->msg.nlmsg_len < NLMSG_HDRLEN)
+            return;
+        off += NLMSG_ALIGN(e->msg.nlmsg_len - NLMSG_HDRLEN);
     }
-    return "";
+    if (off >= h->nlmsg_len)
+        return;
+    struct nlattr *tb[NLMSGERR_ATTR_MAX + 1];
+    if (nla_parse(tb, NLMSGERR_ATTR_MAX, (struct nlattr *)((char *)h + off),
+                  (int)(h->nlmsg_len - off), NULL) < 0)
+        return;
+    const struct nlattr *a = tb[NLMSGERR_ATTR_MSG];
+    if (a && nla_len(a) > 0 && memchr(nla_data(a), '\0', (size_t)nla_len(a)))
+        tf_strlcpy(out, nla_data(a), outlen);
 }
 
-/*
- * Sends the buffer (count requests, seqs base..base+count-1) and waits for
- * every ack. Returns the index of the first failed item in *bad (or -1)
- * and its errno; benign errors (see nlroute.h) count as success.
- */
-static int exchange(struct nlroute *n, uint32_t base, size_t count, bool del, size_t *ok,
-                    long *bad, int *bad_errno, char *why, size_t whylen)
+/* libnl 3.7 hands the error callback only the struct nlmsgerr; it is the
+ * payload of the message in libnl's receive buffer, so the header (and
+ * behind it the extended ack) sits right before it, as iw and
+ * wpa_supplicant also use it. Benign errors (see nlroute.h) count as
+ * success. */
+static int ack_err_cb(struct sockaddr_nl *who, struct nlmsgerr *e, void *arg)
 {
-    *bad = -1;
-    int rc = send_all(n);
-    if (rc)
-        return rc;
-    size_t got = 0;
-    while (got < count) {
-        ssize_t len = recv_some(n);
-        if (len < 0)
-            return (int)len;   /* -ENOBUFS: acks lost; the caller re-reads */
-        for (struct nlmsghdr *h = (struct nlmsghdr *)n->rx; NLMSG_OK(h, (size_t)len);
-             h = NLMSG_NEXT(h, len)) {
-            if (h->nlmsg_type != NLMSG_ERROR || h->nlmsg_seq - base >= count)
-                continue;
-            const struct nlmsgerr *e = NLMSG_DATA(h);
-            got++;
-            int er = -e->error;
-            bool benign = er == 0 || (!del && er == EEXIST) || (del && (er == ENOENT || er == ESRCH));
-            if (benign) {
-                (*ok)++;
-            } else if (*bad < 0) {
-                *bad = (long)(h->nlmsg_seq - base);
-                *bad_errno = er;
-                tf_strlcpy(why, ext_msg(h), whylen);
-            }
-        }
+    (void)who;
+    struct ack_ctx *c = arg;
+    struct nlmsghdr *h = (struct nlmsghdr *)e - 1;
+    int er = -e->error;
+    c->got++;
+    if ((!c->del && er == EEXIST) || (c->del && (er == ENOENT || er == ESRCH))) {
+        c->ok++;
+    } else if (c->bad < 0) {
+        c->bad = (long)(h->nlmsg_seq - c->base);
+        c->bad_errno = er;
+        ext_msg(h, c->why, sizeof(c->why));
     }
-    return 0;
+    return NL_SKIP;
+}
+
+static int send_batch(struct nlroute *n)
+{
+    int w;
+    do
+        w = nl_sendto(n->sk, n->tx, n->txlen);
+    while (w == -NLE_INTR);
+    size_t len = n->txlen;
+    n->txlen = 0;
+    if (w < 0)
+        return nl_errno(w);
+    return (size_t)w == len ? 0 : -EIO;
+}
+
+/* Sends the batch buffer (c->count requests) and waits for every ack. */
+static int exchange(struct nlroute *n, struct ack_ctx *c)
+{
+    struct nl_cb *cb = nl_cb_alloc(NL_CB_CUSTOM);
+    if (!cb)
+        return -ENOMEM;
+    nl_cb_set(cb, NL_CB_SEQ_CHECK, NL_CB_CUSTOM, ack_seq_cb, c);
+    nl_cb_set(cb, NL_CB_ACK, NL_CB_CUSTOM, ack_ok_cb, c);
+    nl_cb_err(cb, NL_CB_CUSTOM, ack_err_cb, c);
+    int rc = send_batch(n);
+    while (!rc && c->got < c->count)
+        rc = nl_errno(nl_recvmsgs(n->sk, cb));   /* acks lost: the caller re-reads */
+    nl_cb_put(cb);
+    return rc;
 }
 
 static void rule_desc(const struct plan_rule *r, char *buf, size_t len)
@@ -398,6 +500,14 @@ static void route_desc(const struct plan_route *r, char *buf, size_t len)
     char d[64];
     snprintf(buf, len, "route %s/%u table %u", tf_addr_str(r->af, r->dst, d, sizeof(d)),
              r->dst_len, r->table);
+}
+
+static void item_desc(const struct plan *p, bool rules, size_t k, char *buf, size_t len)
+{
+    if (rules)
+        rule_desc(&p->rules[k], buf, len);
+    else
+        route_desc(&p->routes[k], buf, len);
 }
 
 static int refresh_links(struct nlroute *n, char *err, size_t errlen);
@@ -418,38 +528,39 @@ int nlroute_run(struct nlroute *n, enum nlroute_op op, const struct plan *p, uin
     size_t i = 0;
     while (i < total) {
         size_t first = i;
-        uint32_t base = n->seq;
+        struct ack_ctx c = {.del = !add, .bad = -1};
         int enc = 0;
-        char encerr[160] = "";
+        char encerr[160] = "", desc[200];
         n->txlen = 0;
         while (i < total && n->txlen < NLROUTE_BATCH) {
-            if (rules)
-                encode_rule(n, &p->rules[i], add, proto);
-            else if ((enc = encode_route(n, &p->routes[i], add, proto, encerr, sizeof(encerr))))
+            struct nl_msg *msg = NULL;
+            uint32_t seq = 0;
+            enc = build_item(n, p, i, rules, add, proto, &msg, encerr, sizeof(encerr));
+            if (!enc && (enc = batch_put(n, msg, &seq)))
+                fail(encerr, sizeof(encerr), enc, "request of %u bytes: %s",
+                     nlmsg_hdr(msg)->nlmsg_len, strerror(-enc));
+            nlmsg_free(msg);
+            if (enc)
                 break;
+            if (i == first)
+                c.base = seq;
             i++;
         }
-        long bad = -1;
-        int bad_errno = 0;
-        char why[160] = "", desc[200];
-        int rc = i > first ? exchange(n, base, i - first, !add, done, &bad, &bad_errno, why,
-                                      sizeof(why)) : 0;
-        if (i > first)
+        c.count = i - first;
+        int rc = c.count ? exchange(n, &c) : 0;
+        *done += c.ok;
+        if (c.count)
             (*round_trips)++;
         if (rc)
             return fail(err, errlen, rc, "netlink batch: %s", strerror(-rc));
-        if (bad >= 0) {
-            size_t k = first + (size_t)bad;
-            if (rules)
-                rule_desc(&p->rules[k], desc, sizeof(desc));
-            else
-                route_desc(&p->routes[k], desc, sizeof(desc));
-            return fail(err, errlen, -bad_errno, "%s %s: %s%s%s", add ? "adding" : "deleting",
-                        desc, strerror(bad_errno), why[0] ? ": " : "", why);
+        if (c.bad >= 0) {
+            item_desc(p, rules, first + (size_t)c.bad, desc, sizeof(desc));
+            return fail(err, errlen, -c.bad_errno, "%s %s: %s%s%s", add ? "adding" : "deleting",
+                        desc, strerror(c.bad_errno), c.why[0] ? ": " : "", c.why);
         }
         if (enc) {
-            route_desc(&p->routes[i], desc, sizeof(desc));
-            return fail(err, errlen, enc, "adding %s: %s", desc, encerr);
+            item_desc(p, rules, i, desc, sizeof(desc));
+            return fail(err, errlen, enc, "%s %s: %s", add ? "adding" : "deleting", desc, encerr);
         }
     }
     return 0;
@@ -457,97 +568,153 @@ int nlroute_run(struct nlroute *n, enum nlroute_op op, const struct plan *p, uin
 
 /* ---- dumps ---------------------------------------------------------------- */
 
-typedef int (*dump_cb)(struct nlroute *n, const struct nlmsghdr *h, void *ctx);
+typedef int (*dump_fn)(struct nlroute *n, struct nlmsghdr *h, void *arg);
+
+struct dump_ctx {
+    struct nlroute *n;
+    dump_fn fn;
+    void *arg;
+    uint32_t seq;
+    bool done, intr;
+    int kerr;            /* the kernel's error for the dump, -errno */
+    int rc;              /* the first error of fn */
+};
+
+static int dump_seq_cb(struct nl_msg *m, void *arg)
+{
+    const struct dump_ctx *c = arg;
+    return nlmsg_hdr(m)->nlmsg_seq == c->seq ? NL_OK : NL_SKIP;
+}
+
+/* Parsing goes on after an error of fn, so that the rest of the dump is
+ * read off the socket. */
+static int dump_valid_cb(struct nl_msg *m, void *arg)
+{
+    struct dump_ctx *c = arg;
+    if (!c->rc && !c->done)
+        c->rc = c->fn(c->n, nlmsg_hdr(m), c->arg);
+    return NL_OK;
+}
+
+static int dump_intr_cb(struct nl_msg *m, void *arg)
+{
+    (void)m;
+    ((struct dump_ctx *)arg)->intr = true;
+    return NL_OK;
+}
+
+/* A dump that fails part way ends with NLMSG_DONE carrying the error. */
+static int dump_done_cb(struct nl_msg *m, void *arg)
+{
+    struct dump_ctx *c = arg;
+    struct nlmsghdr *h = nlmsg_hdr(m);
+    int e;
+    c->done = true;
+    if (nlmsg_datalen(h) >= (int)sizeof(e)) {
+        memcpy(&e, nlmsg_data(h), sizeof(e));
+        if (e < 0 && !c->kerr)
+            c->kerr = e;
+    }
+    return NL_OK;
+}
+
+static int dump_err_cb(struct sockaddr_nl *who, struct nlmsgerr *e, void *arg)
+{
+    (void)who;
+    struct dump_ctx *c = arg;
+    c->done = true;
+    if (!c->kerr)
+        c->kerr = e->error < 0 ? e->error : -EIO;
+    return NL_SKIP;
+}
 
 /* One dump; -EAGAIN when the kernel says it was interrupted by a change
  * (NLM_F_DUMP_INTR), so that the caller repeats it. */
-static int dump_once(struct nlroute *n, uint16_t type, const void *hdr, size_t hlen,
-                     dump_cb cb, void *ctx)
+static int dump_once(struct nlroute *n, int type, void *hdr, size_t hlen, dump_fn fn, void *arg)
 {
-    n->txlen = 0;
-    struct nlmsghdr *req = msg_start(n, type, NLM_F_DUMP, hdr, hlen);
-    uint32_t seq = req->nlmsg_seq;
-    msg_end(n, req);
-    int rc = send_all(n);
-    bool intr = false;
-    while (!rc) {
-        ssize_t len = recv_some(n);
-        if (len < 0)
-            return (int)len;
-        for (struct nlmsghdr *h = (struct nlmsghdr *)n->rx; NLMSG_OK(h, (size_t)len);
-             h = NLMSG_NEXT(h, len)) {
-            if (h->nlmsg_seq != seq)
-                continue;
-            if (h->nlmsg_flags & NLM_F_DUMP_INTR)
-                intr = true;
-            if (h->nlmsg_type == NLMSG_DONE)
-                return intr ? -EAGAIN : rc;
-            if (h->nlmsg_type == NLMSG_ERROR) {
-                const struct nlmsgerr *e = NLMSG_DATA(h);
-                return e->error ? e->error : -EIO;
-            }
-            if (!rc)
-                rc = cb(n, h, ctx);
-        }
+    struct dump_ctx c = {.n = n, .fn = fn, .arg = arg};
+    struct nl_msg *msg = nlmsg_alloc_simple(type, NLM_F_DUMP);
+    struct nl_cb *cb = nl_cb_alloc(NL_CB_CUSTOM);
+    int rc = msg && cb ? 0 : -ENOMEM;
+    if (!rc)
+        rc = nl_errno(nlmsg_append(msg, hdr, hlen, NLMSG_ALIGNTO));
+    if (!rc) {
+        nl_complete_msg(n->sk, msg);   /* no ack: auto-ack is off */
+        c.seq = nlmsg_hdr(msg)->nlmsg_seq;
+        nl_cb_set(cb, NL_CB_SEQ_CHECK, NL_CB_CUSTOM, dump_seq_cb, &c);
+        nl_cb_set(cb, NL_CB_VALID, NL_CB_CUSTOM, dump_valid_cb, &c);
+        nl_cb_set(cb, NL_CB_DUMP_INTR, NL_CB_CUSTOM, dump_intr_cb, &c);
+        nl_cb_set(cb, NL_CB_FINISH, NL_CB_CUSTOM, dump_done_cb, &c);
+        nl_cb_err(cb, NL_CB_CUSTOM, dump_err_cb, &c);
+        rc = nl_errno(nl_send(n->sk, msg));
     }
-    return rc;
+    /* nl_recvmsgs reads on until NLMSG_DONE, but returns early when a
+     * datagram held only stale messages of another sequence number. With
+     * peeking, libnl grows its buffer for a datagram of any size. */
+    nl_socket_enable_msg_peek(n->sk);
+    while (!rc && !c.done)
+        rc = nl_errno(nl_recvmsgs(n->sk, cb));
+    nl_socket_disable_msg_peek(n->sk);
+    nlmsg_free(msg);
+    if (cb)
+        nl_cb_put(cb);
+    if (rc)
+        return rc;
+    if (c.kerr)
+        return c.kerr;
+    return c.intr ? -EAGAIN : c.rc;
 }
 
-static int dump(struct nlroute *n, uint16_t type, const void *hdr, size_t hlen, dump_cb cb,
-                void *ctx, void (*reset)(void *ctx))
+static int dump(struct nlroute *n, int type, void *hdr, size_t hlen, dump_fn fn, void *arg,
+                void (*reset)(void *arg))
 {
     int rc = -EAGAIN;
     for (int tries = 0; tries < 5 && rc == -EAGAIN; tries++) {
-        reset(ctx);
-        rc = dump_once(n, type, hdr, hlen, cb, ctx);
+        reset(arg);
+        rc = dump_once(n, type, hdr, hlen, fn, arg);
     }
     return rc;
 }
 
-/* Attribute table of one message: tb[type] points at the attribute or is
- * NULL; payload lengths are checked by the getters. */
-#define NLR_ATTR_MAX 32
-static void parse_attrs(const struct rtattr *a, size_t len, const struct rtattr **tb)
+static bool get_addr(const struct nlattr *a, uint8_t af, uint8_t out[16])
 {
-    memset(tb, 0, NLR_ATTR_MAX * sizeof(*tb));
-    int l = (int)len;
-    for (; RTA_OK(a, l); a = RTA_NEXT(a, l))
-        if (a->rta_type < NLR_ATTR_MAX)
-            tb[a->rta_type] = a;
-}
-
-static bool get_u32(const struct rtattr *a, uint32_t *v)
-{
-    if (!a || RTA_PAYLOAD(a) < 4)
+    if (!a || (size_t)nla_len(a) != alen(af))
         return false;
-    memcpy(v, RTA_DATA(a), 4);
+    memcpy(out, nla_data(a), alen(af));
     return true;
 }
 
-static bool get_u8(const struct rtattr *a, uint8_t *v)
-{
-    if (!a || RTA_PAYLOAD(a) < 1)
-        return false;
-    *v = *(const uint8_t *)RTA_DATA(a);
-    return true;
-}
-
-static bool get_addr(const struct rtattr *a, uint8_t af, uint8_t out[16])
-{
-    if (!a || RTA_PAYLOAD(a) != alen(af))
-        return false;
-    memcpy(out, RTA_DATA(a), alen(af));
-    return true;
-}
-
-static uint16_t get_port(const struct rtattr *a)
+static uint16_t get_port(const struct nlattr *a)
 {
     struct fib_rule_port_range pr;
-    if (!a || RTA_PAYLOAD(a) < sizeof(pr))
+    if (!a)
         return 0;
-    memcpy(&pr, RTA_DATA(a), sizeof(pr));
+    memcpy(&pr, nla_data(a), sizeof(pr));   /* length checked by the policy */
     return pr.start;   /* ours are single ports; a range reads as its start */
 }
+
+/* Lengths of the fixed-size attributes read back; a message that breaks
+ * them is not one of ours and is skipped whole. */
+static struct nla_policy rule_policy[NLR_FRA_MAX + 1] = {
+    [FRA_PRIORITY] = {.type = NLA_U32},
+    [FRA_TABLE] = {.type = NLA_U32},
+    [FRA_PROTOCOL] = {.type = NLA_U8},
+    [FRA_IP_PROTO] = {.type = NLA_U8},
+    [FRA_FWMARK] = {.type = NLA_U32},
+    [FRA_FWMASK] = {.type = NLA_U32},
+    [FRA_DSCP] = {.type = NLA_U8},
+    [FRA_SPORT_RANGE] = {.minlen = sizeof(struct fib_rule_port_range)},
+    [FRA_DPORT_RANGE] = {.minlen = sizeof(struct fib_rule_port_range)},
+};
+
+static struct nla_policy route_policy[RTA_TABLE + 1] = {
+    [RTA_OIF] = {.type = NLA_U32},
+    [RTA_TABLE] = {.type = NLA_U32},
+};
+
+static struct nla_policy link_policy[IFLA_IFNAME + 1] = {
+    [IFLA_IFNAME] = {.type = NLA_STRING, .maxlen = IF_NAMESIZE},
+};
 
 struct read_ctx {
     const struct nlroute_own *own;
@@ -563,25 +730,25 @@ static void read_reset(void *p)
     c->out->nroutes = c->base_routes;
 }
 
-static int rule_cb(struct nlroute *n, const struct nlmsghdr *h, void *p)
+static int rule_cb(struct nlroute *n, struct nlmsghdr *h, void *p)
 {
     (void)n;
     struct read_ctx *c = p;
-    const struct fib_rule_hdr *frh = NLMSG_DATA(h);
-    if (h->nlmsg_type != RTM_NEWRULE || h->nlmsg_len < NLMSG_LENGTH(sizeof(*frh)))
+    struct nlattr *tb[NLR_FRA_MAX + 1];
+    if (h->nlmsg_type != RTM_NEWRULE ||
+        nlmsg_parse(h, sizeof(struct fib_rule_hdr), tb, NLR_FRA_MAX, rule_policy) < 0)
         return 0;
+    const struct fib_rule_hdr *frh = nlmsg_data(h);
     if ((frh->family != AF_INET && frh->family != AF_INET6) || frh->action != FR_ACT_TO_TBL)
         return 0;
-    const struct rtattr *tb[NLR_ATTR_MAX];
-    parse_attrs((const struct rtattr *)((const char *)frh + NLMSG_ALIGN(sizeof(*frh))),
-                h->nlmsg_len - NLMSG_LENGTH(sizeof(*frh)), tb);
     struct plan_rule r = {.af = frh->family == AF_INET6 ? 6 : 4, .dscp = -1,
                           .src_len = frh->src_len, .dst_len = frh->dst_len,
                           .table = frh->table};
-    uint8_t proto = 0;
-    get_u32(tb[FRA_PRIORITY], &r.prio);
-    get_u32(tb[FRA_TABLE], &r.table);
-    get_u8(tb[FRA_PROTOCOL], &proto);
+    uint8_t proto = tb[FRA_PROTOCOL] ? nla_get_u8(tb[FRA_PROTOCOL]) : 0;
+    if (tb[FRA_PRIORITY])
+        r.prio = nla_get_u32(tb[FRA_PRIORITY]);
+    if (tb[FRA_TABLE])
+        r.table = nla_get_u32(tb[FRA_TABLE]);
     /* Ownership: priority range AND protocol AND one of our tables. */
     if (r.prio < c->own->prio_min || r.prio > c->own->prio_max || proto != c->own->proto ||
         r.table < c->own->table_min || r.table > c->own->table_max)
@@ -589,23 +756,25 @@ static int rule_cb(struct nlroute *n, const struct nlmsghdr *h, void *p)
     if ((r.src_len && !get_addr(tb[FRA_SRC], r.af, r.src)) ||
         (r.dst_len && !get_addr(tb[FRA_DST], r.af, r.dst)))
         return 0;
-    get_u8(tb[FRA_IP_PROTO], &r.ipproto);
+    if (tb[FRA_IP_PROTO])
+        r.ipproto = nla_get_u8(tb[FRA_IP_PROTO]);
     r.sport = get_port(tb[FRA_SPORT_RANGE]);
     r.dport = get_port(tb[FRA_DPORT_RANGE]);
-    get_u32(tb[FRA_FWMARK], &r.fwmark);
-    get_u32(tb[FRA_FWMASK], &r.fwmask);
+    if (tb[FRA_FWMARK])
+        r.fwmark = nla_get_u32(tb[FRA_FWMARK]);
+    if (tb[FRA_FWMASK])
+        r.fwmask = nla_get_u32(tb[FRA_FWMASK]);
     if (r.fwmask == 0xffffffffu || !r.fwmark)
         r.fwmask = 0;   /* canonical: 0 = exact mark */
-    uint8_t dscp;
-    if (get_u8(tb[FRA_DSCP], &dscp))
-        r.dscp = dscp;
+    if (tb[FRA_DSCP])
+        r.dscp = nla_get_u8(tb[FRA_DSCP]);
     else if (frh->tos)
         r.dscp = frh->tos >> 2;
     tf_strlcpy(r.sw, c->sw, sizeof(r.sw));
     return plan_add_rule(c->out, &r) == -ENOMEM ? -ENOMEM : 0;
 }
 
-static void route_nh(const struct nlroute *n, const struct plan_route *r, const struct rtattr *gw,
+static void route_nh(const struct nlroute *n, const struct plan_route *r, const struct nlattr *gw,
                      int ifindex, struct plan_nh *nh)
 {
     memset(nh, 0, sizeof(*nh));
@@ -615,41 +784,46 @@ static void route_nh(const struct nlroute *n, const struct plan_route *r, const 
     nh->weight = 1;
 }
 
-static int route_cb(struct nlroute *n, const struct nlmsghdr *h, void *p)
+static int route_cb(struct nlroute *n, struct nlmsghdr *h, void *p)
 {
     struct read_ctx *c = p;
-    const struct rtmsg *rtm = NLMSG_DATA(h);
-    if (h->nlmsg_type != RTM_NEWROUTE || h->nlmsg_len < NLMSG_LENGTH(sizeof(*rtm)))
+    struct nlattr *tb[RTA_TABLE + 1];
+    if (h->nlmsg_type != RTM_NEWROUTE ||
+        nlmsg_parse(h, sizeof(struct rtmsg), tb, RTA_TABLE, route_policy) < 0)
         return 0;
+    const struct rtmsg *rtm = nlmsg_data(h);
     if ((rtm->rtm_family != AF_INET && rtm->rtm_family != AF_INET6) ||
         rtm->rtm_protocol != c->own->proto || rtm->rtm_type != RTN_UNICAST ||
         (rtm->rtm_flags & RTM_F_CLONED))
         return 0;
-    const struct rtattr *tb[NLR_ATTR_MAX];
-    parse_attrs(RTM_RTA(rtm), RTM_PAYLOAD(h), tb);
     struct plan_route r = {.af = rtm->rtm_family == AF_INET6 ? 6 : 4,
                            .dst_len = rtm->rtm_dst_len, .table = rtm->rtm_table};
-    get_u32(tb[RTA_TABLE], &r.table);
+    if (tb[RTA_TABLE])
+        r.table = nla_get_u32(tb[RTA_TABLE]);
     if (r.table < c->own->table_min || r.table > c->own->table_max)
         return 0;
     if (r.dst_len && !get_addr(tb[RTA_DST], r.af, r.dst))
         return 0;
-    uint32_t oif = 0;
-    get_u32(tb[RTA_OIF], &oif);
-    const struct rtattr *mp = tb[RTA_MULTIPATH];
+    const struct nlattr *mp = tb[RTA_MULTIPATH];
     if (mp) {
-        const struct rtnexthop *nh = RTA_DATA(mp);
-        int left = (int)RTA_PAYLOAD(mp);
-        while (RTNH_OK(nh, left) && r.nnh < PLAN_MAX_NH) {
-            const struct rtattr *ntb[NLR_ATTR_MAX];
-            parse_attrs(RTNH_DATA(nh), nh->rtnh_len - RTNH_LENGTH(0), ntb);
+        /* libnl has no iterator for struct rtnexthop. RTNH_OK reads
+         * rtnh_len before it checks what is left, so that goes first:
+         * libnl's copy of the message ends where the attribute does. */
+        const struct rtnexthop *nh = nla_data(mp);
+        int left = nla_len(mp);
+        while (left >= (int)sizeof(*nh) && RTNH_OK(nh, left) && r.nnh < PLAN_MAX_NH) {
+            struct nlattr *ntb[RTA_GATEWAY + 1];
+            if (nla_parse(ntb, RTA_GATEWAY, (struct nlattr *)RTNH_DATA(nh),
+                          nh->rtnh_len - RTNH_LENGTH(0), NULL) < 0)
+                return 0;
             route_nh(n, &r, ntb[RTA_GATEWAY], nh->rtnh_ifindex, &r.nh[r.nnh]);
             r.nh[r.nnh++].weight = (uint16_t)(nh->rtnh_hops + 1);
             left -= RTNH_ALIGN(nh->rtnh_len);
             nh = RTNH_NEXT(nh);
         }
     } else {
-        route_nh(n, &r, tb[RTA_GATEWAY], (int)oif, &r.nh[0]);
+        int oif = tb[RTA_OIF] ? (int)nla_get_u32(tb[RTA_OIF]) : 0;
+        route_nh(n, &r, tb[RTA_GATEWAY], oif, &r.nh[0]);
         r.nnh = 1;
     }
     tf_strlcpy(r.sw, c->sw, sizeof(r.sw));
@@ -661,17 +835,15 @@ static void links_reset(void *p)
     ((struct nlroute *)p)->nlinks = 0;
 }
 
-static int link_cb(struct nlroute *n, const struct nlmsghdr *h, void *p)
+static int link_cb(struct nlroute *n, struct nlmsghdr *h, void *p)
 {
     (void)p;
-    const struct ifinfomsg *ifi = NLMSG_DATA(h);
-    if (h->nlmsg_type != RTM_NEWLINK || h->nlmsg_len < NLMSG_LENGTH(sizeof(*ifi)))
+    struct nlattr *tb[IFLA_IFNAME + 1];
+    if (h->nlmsg_type != RTM_NEWLINK ||
+        nlmsg_parse(h, sizeof(struct ifinfomsg), tb, IFLA_IFNAME, link_policy) < 0 ||
+        !tb[IFLA_IFNAME])
         return 0;
-    const struct rtattr *tb[NLR_ATTR_MAX];
-    parse_attrs(IFLA_RTA(ifi), IFLA_PAYLOAD(h), tb);
-    const struct rtattr *name = tb[IFLA_IFNAME];
-    if (!name || !memchr(RTA_DATA(name), '\0', RTA_PAYLOAD(name)))
-        return 0;
+    const struct ifinfomsg *ifi = nlmsg_data(h);
     if (n->nlinks % 64 == 0) {
         struct link_ent *v = realloc(n->links, (n->nlinks + 64) * sizeof(*v));
         if (!v)
@@ -679,7 +851,7 @@ static int link_cb(struct nlroute *n, const struct nlmsghdr *h, void *p)
         n->links = v;
     }
     n->links[n->nlinks].index = ifi->ifi_index;
-    tf_strlcpy(n->links[n->nlinks].name, RTA_DATA(name), IF_NAMESIZE);
+    tf_strlcpy(n->links[n->nlinks].name, nla_get_string(tb[IFLA_IFNAME]), IF_NAMESIZE);
     n->nlinks++;
     return 0;
 }

@@ -2,12 +2,14 @@
  * nlroute: one rtnetlink socket into one kernel (the local one or a named
  * network namespace), speaking policy rules and routes in plan form.
  *
- * Messages are encoded by hand (struct fib_rule_hdr / rtmsg + attributes),
- * not through libnl objects, because the batch path needs many messages in
- * one buffer and because libnl 3.7 knows neither FRA_DSCP nor multipath
- * weights on read. Changes go out zebra style: up to NLROUTE_BATCH bytes of
- * requests per sendmsg, each with NLM_F_ACK, then every ack is collected by
- * sequence number before the next batch, so an error names its item.
+ * Built on libnl (libnl-3 / libnl-route-3): the socket is a struct nl_sock,
+ * requests are rtnl_rule / rtnl_route objects turned into messages by libnl
+ * (plus FRA_DSCP, which libnl 3.7 lacks, put into the built message), acks
+ * and dumps are read with nl_recvmsgs and callbacks. Changes go out zebra
+ * style: the built messages are copied into one buffer of up to
+ * NLROUTE_BATCH bytes per send, each with NLM_F_ACK, then every ack is
+ * collected by sequence number before the next batch, so an error names
+ * its item.
  *
  * Invariant: the socket lives in the target namespace for its whole life
  * (it is created after setns(2) into it and the thread returns at once).
