@@ -52,6 +52,11 @@
 
 _Static_assert(sizeof(struct flow_key) == 48, "flow_key is hashed as six 64-bit words");
 _Static_assert(offsetof(struct flow, cnps) == 128, "per-packet fields fill two cache lines");
+_Static_assert(offsetof(struct flow, pkts) == offsetof(struct flow, bytes) + 8 &&
+               offsetof(struct flow, ivl_pkts) == offsetof(struct flow, ivl_bytes) + 8 &&
+               offsetof(struct flow, ect_pkts) == offsetof(struct flow, ce_pkts) + 8 &&
+               offsetof(struct flow, ivl_ect) == offsetof(struct flow, ivl_ce) + 8,
+               "counters are updated in pairs");
 _Static_assert(sizeof(struct flow) == 192, "three cache lines per flow");
 
 /* How many packets behind the newest a batch prefetches the flow record:
@@ -116,14 +121,17 @@ static inline uint32_t key_hash(const struct flowtab *ft, const struct flow_key 
     return (uint32_t)mum(a ^ s[6], b ^ c ^ s[7]);
 }
 
+/* Vector extensions (GCC, clang): three 16-byte xors instead of six
+ * 64-bit ones, on any target. */
+typedef uint64_t ft_v2 __attribute__((vector_size(16)));
+
 static inline bool key_eq(const struct flow_key *x, const struct flow_key *y)
 {
-    uint64_t a[6], b[6], d = 0;
+    ft_v2 a[3], b[3];
     memcpy(a, x, sizeof(a));
     memcpy(b, y, sizeof(b));
-    for (int i = 0; i < 6; i++)
-        d |= a[i] ^ b[i];
-    return d == 0;
+    ft_v2 d = (a[0] ^ b[0]) | (a[1] ^ b[1]) | (a[2] ^ b[2]);
+    return (d[0] | d[1]) == 0;
 }
 
 static uint32_t pair_hash(const struct flowtab *ft, const uint8_t *a, const uint8_t *b,
@@ -138,7 +146,8 @@ static uint32_t pair_hash(const struct flowtab *ft, const uint8_t *a, const uint
     return (uint32_t)fmix64(h);
 }
 
-void flowtab_key(const struct decode_pkt *pkt, struct flow_key *k)
+static inline __attribute__((always_inline)) void key_build(const struct decode_pkt *pkt,
+                                                             struct flow_key *k)
 {
     memset(k, 0, sizeof(*k));
     memcpy(k->src, pkt->src, 16);
@@ -154,6 +163,8 @@ void flowtab_key(const struct decode_pkt *pkt, struct flow_key *k)
     k->af = pkt->af;
     k->proto = pkt->proto;
 }
+
+void flowtab_key(const struct decode_pkt *pkt, struct flow_key *k) { key_build(pkt, k); }
 
 struct flowtab *flowtab_new(uint32_t max_flows, double idle_timeout_s)
 {
@@ -354,7 +365,7 @@ static inline void op_make(const struct flowtab *ft, struct flowtab_op *o,
                            const struct decode_pkt *pkt, uint16_t ifidx, double ts,
                            uint32_t scale, uint8_t source)
 {
-    flowtab_key(pkt, &o->key);
+    key_build(pkt, &o->key);
     o->hash = key_hash(ft, &o->key);
     o->ts = ts;
     o->wire_len = pkt->wire_len;
@@ -367,7 +378,8 @@ static inline void op_make(const struct flowtab *ft, struct flowtab_op *o,
     o->source = source;
 }
 
-static inline int op_apply(struct flowtab *ft, const struct flowtab_op *o)
+static inline __attribute__((always_inline)) int op_apply(struct flowtab *ft,
+                                                           const struct flowtab_op *o)
 {
     uint32_t id, cell = 0;
     id = find(ft, &o->key, o->hash, &cell);
@@ -378,18 +390,14 @@ static inline int op_apply(struct flowtab *ft, const struct flowtab_op *o)
     }
     struct flow *f = &ft->flows[id];
     uint32_t scale = o->scale;
-    uint64_t b = (uint64_t)o->wire_len * scale;
-    f->bytes += b;
-    f->ivl_bytes += b;
-    f->pkts += scale;
-    f->ivl_pkts += scale;
-    if (o->ecn == 3) {
-        f->ce_pkts += scale;
-        f->ivl_ce += scale;
-    } else if (o->ecn) {
-        f->ect_pkts += scale;
-        f->ivl_ect += scale;
-    }
+    /* Pairs of adjacent counters as one vector add each, branch-free. */
+    ft_v2 bp = {(uint64_t)o->wire_len * scale, scale};
+    ft_v2 ce = {o->ecn == 3 ? scale : 0, o->ecn == 1 || o->ecn == 2 ? scale : 0};
+    ft_v2 v;
+    memcpy(&v, &f->bytes, 16), v += bp, memcpy(&f->bytes, &v, 16);
+    memcpy(&v, &f->ivl_bytes, 16), v += bp, memcpy(&f->ivl_bytes, &v, 16);
+    memcpy(&v, &f->ce_pkts, 16), v += ce, memcpy(&f->ce_pkts, &v, 16);
+    memcpy(&v, &f->ivl_ce, 16), v += ce, memcpy(&f->ivl_ce, &v, 16);
     if (o->ts > f->last_ts)
         f->last_ts = o->ts;
     f->dscp = o->dscp;
