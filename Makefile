@@ -24,6 +24,7 @@ SHAREDIR ?= $(PREFIX)/share/tierflow
 MANDIR   ?= $(PREFIX)/share/man
 SYSCONFDIR ?= /etc
 CC       ?= cc
+NPROC    := $(shell nproc 2>/dev/null || echo 2)
 VERSION  := $(shell git describe --always --dirty 2>/dev/null || echo 0.1.0)
 
 PKGS     := libpcap libnl-3.0 libnl-route-3.0 libmicrohttpd jansson libcurl
@@ -109,17 +110,17 @@ tools: $(TOOL_BINS)
 # every suite; tests/run.sh prints the one summary line and sets the exit code.
 test:
 	@scripts/deps.sh build test browser
-	@$(MAKE) --no-print-directory san tools $(addprefix $(O)/bin/,$(PROGS))
+	@$(MAKE) -j$(NPROC) --no-print-directory san tools $(addprefix $(O)/bin/,$(PROGS))
 	@O=$(O) tests/run.sh
 
 bench:
 	@scripts/deps.sh build test bench
-	@$(MAKE) --no-print-directory all tools
+	@$(MAKE) -j$(NPROC) --no-print-directory all tools
 	@O=$(O) tests/bench/run.sh
 
 demo:
 	@scripts/deps.sh build demo
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) -j$(NPROC) --no-print-directory all
 	@O=$(O) tests/lab/demo.sh
 
 # ---- fuzzing (clang + libFuzzer) ----------------------------------------
