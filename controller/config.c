@@ -56,7 +56,7 @@ static const struct config_key config_keys[] = {
     {"interval", CK_DOUBLE, F(interval), "1", 0.05, 3600, NULL},
     {"thresholds.util", CK_DOUBLE, F(util), "0.8", 0.01, 10, NULL},
     {"thresholds.ce_frac", CK_DOUBLE, F(ce_frac), "0.05", 0, 1, NULL},
-    {"thresholds.hysteresis", CK_DOUBLE, F(hysteresis), "0.05", 0, 1, NULL},
+    {"thresholds.hysteresis", CK_DOUBLE, F(hysteresis), "0.05", 0, 0.99, NULL}, /* assign: margin < 1 */
     {"thresholds.min_move_interval", CK_DOUBLE, F(min_move_interval), "10", 0, 86400, NULL},
     {"thresholds.max_moves", CK_LONG, F(max_moves), "16", 0, 100000, NULL},
     {"thresholds.stale_intervals", CK_DOUBLE, F(stale_intervals), "3", 1, 1000, NULL},

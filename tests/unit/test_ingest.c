@@ -18,6 +18,7 @@
 #include "controller/jscan.h"
 #include "controller/state.h"
 #include "policy/topo.h"
+#include "tests/unit/ctl_fixture.h"
 
 static void jscan_errors_have_a_place(void **st)
 {
@@ -160,12 +161,7 @@ static struct topo *mk_topo(void)
     return t;
 }
 
-static uint32_t N(const struct topo *t, const char *name)
-{
-    uint32_t n = topo_node_by_name(t, name);
-    assert_int_not_equal(n, TOPO_NONE);
-    return n;
-}
+#define N fx_node
 
 static void if_maps_to_link_direction(void **st)
 {
@@ -196,24 +192,9 @@ static void if_maps_to_link_direction(void **st)
 
 static double T0 = 1000;
 
-static int post(struct state *s, const char *json, double now, struct ingest_result *res)
-{
-    struct ingest_batch *b = test_malloc(sizeof(*b));
-    struct ingest_error e;
-    int rc = ingest_parse(json, strlen(json), 100, b, &e);
-    if (rc == 0)
-        rc = ingest_apply(s, b, now, NULL, res, &e);
-    ingest_batch_free(b);
-    test_free(b);
-    return rc;
-}
-
 static const struct state_flow *flow_of(struct state *s, const char *src, const char *dst, uint16_t sport)
 {
-    struct state_flow_key k = {.af = 4, .proto = 17, .sport = sport, .dport = 4791};
-    int af;
-    assert_int_equal(tf_addr_parse(src, &af, k.src), 0);
-    assert_int_equal(tf_addr_parse(dst, &af, k.dst), 0);
+    struct state_flow_key k = fx_key(src, dst, sport);
     return state_flow_find(s, &k);
 }
 
@@ -238,7 +219,7 @@ static void flow_paths_from_the_reporting_node(void **st)
     struct ingest_result res;
     char p[128];
     /* Leaf probe with named interfaces: H1 -> H3 leaves L1 by swp3, so S3. */
-    assert_int_equal(post(&s, "{\"probe\": \"L1\", \"links\": [{\"if\": \"swp3\", \"tx_bps\": 5e10}], \"flows\": ["
+    assert_int_equal(fx_post(&s, "{\"probe\": \"L1\", \"links\": [{\"if\": \"swp3\", \"tx_bps\": 5e10}], \"flows\": ["
                               "{\"src\": \"10.0.1.1\", \"dst\": \"10.0.2.1\", \"proto\": 17, \"sport\": 1, \"dport\": 4791,"
                               " \"if\": \"swp3\", \"bps\": 5e10, \"fat\": true}]}", T0, &res), 0);
     assert_true(res.accepted == 1 && res.flows == 1 && res.links == 1 && res.unmapped_flows == 0);
@@ -248,13 +229,13 @@ static void flow_paths_from_the_reporting_node(void **st)
     assert_string_equal(p, "H1 L1 S3 L2 H3");
     assert_true(f->src_node == N(s.topo, "H1") && f->dst_node == N(s.topo, "H3") && f->path >= 0);
     /* Leaf probe on a generated (unnamed) end: far-end names; H3 -> H1 by S2. */
-    assert_int_equal(post(&s, "{\"probe\": \"L2\", \"flows\": [{\"src\": \"10.0.2.1\", \"dst\": \"10.0.1.2\","
+    assert_int_equal(fx_post(&s, "{\"probe\": \"L2\", \"flows\": [{\"src\": \"10.0.2.1\", \"dst\": \"10.0.1.2\","
                               " \"proto\": 17, \"sport\": 2, \"dport\": 4791, \"if\": \"S2\", \"bps\": 1e9}]}", T0, &res), 0);
     path_str(&s, flow_of(&s, "10.0.2.1", "10.0.1.2", 2), p, sizeof(p));
     assert_string_equal(p, "H3 L2 S2 L1 H2");
     /* Host probe: H2 sees only its uplink; the path is the first of those
      * that start H2 -> L1 (the spine is unknown until a leaf reports). */
-    assert_int_equal(post(&s, "{\"probe\": \"H2\", \"flows\": [{\"src\": \"10.0.1.2\", \"dst\": \"10.0.2.2\","
+    assert_int_equal(fx_post(&s, "{\"probe\": \"H2\", \"flows\": [{\"src\": \"10.0.1.2\", \"dst\": \"10.0.2.2\","
                               " \"proto\": 6, \"sport\": 3, \"if\": \"L1\", \"bps\": 1e9}]}", T0, &res), 0);
     struct state_flow_key k = {.af = 4, .proto = 6, .sport = 3};
     int af;
@@ -265,26 +246,26 @@ static void flow_paths_from_the_reporting_node(void **st)
     path_str(&s, h, p, sizeof(p));
     assert_string_equal(p, "H2 L1 S1 L2 H4");
     /* An unknown interface: accepted, counted, the flow keeps no path. */
-    assert_int_equal(post(&s, "{\"probe\": \"L1\", \"flows\": [{\"src\": \"10.0.1.1\", \"dst\": \"10.0.2.2\","
+    assert_int_equal(fx_post(&s, "{\"probe\": \"L1\", \"flows\": [{\"src\": \"10.0.1.1\", \"dst\": \"10.0.2.2\","
                               " \"proto\": 17, \"sport\": 4, \"dport\": 4791, \"if\": \"eth9\", \"bps\": 1e9}]}", T0, &res), 0);
     assert_int_equal(res.unmapped_flows, 1);
     assert_int_equal(res.nunmapped, 1);
     assert_string_equal(res.unmapped[0], "eth9");
     assert_int_equal(flow_of(&s, "10.0.1.1", "10.0.2.2", 4)->path, -1);
     /* A steady report (same probe, same egress) keeps the same path. */
-    assert_int_equal(post(&s, "{\"probe\": \"L1\", \"flows\": [{\"src\": \"10.0.1.1\", \"dst\": \"10.0.2.1\","
+    assert_int_equal(fx_post(&s, "{\"probe\": \"L1\", \"flows\": [{\"src\": \"10.0.1.1\", \"dst\": \"10.0.2.1\","
                               " \"proto\": 17, \"sport\": 1, \"dport\": 4791, \"if\": \"swp3\", \"bps\": 6e10}]}", T0 + 1, &res), 0);
     f = flow_of(&s, "10.0.1.1", "10.0.2.1", 1);
     path_str(&s, f, p, sizeof(p));
     assert_string_equal(p, "H1 L1 S3 L2 H3");
     assert_true(f->bps == 6e10);
     /* The flow moved (ECMP rehash): the new egress wins over the cache. */
-    assert_int_equal(post(&s, "{\"probe\": \"L1\", \"flows\": [{\"src\": \"10.0.1.1\", \"dst\": \"10.0.2.1\","
+    assert_int_equal(fx_post(&s, "{\"probe\": \"L1\", \"flows\": [{\"src\": \"10.0.1.1\", \"dst\": \"10.0.2.1\","
                               " \"proto\": 17, \"sport\": 1, \"dport\": 4791, \"if\": \"swp4\", \"bps\": 6e10}]}", T0 + 2, &res), 0);
     path_str(&s, flow_of(&s, "10.0.1.1", "10.0.2.1", 1), p, sizeof(p));
     assert_string_equal(p, "H1 L1 S4 L2 H3");
     /* An unknown probe fails the batch and changes nothing. */
-    assert_int_equal(post(&s, "{\"probe\": \"ZZ\"}", T0, &res), -2);
+    assert_int_equal(fx_post(&s, "{\"probe\": \"ZZ\"}", T0, &res), -2);
     state_free(&s);
 }
 

@@ -1,0 +1,80 @@
+/*
+ * ctl_fixture: shared by the controller's unit suites (test_ingest,
+ * test_state, test_rebalance): a 2-leaf x 4-spine fabric with 2 hosts per
+ * leaf, leaf uplinks carrying interface names and /31 addresses like the
+ * emulated fabric writes them (so that plans can be built), and a helper that
+ * posts a report through the same parse + apply path as the daemon.
+ * Header-only (static functions): the test build links each suite alone.
+ */
+#ifndef TF_CTL_FIXTURE_H
+#define TF_CTL_FIXTURE_H
+
+#include <stdio.h>
+#include <string.h>
+
+#include "common/util.h"
+#include "controller/ingest.h"
+#include "controller/state.h"
+#include "policy/topo.h"
+
+/* Uplink of leaf Lx to spine Sy is "swpy" at the leaf and "swpx" at the
+ * spine; host links have no names (so hosts and leaves use far-end names). */
+static inline struct topo *fx_topo(void)
+{
+    struct topo *t;
+    char err[256];
+    assert_int_equal(topo_load("leafspine:leaves=2,spines=4,hosts=2,gbps=100", &t, err, sizeof(err)), 0);
+    for (uint32_t k = 0; k < t->nlinks; k++) {
+        struct topo_link *l = &t->links[k];
+        if (t->nodes[l->lo].tier != TOPO_LEAF)
+            continue;
+        snprintf(l->lo_if, sizeof(l->lo_if), "swp%s", t->nodes[l->hi].name + 1);
+        snprintf(l->hi_if, sizeof(l->hi_if), "swp%s", t->nodes[l->lo].name + 1);
+        snprintf(l->lo_ip, sizeof(l->lo_ip), "100.64.%u.0", k);
+        snprintf(l->hi_ip, sizeof(l->hi_ip), "100.64.%u.1", k);
+    }
+    return t;
+}
+
+static inline uint32_t fx_node(const struct topo *t, const char *name)
+{
+    uint32_t n = topo_node_by_name(t, name);
+    assert_int_not_equal(n, TOPO_NONE);
+    return n;
+}
+
+static inline int fx_post(struct state *s, const char *json, double now, struct ingest_result *res)
+{
+    struct ingest_batch *b = test_malloc(sizeof(*b));
+    struct ingest_error e;
+    struct ingest_result dummy;
+    int rc = ingest_parse(json, strlen(json), 1000, b, &e);
+    if (rc == 0)
+        rc = ingest_apply(s, b, now, NULL, res ? res : &dummy, &e);
+    ingest_batch_free(b);
+    test_free(b);
+    return rc;
+}
+
+/* RoCE flow key src -> dst, UDP sport, dport 4791. */
+static inline struct state_flow_key fx_key(const char *src, const char *dst, uint16_t sport)
+{
+    struct state_flow_key k = {.af = 4, .proto = 17, .sport = sport, .dport = 4791};
+    int af;
+    assert_int_equal(tf_addr_parse(src, &af, k.src), 0);
+    assert_int_equal(tf_addr_parse(dst, &af, k.dst), 0);
+    return k;
+}
+
+/* The spine a flow's path crosses ("" when it has no path). */
+static inline const char *fx_spine(struct state *s, const struct state_flow *f)
+{
+    uint32_t dirs[TOPO_MAX_HOPS];
+    int n = state_flow_dirs(s, f, dirs, TOPO_MAX_HOPS);
+    for (int i = 0; i < n; i++)
+        if (s->topo->nodes[topo_dir_to(s->topo, dirs[i])].tier == TOPO_SPINE)
+            return s->topo->nodes[topo_dir_to(s->topo, dirs[i])].name;
+    return "";
+}
+
+#endif

@@ -1,0 +1,265 @@
+/* rebalance on a 2x4 leaf/spine (2 hosts per leaf), reports posted through
+ * ingest, no backend (plan only): two fat flows colliding on one uplink ->
+ * one moves; a link reported down -> its flows move in the next round, even
+ * ones moved recently; the minimum time between two moves of a flow and the
+ * maximum moves per round are respected; hysteresis can forbid a move; the
+ * plan of a round with nothing to change equals the previous one (empty diff,
+ * as the backend sees it), and a move changes exactly its flow's rule. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <jansson.h>
+#include <stdlib.h>
+
+#include "controller/config.h"
+#include "controller/events.h"
+#include "controller/metrics.h"
+#include "controller/plan.h"
+#include "controller/rebalance.h"
+#include "policy/classes.h"
+#include "tests/unit/ctl_fixture.h"
+
+#define T0 1000.0
+
+struct fx {
+    struct state st;
+    struct classes cls;
+    struct events ev;
+    struct metrics m;
+    struct config cfg;
+    struct rebalance rb;
+};
+
+static int setup(void **state)
+{
+    struct fx *x = calloc(1, sizeof(*x));
+    assert_int_equal(state_init(&x->st, fx_topo(), 1000, 3, T0), 0);
+    classes_init(&x->cls);
+    x->st.classes = &x->cls;
+    events_init(&x->ev);
+    metrics_init(&x->m);
+    config_defaults(&x->cfg);
+    rebalance_init(&x->rb, &x->st, &x->ev, &x->m, NULL, &x->cfg);
+    *state = x;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fx *x = *state;
+    rebalance_destroy(&x->rb);
+    events_destroy(&x->ev);
+    classes_free(&x->cls);
+    state_free(&x->st);
+    free(x);
+    return 0;
+}
+
+/* A report from L1: flows "sport:spine:gbps" from H1/H2 (alternating) to
+ * H3/H4, uplink counters summed from the flows, spines listed in `down`
+ * reported oper down. */
+static void report(struct fx *x, double now, const char *down, int n, const int *sport, const char *const *spine,
+                   const double *gbps)
+{
+    char body[4096];
+    size_t o = 0;
+    double tx[5] = {0};
+    for (int i = 0; i < n; i++)
+        tx[spine[i][1] - '0'] += gbps[i];
+    o += (size_t)snprintf(body + o, sizeof(body) - o, "{\"probe\": \"L1\", \"links\": [");
+    for (int sp = 1; sp <= 4; sp++) {
+        char name[4] = {'S', (char)('0' + sp), 0};
+        o += (size_t)snprintf(body + o, sizeof(body) - o, "%s{\"if\": \"swp%d\", \"tx_bps\": %g, \"oper\": \"%s\"}",
+                              sp > 1 ? ", " : "", sp, tx[sp] * 1e9, down && strstr(down, name) ? "down" : "up");
+    }
+    o += (size_t)snprintf(body + o, sizeof(body) - o, "], \"flows\": [");
+    for (int i = 0; i < n; i++)
+        o += (size_t)snprintf(body + o, sizeof(body) - o,
+                              "%s{\"src\": \"10.0.1.%d\", \"dst\": \"10.0.2.%d\", \"proto\": 17, \"sport\": %d,"
+                              " \"dport\": 4791, \"if\": \"swp%c\", \"bps\": %g, \"fat\": true}",
+                              i ? ", " : "", 1 + i % 2, 1 + i % 2, sport[i], spine[i][1], gbps[i] * 1e9);
+    snprintf(body + o, sizeof(body) - o, "]}");
+    assert_int_equal(fx_post(&x->st, body, now, NULL), 0);
+}
+
+static const struct state_flow *flow(struct fx *x, int i, int sport)
+{
+    char src[16], dst[16];
+    snprintf(src, sizeof(src), "10.0.1.%d", 1 + i % 2);
+    snprintf(dst, sizeof(dst), "10.0.2.%d", 1 + i % 2);
+    struct state_flow_key k = fx_key(src, dst, (uint16_t)sport);
+    const struct state_flow *f = state_flow_find(&x->st, &k);
+    assert_non_null(f);
+    return f;
+}
+
+static int round_moves(struct fx *x, double now)
+{
+    json_t *out = NULL;
+    int rc = rebalance_run(&x->rb, now, false, &out);
+    if (getenv("TF_DEBUG")) {
+        char *d = json_dumps(json_object_get(out, "moves"), JSON_COMPACT);
+        fprintf(stderr, "rc %d moves %s error %s\n", rc, d, json_string_value(json_object_get(out, "error")));
+        free(d);
+    }
+    assert_int_equal(rc, 0);
+    assert_non_null(out);
+    assert_true(json_is_null(json_object_get(out, "error")));
+    int moved = (int)json_integer_value(json_object_get(out, "moved"));
+    json_decref(out);
+    return moved;
+}
+
+static void collision_moves_one_then_plan_is_stable(void **state)
+{
+    struct fx *x = *state;
+    const int sp[] = {1, 2};
+    const char *on[] = {"S1", "S1"};
+    const double g[] = {80, 80};
+    report(x, T0, NULL, 2, sp, on, g);
+    assert_int_equal(round_moves(x, T0), 1);
+    const struct state_flow *a = flow(x, 0, 1), *b = flow(x, 1, 2);
+    assert_true(a->pinned != b->pinned);            /* exactly one moved */
+    assert_string_not_equal(fx_spine(&x->st, a), fx_spine(&x->st, b));
+    const struct state_flow *moved = a->pinned ? a : b;
+    assert_int_equal(moved->moves, 1);
+    assert_true(moved->last_moved == T0);
+    /* The plan pins the moved flow on L1: one rule, one table route. */
+    assert_int_equal(x->rb.last.nrules, 1);
+    assert_string_equal(x->rb.last.rules[0].sw, "L1");
+    assert_int_equal(x->rb.last.rules[0].sport, moved->k.sport);
+    assert_int_equal(x->rb.last.rules[0].table, x->cfg.table_base + (uint32_t)(fx_spine(&x->st, moved)[1] - '1'));
+    struct plan p1, want, have, add, del;
+    plan_init(&p1);
+    plan_copy(&p1, &x->rb.last);
+
+    /* The probe now sees them apart: nothing to do, the same plan, an
+     * empty diff (the backend sends nothing). */
+    const char *apart[] = {fx_spine(&x->st, a), fx_spine(&x->st, b)};
+    report(x, T0 + 1, NULL, 2, sp, apart, g);
+    assert_int_equal(round_moves(x, T0 + 1), 0);
+    assert_true(plan_equal(&x->rb.last, &p1));
+    plan_init(&want);
+    plan_init(&have);
+    plan_init(&add);
+    plan_init(&del);
+    plan_copy(&want, &x->rb.last);
+    plan_copy(&have, &p1);
+    assert_int_equal(plan_diff(&want, &have, &add, &del), 0);
+    assert_int_equal(add.nrules + add.nroutes + del.nrules + del.nroutes, 0);
+
+    /* The moved flow's spine goes down: it moves again at once (its path is
+     * unusable, so the minimum time between moves does not hold it), and
+     * the diff replaces exactly its rule. */
+    char down[4];
+    tf_strlcpy(down, fx_spine(&x->st, moved), sizeof(down));
+    report(x, T0 + 2, down, 2, sp, apart, g);
+    assert_true(round_moves(x, T0 + 2) >= 1);
+    assert_string_not_equal(fx_spine(&x->st, moved), down);
+    assert_string_not_equal(fx_spine(&x->st, a), down);
+    assert_string_not_equal(fx_spine(&x->st, b), down);
+    assert_string_not_equal(fx_spine(&x->st, a), fx_spine(&x->st, b));
+    assert_int_equal(moved->moves, 2);
+    plan_free(&want);
+    plan_free(&have);
+    plan_copy(&want, &x->rb.last);
+    plan_copy(&have, &p1);
+    assert_int_equal(plan_diff(&want, &have, &add, &del), 0);
+    /* The old rule of the moved flow goes, a rule to its new uplink's table comes. */
+    assert_int_equal(del.nrules, 1);
+    assert_int_equal(del.rules[0].sport, moved->k.sport);
+    bool found = false;
+    for (size_t i = 0; i < add.nrules; i++)
+        found |= add.rules[i].sport == moved->k.sport &&
+                 add.rules[i].table == x->cfg.table_base + (uint32_t)(fx_spine(&x->st, moved)[1] - '1');
+    assert_true(found);
+    plan_free(&p1);
+    plan_free(&want);
+    plan_free(&have);
+    plan_free(&add);
+    plan_free(&del);
+}
+
+static void recently_moved_flow_stays(void **state)
+{
+    struct fx *x = *state;
+    const int sp[] = {1, 2};
+    const char *on[] = {"S1", "S1"};
+    const double g[] = {80, 80};
+    report(x, T0, NULL, 2, sp, on, g);
+    assert_int_equal(round_moves(x, T0), 1);
+    const struct state_flow *a = flow(x, 0, 1), *b = flow(x, 1, 2);
+    const struct state_flow *moved = a->pinned ? a : b, *stayed = a->pinned ? b : a;
+    char where[4];
+    tf_strlcpy(where, fx_spine(&x->st, moved), sizeof(where));
+    /* 2 s later (min_move_interval is 10 s) the flow that stayed is put on
+     * the moved one's spine: the collision is resolved by moving it, never
+     * the flow moved 2 s ago. */
+    const char *now_on[] = {where, where};
+    report(x, T0 + 2, NULL, 2, sp, now_on, g);
+    assert_int_equal(round_moves(x, T0 + 2), 1);
+    assert_string_equal(fx_spine(&x->st, moved), where);
+    assert_string_not_equal(fx_spine(&x->st, stayed), where);
+    assert_int_equal(moved->moves, 1);
+    /* After the interval it may move again. */
+    x->cfg.min_move_interval = 1;
+    report(x, T0 + 4, NULL, 2, sp, now_on, g);
+    assert_int_equal(round_moves(x, T0 + 4), 1);
+}
+
+static void max_moves_and_hysteresis(void **state)
+{
+    struct fx *x = *state;
+    const int sp[] = {1, 2, 3, 4};
+    const char *on[] = {"S1", "S1", "S1", "S1"};
+    const double g[] = {40, 40, 40, 40};      /* 160G on a 100G uplink */
+    x->cfg.max_moves = 1;
+    report(x, T0, NULL, 4, sp, on, g);
+    assert_int_equal(round_moves(x, T0), 1);
+    int pinned = 0;
+    for (int i = 0; i < 4; i++)
+        pinned += flow(x, i, sp[i])->pinned;
+    assert_int_equal(pinned, 1);
+    x->cfg.max_moves = 0;
+    report(x, T0 + 1, NULL, 4, sp, on, g);
+    assert_int_equal(round_moves(x, T0 + 1), 0);
+    /* A move must lower the maximum utilisation by the hysteresis margin
+     * (relative); with 99% nothing here is worth it. */
+    x->cfg.max_moves = 16;
+    x->cfg.hysteresis = 0.99;
+    report(x, T0 + 2, NULL, 4, sp, on, g);
+    assert_int_equal(round_moves(x, T0 + 2), 0);
+    x->cfg.hysteresis = 0.05;
+    report(x, T0 + 3, NULL, 4, sp, on, g);
+    assert_true(round_moves(x, T0 + 3) >= 1);
+}
+
+static void dry_run_changes_nothing(void **state)
+{
+    struct fx *x = *state;
+    const int sp[] = {1, 2};
+    const char *on[] = {"S1", "S1"};
+    const double g[] = {80, 80};
+    report(x, T0, NULL, 2, sp, on, g);
+    json_t *out = NULL;
+    assert_int_equal(rebalance_run(&x->rb, T0, true, &out), 0);
+    assert_int_equal(json_integer_value(json_object_get(out, "moved")), 1);
+    assert_int_equal(json_array_size(json_object_get(out, "moves")), 1);
+    json_decref(out);
+    assert_false(flow(x, 0, 1)->pinned || flow(x, 1, 2)->pinned);
+    assert_int_equal(x->rb.last.nrules, 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(collision_moves_one_then_plan_is_stable, setup, teardown),
+        cmocka_unit_test_setup_teardown(recently_moved_flow_stays, setup, teardown),
+        cmocka_unit_test_setup_teardown(max_moves_and_hysteresis, setup, teardown),
+        cmocka_unit_test_setup_teardown(dry_run_changes_nothing, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

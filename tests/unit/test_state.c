@@ -1,0 +1,116 @@
+/* state: staleness with injected time (a probe silent for 3 intervals is
+ * stale, its measurements and flows stop counting, they age out after
+ * STATE_AGE_OUT stale periods, a probe reporting again is alive), tick
+ * transitions, and gen moving only when something changed. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "controller/state.h"
+#include "tests/unit/ctl_fixture.h"
+
+#define T0 1000.0
+#define INTERVAL 1.0
+#define STALE (3 * INTERVAL)
+
+struct transitions {
+    int n;
+    char node[8][16];
+    bool stale[8];
+};
+
+static void on_probe(void *arg, const char *node, bool stale)
+{
+    struct transitions *tr = arg;
+    if (tr->n < 8) {
+        tf_strlcpy(tr->node[tr->n], node, sizeof(tr->node[0]));
+        tr->stale[tr->n++] = stale;
+    }
+}
+
+static const char *REPORT =
+    "{\"probe\": \"L1\", \"links\": [{\"if\": \"swp2\", \"tx_bps\": 6e10}], \"flows\": [{\"src\": \"10.0.1.1\","
+    " \"dst\": \"10.0.2.1\", \"proto\": 17, \"sport\": 7, \"dport\": 4791, \"if\": \"swp2\", \"bps\": 4e10, \"fat\": true}]}";
+
+static double load_of(struct state *s, double now, const char *from, const char *to)
+{
+    uint32_t dir, nd = 2 * s->topo->nlinks;
+    assert_int_equal(topo_dir_between(s->topo, fx_node(s->topo, from), fx_node(s->topo, to), &dir), 0);
+    double bps[64], ce[64];
+    assert_true(nd <= 64);
+    state_dir_loads(s, now, bps, ce, NULL);
+    return bps[dir];
+}
+
+static void probe_goes_stale_and_data_ages_out(void **st)
+{
+    (void)st;
+    struct state s;
+    struct transitions tr = {0};
+    assert_int_equal(state_init(&s, fx_topo(), 1000, STALE, T0), 0);
+    assert_true(state_probe_stale(&s, fx_node(s.topo, "L1"), T0)); /* never reported */
+    assert_int_equal(fx_post(&s, REPORT, T0, NULL), 0);
+    uint32_t l1 = fx_node(s.topo, "L1");
+    struct state_flow_key k = fx_key("10.0.1.1", "10.0.2.1", 7);
+
+    /* Within 3 intervals: alive; the probe's counter (60G) is the load. */
+    assert_false(state_probe_stale(&s, l1, T0 + 2.9));
+    assert_true(load_of(&s, T0 + 2.9, "L1", "S2") == 6e10);
+    assert_int_equal(state_tick(&s, T0 + 2.9, on_probe, &tr), 0);
+    assert_int_equal(tr.n, 0);
+
+    /* Silent for more than 3 intervals: stale, nothing of it counts. */
+    assert_true(state_probe_stale(&s, l1, T0 + 3.1));
+    assert_true(state_flow_stale(&s, state_flow_find(&s, &k), T0 + 3.1));
+    assert_true(load_of(&s, T0 + 3.1, "L1", "S2") == 0);
+    uint64_t g = s.gen;
+    assert_int_equal(state_tick(&s, T0 + 3.1, on_probe, &tr), 1);
+    assert_true(tr.n == 1 && tr.stale[0]);
+    assert_string_equal(tr.node[0], "L1");
+    assert_true(s.probes[l1].stale);
+    assert_true(s.gen != g);                       /* a view shows the change */
+    g = s.gen;
+    assert_int_equal(state_tick(&s, T0 + 4, on_probe, &tr), 0);
+    assert_int_equal(s.gen, g);                    /* nothing changed: caches stay valid */
+    assert_non_null(state_flow_find(&s, &k));     /* kept, shown as stale, until it ages out */
+
+    /* Aged out after STATE_AGE_OUT stale periods. */
+    assert_int_equal(state_tick(&s, T0 + STATE_AGE_OUT * STALE - 0.1, NULL, NULL), 0);
+    assert_non_null(state_flow_find(&s, &k));
+    state_tick(&s, T0 + STATE_AGE_OUT * STALE + 0.1, NULL, NULL);
+    assert_null(state_flow_find(&s, &k));
+    assert_int_equal(s.nflows, 0);
+
+    /* Reporting again makes it alive; the next tick says so. */
+    double t1 = T0 + 100;
+    assert_int_equal(fx_post(&s, REPORT, t1, NULL), 0);
+    assert_false(state_probe_stale(&s, l1, t1 + 1));
+    assert_true(load_of(&s, t1 + 1, "L1", "S2") == 6e10);
+    assert_int_equal(state_tick(&s, t1 + 1, on_probe, &tr), 0); /* ingest already marked it alive */
+    assert_false(s.probes[l1].stale);
+    state_free(&s);
+}
+
+/* Without a fresh probe counter the load of a direction is the sum of the
+ * live flows crossing it; a flow whose reporter went silent drops out. */
+static void loads_from_flows_when_unmeasured(void **st)
+{
+    (void)st;
+    struct state s;
+    assert_int_equal(state_init(&s, fx_topo(), 1000, STALE, T0), 0);
+    assert_int_equal(fx_post(&s, REPORT, T0, NULL), 0);
+    /* S2 -> L2 is not measured by anyone: the flow's 40G is its load. */
+    assert_true(load_of(&s, T0 + 1, "S2", "L2") == 4e10);
+    assert_true(load_of(&s, T0 + 1, "S1", "L2") == 0);
+    assert_true(load_of(&s, T0 + 3.5, "S2", "L2") == 0);
+    state_free(&s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {cmocka_unit_test(probe_goes_stale_and_data_ages_out),
+                                       cmocka_unit_test(loads_from_flows_when_unmeasured)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
