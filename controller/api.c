@@ -21,6 +21,7 @@
 #include "controller/rebalance.h"
 #include "controller/state.h"
 #include "policy/classes.h"
+#include "policy/job.h"
 
 #define API_MAX_PATHS 256
 #define API_ARENA_HINT (256u << 10) /* JSON bytes a large view (1000 flows) makes */
@@ -28,15 +29,11 @@
 void api_init(struct api *a)
 {
     memset(a, 0, sizeof(*a));
-    pthread_mutex_init(&a->jobs_mu, NULL);
 }
 
 void api_destroy(struct api *a)
 {
-    for (size_t i = 0; i < a->njobs; i++)
-        json_decref(a->jobs[i].json);
     free(a->openapi);
-    pthread_mutex_destroy(&a->jobs_mu);
 }
 
 struct outbuf {
@@ -447,10 +444,23 @@ static json_t *view_classes(struct api *a, double now)
             n++;
             nfat += f->fat;
         }
-        int tier = s->classes->c[c].max_tier;
-        json_array_append_new(arr, json_pack("{ss so sf sI sI}", "name", s->classes->c[c].name, "tier",
+        /* A policy's confinement, else for a parallelism dimension the
+         * highest tier it crosses in any registered job. */
+        int tier = s->classes->c[c].max_tier, jt = -1;
+        json_t *jobs = json_array();
+        for (size_t i = 0; c < CLASS_DEFAULT && i < s->njobs; i++) {
+            int t = s->job_tier[i][c];
+            if (t < 0)
+                continue;
+            jt = t > jt ? t : jt;
+            json_array_append_new(jobs, json_pack("{ss ss}", "id", s->jobs[i]->name, "tier", topo_tier_name(t)));
+        }
+        if (tier < 0)
+            tier = jt;
+        json_array_append_new(arr, json_pack("{ss so sb sf sI sI so}", "name", s->classes->c[c].name, "tier",
                                              tier >= 0 ? json_string(topo_tier_name(tier)) : json_null(),
-                                             "bps", bps, "flows", (json_int_t)n, "fat_flows", (json_int_t)nfat));
+                                             "confined", s->classes->c[c].max_tier >= 0, "bps", bps,
+                                             "flows", (json_int_t)n, "fat_flows", (json_int_t)nfat, "jobs", jobs));
     }
     pthread_rwlock_unlock(&s->lock);
     return json_pack("{so}", "classes", arr);
@@ -650,7 +660,7 @@ static void do_routes(struct api *a, struct api_reply *r)
 static bool job_id_ok(const char *id)
 {
     size_t n = strlen(id);
-    if (n == 0 || n > 63)
+    if (n == 0 || n > JOB_NAME_MAX - 1)
         return false;
     for (size_t i = 0; i < n; i++)
         if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-", id[i]))
@@ -658,11 +668,26 @@ static bool job_id_ok(const char *id)
     return true;
 }
 
-static const char *const dims[] = {"tp", "cp", "pp", "dp", "ep"};
+/* A job as GET returns it: its layout and, per dimension, the tier that
+ * dimension's traffic crosses. Read lock. */
+static json_t *job_json(const struct state *s, size_t i)
+{
+    const struct job *j = s->jobs[i];
+    const struct topo *t = s->topo;
+    json_t *ranks = json_array(), *par = json_array(), *cls = json_array();
+    for (uint32_t r = 0; r < j->nranks; r++)
+        json_array_append_new(ranks, json_string(t->nodes[j->rank_node[r]].name));
+    for (int d = 0; d < j->ndims; d++) {
+        int tier = s->job_tier[i][j->dim[d]];
+        json_array_append_new(par, json_pack("{ss sI}", "dim", job_dim_name(j->dim[d]), "size", (json_int_t)j->size[d]));
+        json_array_append_new(cls, json_pack("{ss so}", "class", job_dim_name(j->dim[d]), "tier",
+                                             tier >= 0 ? json_string(topo_tier_name(tier)) : json_null()));
+    }
+    return json_pack("{ss so so so}", "id", j->name, "ranks", ranks, "parallelism", par, "classes", cls);
+}
 
-/* Validates a job body and computes, per dimension, the highest tier where
- * two ranks differing only in it meet (the tier its class crosses). */
-static json_t *job_build(struct api *a, const char *id, json_t *in, char *err, size_t errlen)
+/* A PUT body -> a job (policy/job.h) on the current topology. Read lock. */
+static struct job *job_parse(const struct state *s, const char *id, json_t *in, char *err, size_t errlen)
 {
     json_t *ranks = json_object_get(in, "ranks"), *par = json_object_get(in, "parallelism");
     if (!json_is_object(in) || !json_is_array(ranks) || !json_is_array(par)) {
@@ -670,28 +695,21 @@ static json_t *job_build(struct api *a, const char *id, json_t *in, char *err, s
         return NULL;
     }
     size_t nr = json_array_size(ranks), nd = json_array_size(par);
-    if (nr == 0 || nr > 65536 || nd == 0 || nd > 5) {
-        snprintf(err, errlen, "%s: size out of range", nr == 0 || nr > 65536 ? "ranks" : "parallelism");
+    if (nr == 0 || nr > JOB_MAX_RANKS || nd == 0 || nd > JOB_NDIMS) {
+        snprintf(err, errlen, "%s: size out of range", nr == 0 || nr > JOB_MAX_RANKS ? "ranks" : "parallelism");
         return NULL;
     }
-    uint32_t size[5], dim[5];
+    int dim[JOB_NDIMS];
+    uint32_t size[JOB_NDIMS];
     uint64_t prod = 1;
     for (size_t i = 0; i < nd; i++) {
         json_t *e = json_array_get(par, i), *d = json_object_get(e, "dim"), *sz = json_object_get(e, "size");
-        int k = -1;
-        for (int j = 0; j < 5 && json_is_string(d); j++)
-            if (strcmp(json_string_value(d), dims[j]) == 0)
-                k = j;
-        if (k < 0 || !json_is_integer(sz) || json_integer_value(sz) < 1 || json_integer_value(sz) > 65536) {
-            snprintf(err, errlen, "parallelism[%zu]: needs dim (tp|cp|pp|dp|ep) and size 1..65536", i);
+        dim[i] = json_is_string(d) ? job_dim_parse(json_string_value(d)) : -EINVAL;
+        if (dim[i] < 0 || !json_is_integer(sz) || json_integer_value(sz) < 1 ||
+            json_integer_value(sz) > JOB_MAX_RANKS) {
+            snprintf(err, errlen, "parallelism[%zu]: needs dim (tp|cp|pp|dp|ep) and size 1..%u", i, JOB_MAX_RANKS);
             return NULL;
         }
-        for (size_t j = 0; j < i; j++)
-            if (dim[j] == (uint32_t)k) {
-                snprintf(err, errlen, "parallelism[%zu].dim: '%s' repeated", i, dims[k]);
-                return NULL;
-            }
-        dim[i] = (uint32_t)k;
         size[i] = (uint32_t)json_integer_value(sz);
         prod *= size[i];
     }
@@ -700,65 +718,55 @@ static json_t *job_build(struct api *a, const char *id, json_t *in, char *err, s
                  (unsigned long long)prod, nr);
         return NULL;
     }
+    struct job *j = calloc(1, sizeof(*j));
     uint32_t *node = malloc(nr * sizeof(*node));
-    if (!node) {
+    char jerr[200];
+    if (!j || !node) {
         snprintf(err, errlen, "out of memory");
-        return NULL;
+        goto fail;
     }
-    json_t *out = NULL;
-    pthread_rwlock_rdlock(&a->st->lock);
-    const struct topo *t = a->st->topo;
-    size_t i;
-    for (i = 0; i < nr; i++) {
+    if (job_init(j, id, (int)nd, dim, size, jerr, sizeof(jerr)) < 0) {
+        snprintf(err, errlen, "parallelism: %s", jerr);
+        goto fail;
+    }
+    for (size_t i = 0; i < nr; i++) {
         json_t *rn = json_array_get(ranks, i);
-        node[i] = json_is_string(rn) ? topo_node_by_name(t, json_string_value(rn)) : TOPO_NONE;
-        if (node[i] == TOPO_NONE || t->nodes[node[i]].tier != TOPO_HOST) {
+        node[i] = json_is_string(rn) ? topo_node_by_name(s->topo, json_string_value(rn)) : TOPO_NONE;
+        if (node[i] == TOPO_NONE || s->topo->nodes[node[i]].tier != TOPO_HOST) {
             snprintf(err, errlen, "ranks[%zu]: not a host of the topology", i);
-            break;
+            goto fail;
         }
     }
-    if (i == nr) {
-        int tier[5] = {-1, -1, -1, -1, -1};
-        uint64_t stride = 1;
-        for (size_t d = 0; d < nd; d++) {
-            /* Neighbours in dimension d differ by stride in rank number. */
-            for (size_t rk = 0; rk < nr; rk++) {
-                uint64_t c = (rk / stride) % size[d];
-                if (c + 1 >= size[d])
-                    continue;
-                int mt = node[rk] == node[rk + stride] ? 0 : topo_meet_tier(t, node[rk], node[rk + stride]);
-                if (mt > tier[dim[d]])
-                    tier[dim[d]] = mt;
-            }
-            stride *= size[d];
-        }
-        json_t *cls = json_array();
-        for (size_t d = 0; d < nd; d++)
-            json_array_append_new(cls, json_pack("{ss so}", "class", dims[dim[d]], "tier",
-                                                 tier[dim[d]] >= 0 ? json_string(topo_tier_name(tier[dim[d]]))
-                                                                   : json_null()));
-        out = json_pack("{ss sO sO so}", "id", id, "ranks", ranks, "parallelism", par, "classes", cls);
+    if (job_set_ranks(j, (uint32_t)nr, node, jerr, sizeof(jerr)) < 0) {
+        snprintf(err, errlen, "ranks: %s", jerr);
+        goto fail;
     }
-    pthread_rwlock_unlock(&a->st->lock);
     free(node);
-    return out;
+    return j;
+fail:
+    if (j)
+        job_free(j);
+    free(j);
+    free(node);
+    return NULL;
 }
 
 static void do_jobs(struct api *a, const struct api_req *q, const char *id, struct api_reply *r)
 {
+    struct state *s = a->st;
     if (!id) {
         json_t *arr = json_array();
-        pthread_mutex_lock(&a->jobs_mu);
-        for (size_t i = 0; i < a->njobs; i++)
-            json_array_append(arr, a->jobs[i].json);
-        pthread_mutex_unlock(&a->jobs_mu);
+        pthread_rwlock_rdlock(&s->lock);
+        for (size_t i = 0; i < s->njobs; i++)
+            json_array_append_new(arr, job_json(s, i));
+        pthread_rwlock_unlock(&s->lock);
         return reply_json(r, 200, json_pack("{so}", "jobs", arr));
     }
+    bool put = strcmp(q->method, "PUT") == 0;
     if (!job_id_ok(id))
-        return api_error(r, strcmp(q->method, "PUT") ? 404 : 400, strcmp(q->method, "PUT") ? "not_found" : "bad_request",
-                         "job id: 1..63 characters of A-Za-z0-9_.-");
-    json_t *built = NULL;
-    if (strcmp(q->method, "PUT") == 0) {
+        return api_error(r, put ? 400 : 404, put ? "bad_request" : "not_found",
+                         "job id: 1..%d characters of A-Za-z0-9_.-", JOB_NAME_MAX - 1);
+    if (put) {
         json_error_t je;
         json_t *in = json_loadb(q->body ? q->body : "", q->body_len, JSON_REJECT_DUPLICATES, &je);
         if (!in) {
@@ -767,44 +775,45 @@ static void do_jobs(struct api *a, const struct api_req *q, const char *id, stru
             return;
         }
         char err[256];
-        built = job_build(a, id, in, err, sizeof(err));
+        /* Parsed and placed against the topology under the write lock, so
+         * that a reload cannot slip in between. */
+        pthread_rwlock_wrlock(&s->lock);
+        struct job *j = job_parse(s, id, in, err, sizeof(err));
+        bool replaced = false;
+        int rc = j ? state_job_put(s, j, &replaced) : -EINVAL;
+        json_t *out = rc == 0 ? job_json(s, (size_t)state_job_find(s, id)) : NULL;
+        pthread_rwlock_unlock(&s->lock);
         json_decref(in);
-        if (!built)
-            return api_error(r, 400, "bad_request", "%s", err);
-    }
-    pthread_mutex_lock(&a->jobs_mu);
-    size_t i = 0;
-    while (i < a->njobs && strcmp(a->jobs[i].id, id))
-        i++;
-    bool found = i < a->njobs;
-    if (strcmp(q->method, "PUT") == 0) {
-        if (!found && a->njobs == API_MAX_JOBS) {
-            pthread_mutex_unlock(&a->jobs_mu);
-            json_decref(built);
-            return api_error(r, 413, "payload_too_large", "at most %d jobs", API_MAX_JOBS);
+        if (rc == -ENOSPC) {
+            job_free(j);
+            free(j);
+            return api_error(r, 413, "payload_too_large", "at most %d jobs", STATE_MAX_JOBS);
         }
-        if (found)
-            json_decref(a->jobs[i].json);
-        else
-            tf_strlcpy(a->jobs[a->njobs++].id, id, sizeof(a->jobs[0].id));
-        a->jobs[i].json = built;
-        reply_json(r, found ? 200 : 201, json_incref(built));
-        pthread_mutex_unlock(&a->jobs_mu);
-        events_add(a->ev, tf_now_real(), "job", "job %s %s", id, found ? "replaced" : "registered");
-        return;
-    }
-    if (!found) {
-        pthread_mutex_unlock(&a->jobs_mu);
-        return api_error(r, 404, "not_found", "no job '%s'", id);
+        if (rc < 0) {
+            if (j) {
+                job_free(j);
+                free(j);
+                snprintf(err, sizeof(err), "job '%s': %s", id, strerror(-rc));
+            }
+            return api_error(r, 400, "bad_request", "%s", err);
+        }
+        events_add(a->ev, tf_now_real(), "job", "job %s %s", id, replaced ? "replaced" : "registered");
+        return reply_json(r, replaced ? 200 : 201, out);
     }
     if (strcmp(q->method, "DELETE") == 0) {
-        json_decref(a->jobs[i].json);
-        a->jobs[i] = a->jobs[--a->njobs];
-        pthread_mutex_unlock(&a->jobs_mu);
+        pthread_rwlock_wrlock(&s->lock);
+        int rc = state_job_del(s, id);
+        pthread_rwlock_unlock(&s->lock);
+        if (rc < 0)
+            return api_error(r, 404, "not_found", "no job '%s'", id);
         events_add(a->ev, tf_now_real(), "job", "job %s deleted", id);
         return reply_json(r, 200, json_pack("{ss}", "deleted", id));
     }
-    json_t *o = json_incref(a->jobs[i].json);
-    pthread_mutex_unlock(&a->jobs_mu);
+    pthread_rwlock_rdlock(&s->lock);
+    int i = state_job_find(s, id);
+    json_t *o = i >= 0 ? job_json(s, (size_t)i) : NULL;
+    pthread_rwlock_unlock(&s->lock);
+    if (!o)
+        return api_error(r, 404, "not_found", "no job '%s'", id);
     reply_json(r, 200, o);
 }

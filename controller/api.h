@@ -8,6 +8,7 @@
  * only take read locks; mutating handlers check the bearer token first, in
  * constant time; replies marked cacheable depend only on the path, the query
  * and the state generation (httpd may serve them again while gen is equal).
+ * Jobs live in the state (state_job_*), beside the flows they classify.
  */
 #ifndef TF_API_H
 #define TF_API_H
@@ -22,8 +23,6 @@ struct metrics;
 struct rebalance;
 struct config;
 
-#define API_MAX_JOBS 64
-
 struct api {
     struct state *st;
     struct events *ev;
@@ -35,12 +34,6 @@ struct api {
     double start;
     char *openapi;               /* the document served at /api/v1/openapi.json */
     size_t openapi_len;
-    pthread_mutex_t jobs_mu;
-    size_t njobs;
-    struct api_job {
-        char id[64];
-        void *json;              /* json_t: the job as returned by GET */
-    } jobs[API_MAX_JOBS];
 };
 
 struct api_req {

@@ -434,18 +434,6 @@ static void note_unmapped(struct state_probe *p, struct ingest_result *res, cons
         tf_strlcpy(res->unmapped[res->nunmapped++], ifname, STATE_IF_LEN);
 }
 
-static void classify(struct state *s, struct state_flow *f)
-{
-    if (!s->classes)
-        return;
-    struct class_flow cf = {.af = f->k.af, .proto = f->k.proto, .sport = f->k.sport,
-                            .dport = f->k.dport, .has_qp = f->k.proto == 17 && f->k.dport == 4791,
-                            .qp = f->k.qp, .dscp = f->dscp, .job = NULL, .job_dim = -1};
-    memcpy(cf.src, f->k.src, 16);
-    memcpy(cf.dst, f->k.dst, 16);
-    f->cls = classes_match(s->classes, &cf);
-    f->tier = s->classes->c[f->cls].max_tier;
-}
 
 /* A report resolved against the topology, before the write lock: link and
  * flow directions, flow locations, and CE per link (which depends on the
@@ -525,14 +513,18 @@ static void apply_flow(struct state *s, uint32_t node, const struct ingest_flow 
         tf_strlcpy(f->ifname, in->ifname, sizeof(f->ifname));
         state_flow_place(s, f, loc);
     }
-    f->dscp = in->dscp;
     f->fat = in->fat;
     f->bps = in->bps;
     f->ce_frac = in->ce_frac;
     f->cnp = in->cnp;
     f->last_seen = now;
-    if (inserted || f->cls == CLASS_DEFAULT)
-        classify(s, f);
+    /* Again only when an input changed: its ends (jobs are by node), the
+     * DSCP it is matched on, or the jobs and classes themselves. */
+    if (inserted || f->cls_gen != s->cls_gen || f->cls_src != f->src_node || f->cls_dst != f->dst_node ||
+        f->dscp != in->dscp) {
+        f->dscp = in->dscp;
+        state_flow_classify(s, f);
+    }
     res->flows++;
     res->fat += in->fat;
 }

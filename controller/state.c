@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "policy/classes.h"
+#include "policy/job.h"
 
 static size_t slots_for(size_t n)
 {
@@ -38,6 +39,10 @@ int state_init(struct state *s, struct topo *t, size_t max_flows, double stale_a
 
 void state_free(struct state *s)
 {
+    for (size_t i = 0; i < s->njobs; i++) {
+        job_free(s->jobs[i]);
+        free(s->jobs[i]);
+    }
     topo_free(s->topo);
     free(s->dirs);
     free(s->probes);
@@ -45,6 +50,41 @@ void state_free(struct state *s)
     free(s->fidx);
     pthread_rwlock_destroy(&s->lock);
     memset(s, 0, sizeof(*s));
+}
+
+static void job_drop(struct state *s, size_t i)
+{
+    job_free(s->jobs[i]);
+    free(s->jobs[i]);
+    memmove(&s->jobs[i], &s->jobs[i + 1], (s->njobs - i - 1) * sizeof(s->jobs[0]));
+    memmove(&s->job_tier[i], &s->job_tier[i + 1], (s->njobs - i - 1) * sizeof(s->job_tier[0]));
+    s->njobs--;
+}
+
+/* Ranks are node indices: carry every job over to the new topology by node
+ * name; a job with a rank on a node that is gone (or no longer a host) is
+ * dropped. */
+static void remap_jobs(struct state *s, const struct topo *old, const struct topo *t)
+{
+    for (size_t i = 0; old && i < s->njobs;) {
+        struct job *j = s->jobs[i];
+        uint32_t *nodes = malloc((size_t)j->nranks * sizeof(*nodes) + 1);
+        bool ok = nodes != NULL;
+        for (uint32_t r = 0; ok && r < j->nranks; r++) {
+            nodes[r] = topo_node_by_name(t, old->nodes[j->rank_node[r]].name);
+            ok = nodes[r] != TOPO_NONE && t->nodes[nodes[r]].tier == TOPO_HOST;
+        }
+        char err[128];
+        if (ok)
+            ok = job_set_ranks(j, j->nranks, nodes, err, sizeof(err)) == 0 &&
+                 job_class_tiers(j, t, s->job_tier[i]) == 0;
+        free(nodes);
+        if (ok)
+            i++;
+        else
+            job_drop(s, i);
+    }
+    s->cls_gen++;
 }
 
 struct topo *state_set_topo(struct state *s, struct topo *t)
@@ -65,6 +105,7 @@ struct topo *state_set_topo(struct state *s, struct topo *t)
     free(s->probes);
     s->dirs = d;
     s->probes = p;
+    remap_jobs(s, old, t);
     s->topo = t;
     /* Node indices may mean other nodes now: forget every placement. */
     for (size_t i = 0; i < s->nflows; i++) {
@@ -279,6 +320,83 @@ void state_flow_locate(struct state *s, struct state_flow *f)
     struct state_loc l;
     state_loc_resolve(s->topo, &f->k, f->probe, f->egress, &l);
     state_flow_place(s, f, &l);
+}
+
+void state_flow_classify(struct state *s, struct state_flow *f)
+{
+    f->cls_gen = s->cls_gen;
+    f->cls_src = f->src_node;
+    f->cls_dst = f->dst_node;
+    f->cls = CLASS_DEFAULT;
+    f->tier = -1;
+    if (!s->classes)
+        return;
+    struct class_flow cf = {.af = f->k.af, .proto = f->k.proto, .sport = f->k.sport, .dport = f->k.dport,
+                            .has_qp = f->k.proto == 17 && f->k.dport == 4791, .qp = f->k.qp, .dscp = f->dscp,
+                            .job = NULL, .job_dim = -1};
+    memcpy(cf.src, f->k.src, 16);
+    memcpy(cf.dst, f->k.dst, 16);
+    size_t ji = 0;
+    for (; f->src_node != TOPO_NONE && f->dst_node != TOPO_NONE && ji < s->njobs; ji++) {
+        int d = job_node_pair_dim(s->jobs[ji], f->src_node, f->dst_node);
+        if (d == -ENOENT)
+            continue;
+        cf.job = s->jobs[ji]->name;
+        cf.job_dim = d;
+        break;
+    }
+    f->cls = classes_match(s->classes, &cf);
+    f->tier = s->classes->c[f->cls].max_tier;
+    if (f->tier < 0 && cf.job && f->cls == cf.job_dim)
+        f->tier = s->job_tier[ji][cf.job_dim];
+}
+
+void state_reclassify(struct state *s)
+{
+    s->cls_gen++;
+    for (size_t i = 0; i < s->nflows; i++)
+        state_flow_classify(s, &s->flows[i]);
+    s->gen++;
+}
+
+int state_job_find(const struct state *s, const char *name)
+{
+    for (size_t i = 0; i < s->njobs; i++)
+        if (strcmp(s->jobs[i]->name, name) == 0)
+            return (int)i;
+    return -1;
+}
+
+int state_job_put(struct state *s, struct job *j, bool *replaced)
+{
+    int tier[JOB_NDIMS];
+    int r = job_class_tiers(j, s->topo, tier);
+    if (r < 0)
+        return r;
+    int i = state_job_find(s, j->name);
+    *replaced = i >= 0;
+    if (i >= 0) {
+        job_free(s->jobs[i]);
+        free(s->jobs[i]);
+    } else if (s->njobs == STATE_MAX_JOBS) {
+        return -ENOSPC;
+    } else {
+        i = (int)s->njobs++;
+    }
+    s->jobs[i] = j;
+    memcpy(s->job_tier[i], tier, sizeof(tier));
+    state_reclassify(s);
+    return 0;
+}
+
+int state_job_del(struct state *s, const char *name)
+{
+    int i = state_job_find(s, name);
+    if (i < 0)
+        return -ENOENT;
+    job_drop(s, (size_t)i);
+    state_reclassify(s);
+    return 0;
 }
 
 bool state_probe_stale(const struct state *s, uint32_t node, double now)

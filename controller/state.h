@@ -29,6 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "policy/job.h"
 #include "policy/topo.h"
 
 struct classes;
@@ -36,6 +37,7 @@ struct classes;
 #define STATE_IF_LEN 16
 #define STATE_UNMAPPED_MAX 8
 #define STATE_AGE_OUT 10.0       /* drop flows silent for this many stale periods */
+#define STATE_MAX_JOBS 64
 
 struct state_dir {
     double bps;                  /* measured tx rate leaving `from` */
@@ -80,6 +82,8 @@ struct state_flow {
     int64_t pin;                 /* path index the controller holds it on, -1 none */
     int cls;                     /* class index (classes.h), CLASS_DEFAULT if unknown */
     int tier;                    /* tier its class is confined to, -1 none */
+    uint32_t cls_gen;            /* state cls_gen it was classified at */
+    uint32_t cls_src, cls_dst;   /* end nodes it was classified with */
     double last_seen, last_moved;
     uint32_t moves;
 };
@@ -95,6 +99,15 @@ struct state {
     size_t nflows, cap, max_flows;
     uint32_t *fidx;              /* hash slots: flow index + 1, 0 empty */
     size_t nslots;
+    /* Registered jobs (policy/job.h), in registration order; their ranks are
+     * node indices of topo (state_set_topo maps them by name or drops the
+     * job). job_tier[i][d]: the tier dimension d of job i crosses, -1 none.
+     * cls_gen moves whenever classification inputs change (jobs, classes),
+     * so that flows are classified again on their next report. */
+    struct job *jobs[STATE_MAX_JOBS];
+    int job_tier[STATE_MAX_JOBS][JOB_NDIMS];
+    size_t njobs;
+    uint32_t cls_gen;
     double stale_after;          /* seconds */
     double start;
     uint64_t reports_total, reports_rejected;
@@ -140,6 +153,23 @@ bool state_loc_cached(struct state *s, const struct state_flow_key *k, uint32_t 
 void state_flow_place(struct state *s, struct state_flow *f, const struct state_loc *l);
 /* Both steps at once (tests, single flows). */
 void state_flow_locate(struct state *s, struct state_flow *f);
+
+/* Classification (DESIGN 2.2, precedence in policy/classes.h): a flow
+ * between two ranks' nodes of a registered job (the first registered that
+ * holds both) is that job's, of the dimension the ranks differ in; its tier
+ * is its class's confinement, else, for a job dimension, the tier that
+ * dimension of the job crosses. Caller holds the write lock. */
+void state_flow_classify(struct state *s, struct state_flow *f);
+/* Registers j (ownership taken; an existing job of that name is replaced,
+ * *replaced says so) and reclassifies every flow. -ENOSPC when
+ * STATE_MAX_JOBS are registered. Write lock. */
+int  state_job_put(struct state *s, struct job *j, bool *replaced);
+/* -ENOENT if there is no such job. Write lock. */
+int  state_job_del(struct state *s, const char *name);
+/* Index of the job called name, or -1. Read lock. */
+int  state_job_find(const struct state *s, const char *name);
+/* Reclassifies every flow (after a policy change). Write lock. */
+void state_reclassify(struct state *s);
 
 bool state_probe_stale(const struct state *s, uint32_t node, double now);
 bool state_flow_stale(const struct state *s, const struct state_flow *f, double now);

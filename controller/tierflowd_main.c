@@ -154,6 +154,7 @@ static void reload(struct daemon *d)
         old_cls = d->cls;
         d->cls = cls;
         d->st.classes = cls;
+        state_reclassify(&d->st);
     }
     pthread_rwlock_unlock(&d->st.lock);
     if (old == t) { /* out of memory: the new one was rejected */

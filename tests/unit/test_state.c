@@ -1,4 +1,5 @@
-/* state: staleness with injected time (a probe silent for 3 intervals is
+/* state: job classification (rank pairs -> dimension and tier, precedence
+ * of policy/classes.h), staleness with injected time (a probe silent for 3 intervals is
  * stale, its measurements and flows stop counting, they age out after
  * STATE_AGE_OUT stale periods, a probe reporting again is alive), tick
  * transitions, and gen moving only when something changed. */
@@ -8,7 +9,12 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <jansson.h>
+#include <stdlib.h>
+
 #include "controller/state.h"
+#include "policy/classes.h"
+#include "policy/job.h"
 #include "tests/unit/ctl_fixture.h"
 
 #define T0 1000.0
@@ -108,9 +114,87 @@ static void loads_from_flows_when_unmeasured(void **st)
     state_free(&s);
 }
 
+/* A flow's class and tier from job membership, with policy precedence. */
+static const char *class_of(struct state *s, const char *src, const char *dst, uint16_t sport, int *tier)
+{
+    struct state_flow_key k = fx_key(src, dst, sport);
+    const struct state_flow *f = NULL;
+    for (size_t i = 0; i < s->nflows; i++) /* any dport */
+        if (s->flows[i].k.sport == sport && !memcmp(s->flows[i].k.src, k.src, 16) && !memcmp(s->flows[i].k.dst, k.dst, 16))
+            f = &s->flows[i];
+    assert_non_null(f);
+    *tier = f->tier;
+    return s->classes->c[f->cls].name;
+}
+
+static void flows_classified_by_job(void **st)
+{
+    (void)st;
+    struct state s;
+    struct classes cls;
+    char err[256];
+    classes_init(&cls);
+    /* A job-scoped user class (1a) and a DSCP class without a job rule (2). */
+    json_t *pol = json_loads("{\"classes\": [{\"name\": \"llama-ctl\", \"match\": {\"job\": [\"llama\"],"
+                             " \"dport\": [29500]}}, {\"name\": \"roce\", \"match\": {\"dscp\": [26]}}]}", 0, NULL);
+    assert_int_equal(classes_load_json(&cls, pol, err, sizeof(err)), 0);
+    json_decref(pol);
+    assert_int_equal(state_init(&s, fx_topo(), 1000, STALE, T0), 0);
+    s.classes = &cls;
+    /* H1..H4: H1, H2 under L1, H3, H4 under L2. */
+    const char *flows =
+        "{\"probe\": \"L1\", \"flows\": ["
+        "{\"src\": \"10.0.1.1\", \"dst\": \"10.0.1.2\", \"proto\": 17, \"sport\": 1, \"dport\": 4791, \"dscp\": 26, \"if\": \"H2\", \"bps\": 1e9},"
+        "{\"src\": \"10.0.1.1\", \"dst\": \"10.0.2.1\", \"proto\": 17, \"sport\": 2, \"dport\": 4791, \"dscp\": 26, \"if\": \"swp1\", \"bps\": 1e9},"
+        "{\"src\": \"10.0.1.1\", \"dst\": \"10.0.2.2\", \"proto\": 17, \"sport\": 3, \"dport\": 4791, \"dscp\": 26, \"if\": \"swp1\", \"bps\": 1e9},"
+        "{\"src\": \"10.0.1.2\", \"dst\": \"10.0.2.2\", \"proto\": 17, \"sport\": 4, \"dport\": 29500, \"if\": \"swp1\", \"bps\": 1e9}]}";
+    assert_int_equal(fx_post(&s, flows, T0, NULL), 0);
+    int tier;
+    /* No job yet: the DSCP class. */
+    assert_string_equal(class_of(&s, "10.0.1.1", "10.0.2.1", 2, &tier), "roce");
+    assert_int_equal(tier, -1);
+
+    /* Ranks H1 H2 H3 H4, tp innermost: tp pairs share a leaf, dp pairs do not. */
+    struct job *j = calloc(1, sizeof(*j));
+    const int dims[] = {JOB_TP, JOB_DP};
+    const uint32_t sizes[] = {2, 2};
+    uint32_t nodes[4] = {fx_node(s.topo, "H1"), fx_node(s.topo, "H2"), fx_node(s.topo, "H3"), fx_node(s.topo, "H4")};
+    assert_int_equal(job_init(j, "llama", 2, dims, sizes, err, sizeof(err)), 0);
+    assert_int_equal(job_set_ranks(j, 4, nodes, err, sizeof(err)), 0);
+    bool replaced;
+    uint64_t gen = s.gen;
+    assert_int_equal(state_job_put(&s, j, &replaced), 0);
+    assert_false(replaced);
+    assert_true(s.gen != gen);
+    assert_int_equal(s.job_tier[0][JOB_TP], TOPO_LEAF);
+    assert_int_equal(s.job_tier[0][JOB_DP], TOPO_SPINE);
+    /* Reclassified at once; the job's dimension wins over the DSCP class
+     * (precedence 1b before 2), the tier is what that dimension crosses. */
+    assert_string_equal(class_of(&s, "10.0.1.1", "10.0.1.2", 1, &tier), "tp");
+    assert_int_equal(tier, TOPO_LEAF);
+    assert_string_equal(class_of(&s, "10.0.1.1", "10.0.2.1", 2, &tier), "dp");
+    assert_int_equal(tier, TOPO_SPINE);
+    /* Ranks 0 and 3 differ in both dimensions: not a collective pair, so
+     * the job's built-ins do not apply and the DSCP class does. */
+    assert_string_equal(class_of(&s, "10.0.1.1", "10.0.2.2", 3, &tier), "roce");
+    /* A job-scoped user class comes first (1a). */
+    assert_string_equal(class_of(&s, "10.0.1.2", "10.0.2.2", 4, &tier), "llama-ctl");
+    /* Steady reports keep the classification. */
+    assert_int_equal(fx_post(&s, flows, T0 + 1, NULL), 0);
+    assert_string_equal(class_of(&s, "10.0.1.1", "10.0.2.1", 2, &tier), "dp");
+    /* Deleting the job puts them back. */
+    assert_int_equal(state_job_del(&s, "llama"), 0);
+    assert_int_equal(state_job_del(&s, "llama"), -2);
+    assert_string_equal(class_of(&s, "10.0.1.1", "10.0.2.1", 2, &tier), "roce");
+    assert_string_equal(class_of(&s, "10.0.1.1", "10.0.1.2", 1, &tier), "roce");
+    state_free(&s);
+    classes_free(&cls);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(probe_goes_stale_and_data_ages_out),
-                                       cmocka_unit_test(loads_from_flows_when_unmeasured)};
+                                       cmocka_unit_test(loads_from_flows_when_unmeasured),
+                                       cmocka_unit_test(flows_classified_by_job)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
