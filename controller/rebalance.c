@@ -248,8 +248,50 @@ out:
     free(dem);
 }
 
-static int build_plan(struct rebalance *rb, const struct round *r, const uint32_t *path, struct plan *out,
-                      char *err, size_t errlen)
+/* Class rules (DESIGN 2.5): a class whose path policy names spines (`via`)
+ * and whose match is DSCP alone becomes, per DSCP value, a rule on every
+ * leaf to a multipath route over the allowed spines. Other matches (ports,
+ * QPs, prefixes, jobs) cannot be told apart by a FIB rule; the fat flows of
+ * such classes are still kept on their spines by the assignment (node_ok)
+ * and pinned. Indices follow the class order and DSCP values, so the same
+ * policy always gives the same tables and priorities. Read lock. */
+struct class_rules {
+    struct planbuild_class c[PLANBUILD_MAX_CLASSES];
+    int *allow;                  /* node indices, all classes back to back */
+    size_t n;
+};
+
+static void class_rules_build(const struct classes *cs, const struct topo *t, struct class_rules *cr)
+{
+    size_t total = 0;
+    cr->n = 0;
+    for (uint32_t i = 0; cs && i < cs->n; i++)
+        total += cs->c[i].nvia;
+    cr->allow = calloc(total + 1, sizeof(int));
+    if (!cr->allow)
+        return;
+    int *next = cr->allow;
+    for (uint32_t i = 0; cs && i < cs->n; i++) {
+        const struct class_def *c = &cs->c[i];
+        bool dscp_only = c->has_dscp && !c->has_proto && !c->nsport && !c->ndport && !c->nqp && !c->nsrc &&
+                         !c->ndst && !c->njob;
+        if (!c->nvia || !dscp_only)
+            continue;
+        int na = 0;
+        for (uint16_t k = 0; k < c->nvia; k++) {
+            uint32_t n = topo_node_by_name(t, c->via[k]);
+            if (n != TOPO_NONE)
+                next[na++] = (int)n;
+        }
+        for (int d = 0; d < 64 && na > 0 && cr->n < PLANBUILD_MAX_CLASSES; d++)
+            if (c->dscp >> d & 1)
+                cr->c[cr->n++] = (struct planbuild_class){.dscp = (int16_t)d, .allow = next, .nallow = na};
+        next += na;
+    }
+}
+
+static int build_plan(struct rebalance *rb, const struct round *r, const uint32_t *path,
+                      const struct class_rules *cr, struct plan *out, char *err, size_t errlen)
 {
     struct planbuild_flow *pf = calloc(r->n + 1, sizeof(*pf));
     uint32_t (*dirs)[TOPO_MAX_HOPS] = calloc(r->n + 1, sizeof(*dirs));
@@ -273,7 +315,7 @@ static int build_plan(struct rebalance *rb, const struct round *r, const uint32_
     }
     struct plan_opts o = {.prio_min = (uint32_t)rb->cfg->rule_prio_min, .prio_max = (uint32_t)rb->cfg->rule_prio_max,
                           .table_base = (uint32_t)rb->cfg->table_base};
-    rc = plan_build(r->t, &o, pf, n, NULL, 0, out, err, errlen);
+    rc = plan_build(r->t, &o, pf, n, cr->c, cr->n, out, err, errlen);
 out:
     free(pf);
     free(dirs);
@@ -334,11 +376,20 @@ int rebalance_run(struct rebalance *rb, double now, bool dry_run, json_t **out)
     rc = snapshot(rb, now, &r);
     for (uint32_t k = 0; s->classes && k < s->classes->n && k < CLASSES_MAX; k++)
         cls_name[k] = s->classes->c[k].name;
-    /* Policies: class -> highest tier. */
+    /* Policies: class -> highest tier and allowed spines (node_ok). A
+     * policy naming nodes the topology lacks keeps only its tiers. */
     struct assign_policy pol[CLASSES_MAX];
-    uint32_t npol = 0;
-    for (; s->classes && npol < s->classes->n; npol++)
-        pol[npol] = (struct assign_policy){.max_tier = s->classes->c[npol].max_tier, .node_ok = NULL};
+    uint8_t *pol_mem = NULL;
+    uint32_t npol = s->classes ? s->classes->n : 0;
+    char perr[256];
+    if (npol && classes_resolve(s->classes, r.t, pol, &pol_mem, perr, sizeof(perr)) < 0) {
+        log_warn("rebalance: class policy: %s (spine subsets ignored)", perr);
+        for (uint32_t k = 0; k < npol; k++)
+            pol[k] = (struct assign_policy){.max_tier = s->classes->c[k].max_tier, .node_ok = NULL};
+    }
+    struct class_rules *cr = calloc(1, sizeof(*cr));
+    if (cr)
+        class_rules_build(s->classes, r.t, cr);
     pthread_rwlock_unlock(&s->lock);
 
     uint32_t *path = calloc(r.n + 1, sizeof(uint32_t));
@@ -381,7 +432,9 @@ int rebalance_run(struct rebalance *rb, double now, bool dry_run, json_t **out)
     /* The assignment stands even when no plan can express it (a topology
      * without interface addresses): report it, but pin nothing. */
     int arc = rc;
-    if (rc == 0 && (rc = build_plan(rb, &r, path, &plan, err, sizeof(err))) < 0)
+    if (rc == 0 && !cr)
+        rc = -ENOMEM;
+    if (rc == 0 && (rc = build_plan(rb, &r, path, cr, &plan, err, sizeof(err))) < 0)
         log_warn("rebalance: plan: %s", err);
     if (arc < 0)
         moved = 0;
@@ -444,6 +497,10 @@ int rebalance_run(struct rebalance *rb, double now, bool dry_run, json_t **out)
                          "plan", rebalance_plan_json(&plan), "error", rc < 0 ? json_string(err[0] ? err : strerror(-rc)) : json_null());
     }
     json_decref(r.congested);
+    free(pol_mem);
+    if (cr)
+        free(cr->allow);
+    free(cr);
     free(path);
     free(af);
     plan_free(&plan);

@@ -9,7 +9,10 @@
  * dry run changes nothing (no pins, no backend call). Flows whose path
  * crosses a direction that is down are not movable-limited: they always move
  * (assign's rule for unusable paths). The plan always holds every pinned,
- * live flow, so the backend converges to the full desired state each round.
+ * live flow, so the backend converges to the full desired state each round,
+ * and the class rules of DESIGN 2.5 (a DSCP class confined to a subset of
+ * spines -> a rule to a weighted multipath route over them; see
+ * class_rules_build); class `via` subsets also bound the assignment.
  */
 #ifndef TF_REBALANCE_H
 #define TF_REBALANCE_H

@@ -4,7 +4,9 @@
  * ones moved recently; the minimum time between two moves of a flow and the
  * maximum moves per round are respected; hysteresis can forbid a move; the
  * plan of a round with nothing to change equals the previous one (empty diff,
- * as the backend sees it), and a move changes exactly its flow's rule. */
+ * as the backend sees it), and a move changes exactly its flow's rule; a
+ * class confined to some spines stays on them and, when it matches on DSCP
+ * alone, gets its class rule. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,6 +20,7 @@
 #include "controller/events.h"
 #include "controller/metrics.h"
 #include "controller/plan.h"
+#include "controller/planbuild.h"
 #include "controller/rebalance.h"
 #include "policy/classes.h"
 #include "tests/unit/ctl_fixture.h"
@@ -31,6 +34,7 @@ struct fx {
     struct metrics m;
     struct config cfg;
     struct rebalance rb;
+    int dscp;                    /* of every reported flow */
 };
 
 static int setup(void **state)
@@ -79,8 +83,8 @@ static void report(struct fx *x, double now, const char *down, int n, const int 
     for (int i = 0; i < n; i++)
         o += (size_t)snprintf(body + o, sizeof(body) - o,
                               "%s{\"src\": \"10.0.1.%d\", \"dst\": \"10.0.2.%d\", \"proto\": 17, \"sport\": %d,"
-                              " \"dport\": 4791, \"if\": \"swp%c\", \"bps\": %g, \"fat\": true}",
-                              i ? ", " : "", 1 + i % 2, 1 + i % 2, sport[i], spine[i][1], gbps[i] * 1e9);
+                              " \"dport\": 4791, \"dscp\": %d, \"if\": \"swp%c\", \"bps\": %g, \"fat\": true}",
+                              i ? ", " : "", 1 + i % 2, 1 + i % 2, sport[i], x->dscp, spine[i][1], gbps[i] * 1e9);
     snprintf(body + o, sizeof(body) - o, "]}");
     assert_int_equal(fx_post(&x->st, body, now, NULL), 0);
 }
@@ -253,6 +257,72 @@ static void dry_run_changes_nothing(void **state)
     assert_int_equal(x->rb.last.nrules, 0);
 }
 
+/* A DSCP class confined to S1 and S2: its colliding flows are separated
+ * within {S1, S2} only, and the plan carries its class rule on both leaves
+ * (DSCP 26 -> a multipath route over the uplinks to S1 and S2). */
+static void class_via_subset(void **state)
+{
+    struct fx *x = *state;
+    char err[256];
+    json_t *pol = json_loads("{\"classes\": [{\"name\": \"roce-hi\", \"match\": {\"dscp\": [26]},"
+                             " \"path\": {\"via\": [\"S1\", \"S2\"]}}]}", 0, NULL);
+    assert_int_equal(classes_load_json(&x->cls, pol, err, sizeof(err)), 0);
+    json_decref(pol);
+    x->dscp = 26;
+    const int sp[] = {1, 2, 3};
+    const char *on[] = {"S1", "S1", "S1"};
+    const double g[] = {60, 60, 60};
+    report(x, T0, NULL, 3, sp, on, g);
+    int cls = classes_find(&x->cls, "roce-hi");
+    assert_int_equal(flow(x, 0, 1)->cls, cls);
+    assert_true(round_moves(x, T0) >= 1);
+    for (int i = 0; i < 3; i++) {
+        const char *where = fx_spine(&x->st, flow(x, i, sp[i]));
+        if (strcmp(where, "S1") && strcmp(where, "S2"))
+            fail_msg("flow %d moved to %s, outside the class's spines", i, where);
+    }
+    size_t nclass = 0;
+    for (size_t i = 0; i < x->rb.last.nrules; i++) {
+        const struct plan_rule *r = &x->rb.last.rules[i];
+        if (r->dscp != 26)
+            continue;
+        nclass++;
+        assert_int_equal(r->prio, x->cfg.rule_prio_min + PLANBUILD_CLASS_PRIO_OFF);
+        assert_int_equal(r->table, x->cfg.table_base + PLANBUILD_CLASS_TABLE_OFF);
+    }
+    assert_int_equal(nclass, 2); /* L1 and L2 */
+    size_t nroutes = 0;
+    for (size_t i = 0; i < x->rb.last.nroutes; i++) {
+        const struct plan_route *rt = &x->rb.last.routes[i];
+        if (rt->table != x->cfg.table_base + PLANBUILD_CLASS_TABLE_OFF)
+            continue;
+        nroutes++;
+        assert_int_equal(rt->nnh, 2); /* the uplinks to S1 and S2 */
+    }
+    assert_int_equal(nroutes, 2);  /* each leaf: a route to the other leaf's prefix */
+    /* A class that also matches on ports is not expressible as a FIB rule:
+     * no class rule, but its flows still stay on its spines. */
+    classes_free(&x->cls);
+    classes_init(&x->cls);
+    pol = json_loads("{\"classes\": [{\"name\": \"roce-hi\", \"match\": {\"dscp\": [26], \"dport\": [4791]},"
+                     " \"path\": {\"via\": [\"S3\", \"S4\"]}}]}", 0, NULL);
+    assert_int_equal(classes_load_json(&x->cls, pol, err, sizeof(err)), 0);
+    json_decref(pol);
+    pthread_rwlock_wrlock(&x->st.lock);
+    state_reclassify(&x->st);
+    pthread_rwlock_unlock(&x->st.lock);
+    x->cfg.min_move_interval = 0;
+    report(x, T0 + 20, NULL, 3, sp, on, g);
+    assert_true(round_moves(x, T0 + 20) >= 1);
+    for (size_t i = 0; i < x->rb.last.nrules; i++)
+        assert_int_not_equal(x->rb.last.rules[i].dscp, 26);
+    for (int i = 0; i < 3; i++) {
+        const char *where = fx_spine(&x->st, flow(x, i, sp[i]));
+        if (strcmp(where, "S3") && strcmp(where, "S4"))
+            fail_msg("flow %d on %s, outside the class's spines", i, where);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -260,6 +330,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(recently_moved_flow_stays, setup, teardown),
         cmocka_unit_test_setup_teardown(max_moves_and_hysteresis, setup, teardown),
         cmocka_unit_test_setup_teardown(dry_run_changes_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(class_via_subset, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
