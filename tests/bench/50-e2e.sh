@@ -32,7 +32,9 @@ ideal=$(awk -v m="$MBIT" 'BEGIN{print 16 * 0.955 * m * 1e6}')   # 16 flows at on
 mb() { awk -v a="$1" 'BEGIN{printf "%.1f", a/1e6}'; }
 pc() { awk -v a="$1" -v b="$ideal" 'BEGIN{printf "%.0f%%", 100*a/b}'; }
 
-echo "fattree:k=4, 16 hosts, links $MBIT Mbit/s; ideal = 16 x 0.955 x $MBIT = $(mb "$ideal") Mbit/s"
+echo "fattree:k=4, 16 hosts, links $MBIT Mbit/s; % = of 16 flows x one flow's ceiling (0.955 x $MBIT) = $(mb "$ideal") Mbit/s,"
+echo "reachable only by the permutations (stride, randbij): random and staggered send several flows to some hosts"
+echo "react = seconds from tierflowd's start to the first 1-s bin at >= 90% of its settled aggregate"
 printf '%-20s %14s %14s %8s %8s\n' pattern "ECMP Mbit/s" "tierflow" "ratio" "react s"
 for p in $PATTERNS; do
   lab_pattern "$p" 1 > "$LAB_TMP/pairs"
