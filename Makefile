@@ -143,6 +143,7 @@ install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SHAREDIR)/web $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(MANDIR)/man1
 	install -m 0755 $(addprefix $(O)/bin/,$(PROGS)) $(DESTDIR)$(BINDIR)/
 	if [ -d web ] && [ -n "$$(ls web)" ]; then cp -R web/. $(DESTDIR)$(SHAREDIR)/web/; fi
+	install -m 0644 controller/openapi.json $(DESTDIR)$(SHAREDIR)/openapi.json
 	for m in docs/man/*.8; do [ -f "$$m" ] && install -m 0644 "$$m" $(DESTDIR)$(MANDIR)/man8/ || true; done
 	for m in docs/man/*.1; do [ -f "$$m" ] && install -m 0644 "$$m" $(DESTDIR)$(MANDIR)/man1/ || true; done
 	if [ -f controller/tierflowd.service ]; then install -d $(DESTDIR)$(PREFIX)/lib/systemd/system && \
