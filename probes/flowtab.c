@@ -486,7 +486,13 @@ void flowtab_close_interval(struct flowtab *ft, double now, double interval_s,
         double link = f->ifidx < nlinks ? link_bps[f->ifidx] : 0.0;
         if (link > 0 && fat_share > 0) {
             double thr = fat_share * link;
-            f->fat = f->rate_bps >= (f->fat ? thr * FLOWTAB_HYST_LOW : thr);
+            /* A sampled flow needs enough samples in the interval before it
+             * may become fat: one or two samples of a mouse, scaled by the
+             * sampling rate, would otherwise look like an elephant (see
+             * docs/telemetry.md). ivl_pkts is scaled: samples = pkts / N. */
+            bool enough = f->sampling <= 1 || f->fat ||
+                          f->ivl_pkts >= (uint64_t)FLOWTAB_MIN_SAMPLES * f->sampling;
+            f->fat = enough && f->rate_bps >= (f->fat ? thr * FLOWTAB_HYST_LOW : thr);
         } else {
             f->fat = false;
         }

@@ -126,6 +126,9 @@ void flowtab_key(const struct decode_pkt *pkt, struct flow_key *key);
  * nlinks entries indexed by ifidx. Then resets interval counters and expires
  * flows idle for longer than the idle timeout. */
 #define FLOWTAB_HYST_LOW 0.8
+/* A flow seen through 1-in-N sampling (sampling > 1) becomes fat only with
+ * at least this many samples in the interval (relative error ~1/sqrt(n)). */
+#define FLOWTAB_MIN_SAMPLES 4
 #define FLOWTAB_EWMA_ALPHA 0.5
 #define FLOWTAB_EVICT_WINDOW 8
 #define FLOWTAB_MAX_FLOWS (1u << 24)

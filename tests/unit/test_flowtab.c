@@ -296,6 +296,45 @@ static void test_fat_hysteresis(void **state)
     flowtab_free(ft);
 }
 
+/* A flow seen through 1-in-N sampling may become fat only with at least
+ * FLOWTAB_MIN_SAMPLES samples in the interval; once fat, hysteresis alone
+ * decides (a thin interval of an elephant does not drop it). */
+static void test_sampled_min_samples(void **state)
+{
+    (void)state;
+    struct flowtab *ft = flowtab_new(4, 0);
+    const double link = 1e9, share = 0.1; /* fat at 1e8 b/s */
+    const uint32_t n = 1000;               /* 1-in-1000 */
+    struct decode_pkt p = mk(1, 2, 1, 2, 9000);
+    /* Three samples of 9000 B at 1-in-1000: an estimate of 2.16e8 b/s, above
+     * the threshold, but too few samples to trust. */
+    for (int i = 0; i < FLOWTAB_MIN_SAMPLES - 1; i++)
+        flowtab_update(ft, &p, 0, 0.5, n, FLOW_SRC_SFLOW);
+    close1(ft, 1.0, link, share);
+    struct flow *f = get(ft, &p);
+    assert_int_equal(f->sampling, n);
+    assert_float_equal(f->rate_bps, 2.16e8, 1);
+    assert_false(f->fat);
+    /* Enough samples: fat. */
+    for (int i = 0; i < FLOWTAB_MIN_SAMPLES; i++)
+        flowtab_update(ft, &p, 0, 1.5, n, FLOW_SRC_SFLOW);
+    close1(ft, 2.0, link, share);
+    assert_true(f->fat);
+    /* One sample in the next interval: the EWMA keeps it above the band, and
+     * a fat flow is not dropped for lack of samples. */
+    flowtab_update(ft, &p, 0, 2.5, n, FLOW_SRC_SFLOW);
+    close1(ft, 3.0, link, share);
+    assert_true(f->fat);
+    /* A fully captured flow (sampling 1) needs no minimum. */
+    struct decode_pkt q = mk(3, 4, 1, 2, 60000);
+    for (int i = 0; i < 3; i++)
+        flowtab_update(ft, &q, 0, 3.5, 1, FLOW_SRC_PCAP);
+    double slow = 1e6;
+    flowtab_close_interval(ft, 4.0, 1.0, &slow, 1, share);
+    assert_true(get(ft, &q)->fat);
+    flowtab_free(ft);
+}
+
 static void test_cnp_attribution(void **state)
 {
     (void)state;
@@ -448,6 +487,7 @@ int main(void)
         cmocka_unit_test(test_index_churn),
         cmocka_unit_test(test_rate_ewma),
         cmocka_unit_test(test_fat_hysteresis),
+        cmocka_unit_test(test_sampled_min_samples),
         cmocka_unit_test(test_cnp_attribution),
         cmocka_unit_test(test_batch_equals_single),
     };
