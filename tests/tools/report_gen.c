@@ -157,6 +157,7 @@ static void post_all(const struct bodies *b, const char *url, struct curl_slist 
     CURLM *m = curl_multi_init();
     CURL **h = calloc((size_t)par, sizeof(*h));
     size_t *cur = calloc((size_t)par, sizeof(*cur));
+    int *ids = calloc((size_t)par, sizeof(*ids)); /* CURLOPT_PRIVATE: which handle */
     size_t next = 0;
     int running = 0;
     for (int i = 0; i < par; i++) {
@@ -164,7 +165,8 @@ static void post_all(const struct bodies *b, const char *url, struct curl_slist 
         curl_easy_setopt(h[i], CURLOPT_URL, url);
         curl_easy_setopt(h[i], CURLOPT_HTTPHEADER, hdr);
         curl_easy_setopt(h[i], CURLOPT_WRITEFUNCTION, sink);
-        curl_easy_setopt(h[i], CURLOPT_PRIVATE, (char *)NULL + i);
+        ids[i] = i;
+        curl_easy_setopt(h[i], CURLOPT_PRIVATE, (void *)&ids[i]);
         if (next < b->n) {
             cur[i] = next;
             curl_easy_setopt(h[i], CURLOPT_POSTFIELDS, b->s[next++]);
@@ -180,9 +182,9 @@ static void post_all(const struct bodies *b, const char *url, struct curl_slist 
         while ((msg = curl_multi_info_read(m, &left))) {
             if (msg->msg != CURLMSG_DONE)
                 continue;
-            char *pi;
-            curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &pi);
-            int i = (int)(pi - (char *)NULL);
+            char *pv;
+            curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &pv);
+            int i = *(const int *)(const void *)pv;
             long code = 0;
             curl_easy_getinfo(h[i], CURLINFO_RESPONSE_CODE, &code);
             if (msg->data.result != CURLE_OK || code != 200) {
@@ -209,6 +211,7 @@ static void post_all(const struct bodies *b, const char *url, struct curl_slist 
         curl_easy_cleanup(h[i]);
     free(h);
     free(cur);
+    free(ids);
     curl_multi_cleanup(m);
 }
 
