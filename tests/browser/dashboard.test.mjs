@@ -349,7 +349,9 @@ await step('a dry-run rebalance shows the plan', async () => {
   const before = Number((plan.match(/Max utilisation ([\d.]+)%/) || [])[1]);
   ok('the plan shows the controller\'s max utilisation before', dry && Math.abs(before - dry.max_util_before * 100) < 0.1 && before >= 80, { before, dry: dry && dry.max_util_before });
   ok('the dry run finds flows to move', dry && dry.moved > 0, dry);
-  ok('the plan lists the moves off S1', moves.length >= 1 && moves.every((m) => m.includes('S1') && m.includes('⇒')), moves);
+  // At least one flow leaves the congested S1; others may shift to make room.
+  ok('the plan lists a move off S1', moves.length >= 1 && moves.every((m) => m.includes('⇒')) &&
+     moves.some((m) => m.split('⇒')[0].includes('>S1>') && !m.split('⇒')[1].includes('>S1>')), moves);
   ok('Apply is enabled after the preview', !(await page.isDisabled('#rb-apply')));
   const switches = await page.$$('#rb-plan [data-switch]');
   ok('the plan has a per-switch section', plan.includes('Per-switch') && (switches.length >= 1 || plan.includes('No rule or route changes')), plan.slice(0, 600));
