@@ -182,13 +182,25 @@ static int hotspot(struct gen *g, double frac)
     return r;
 }
 
-static int job(struct gen *g, const uint32_t size[4])
+/* A flow between ranks a and b, on their hosts. */
+static int rank_add(struct gen *g, const uint32_t *host, uint32_t a, uint32_t b, int cls)
+{
+    return add(g, host ? host[a] : a, host ? host[b] : b, cls);
+}
+
+/* Ranks on hosts in order, or (shuffle) on a seeded permutation of all
+ * hosts: the fragmented placement a busy scheduler leaves, with the ranks of
+ * one tensor-parallel group scattered over racks and pods. */
+static int job(struct gen *g, const uint32_t size[4], bool shuffle)
 {
     static const int cls[4] = { CLASS_TP, CLASS_CP, CLASS_PP, CLASS_DP };
     uint64_t n = (uint64_t)size[0] * size[1] * size[2] * size[3];
     if (n > g->t->nhosts)
         return -ERANGE;
+    uint32_t *host = NULL;
     int r = 0;
+    if (shuffle && (r = shuffled(g, &host)) < 0)
+        return r;
     for (uint32_t rk = 0; r == 0 && rk < n; rk++) {
         uint32_t stride = 1;
         for (int i = 0; r == 0 && i < 4; i++) {
@@ -196,17 +208,18 @@ static int job(struct gen *g, const uint32_t size[4])
             if (size[i] > 1) {
                 if (cls[i] == CLASS_PP) {
                     if (c + 1 < size[i])
-                        r = add(g, rk, rk + stride, CLASS_PP);
+                        r = rank_add(g, host, rk, rk + stride, CLASS_PP);
                     if (r == 0 && c > 0)
-                        r = add(g, rk, rk - stride, CLASS_PP);
+                        r = rank_add(g, host, rk, rk - stride, CLASS_PP);
                 } else {
                     uint32_t nc = (c + 1) % size[i];
-                    r = add(g, rk, rk - c * stride + nc * stride, cls[i]);
+                    r = rank_add(g, host, rk, rk - c * stride + nc * stride, cls[i]);
                 }
             }
             stride *= size[i];
         }
     }
+    free(host);
     return r;
 }
 
@@ -272,11 +285,22 @@ static int dispatch(struct gen *g, const char *name, const char *args, char *err
                 r = add(g, i, j, CLASS_EP);
     } else if (strcmp(name, "job") == 0) {
         uint32_t sz[4];
+        char sizes[128];
+        bool shuffle = false;
+        const char *place = args ? strstr(args, ",place=") : NULL;
+        if (place && strcmp(place, ",place=shuffle") != 0 && strcmp(place, ",place=order") != 0)
+            return fail(err, errlen, "pattern job: place=%s: want order or shuffle", place + 7);
+        if (place) {
+            shuffle = strcmp(place, ",place=shuffle") == 0;
+            snprintf(sizes, sizeof(sizes), "%.*s", (int)(place - args), args);
+            args = sizes;
+        }
         if (nums(args, 4, 1, JOB_PATTERN_MAX, v) < 0)
-            return fail(err, errlen, "pattern job:TP,CP,PP,DP needs four sizes 1..%u", JOB_PATTERN_MAX);
+            return fail(err, errlen, "pattern job:TP,CP,PP,DP[,place=order|shuffle] needs four sizes 1..%u",
+                        JOB_PATTERN_MAX);
         for (int i = 0; i < 4; i++)
             sz[i] = (uint32_t)v[i];
-        r = job(g, sz);
+        r = job(g, sz, shuffle);
         if (r == -ERANGE)
             return fail(err, errlen, "pattern job:%s needs %.0f hosts, topology '%s' has %u", args,
                         v[0] * v[1] * v[2] * v[3], t->name, n);

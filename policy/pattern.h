@@ -16,7 +16,11 @@
  *   alltoall[:G]       all pairs within consecutive groups of G (8), class ep;
  *   job:TP,CP,PP,DP    ranks on the first TP*CP*PP*DP hosts, mixed radix with
  *                      tp fastest; each rank to its ring successor in every
- *                      dimension (pp: next and previous stage, no wrap).
+ *                      dimension (pp: next and previous stage, no wrap);
+ *                      ",place=shuffle" puts rank r on host perm[r] of a
+ *                      seeded permutation (fragmented placement: groups
+ *                      scattered over racks and pods), ",place=order" is the
+ *                      default.
  * Each pair carries flows_per_pair flows (0: 1 for the Hedera set, 16 for
  * collectives, Meta's 16 per GPU pair). A flow's demand is its sender's NIC
  * capacity divided by the sender's flow count. Deterministic for a seed.

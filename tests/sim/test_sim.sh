@@ -41,6 +41,14 @@ t_eq "same seed, same assignment" "$a" "$b"
 n=$("$SIM" --topology leafspine:leaves=4,spines=2,hosts=8 --pattern job:8,1,2,2 --algo ecmp | jq .flows)
 # 32 ranks, each to one tp, one pp and one dp neighbour, 16 flows a pair
 t_eq "job pattern: 16 flows per pair" "$(( 32 * 3 * 16 ))" "$n"
+# Fragmented placement: same flows, but tp groups no longer fill a leaf.
+leafpaths() { "$SIM" --topology leafspine:leaves=4,spines=2,hosts=8 --pattern "$1" --algo ecmp --flows-per-pair 1 \
+  --emit-assignment | jq '[.algorithms.ecmp.paths[] | select(length == 3)] | length'; }
+in_order=$(leafpaths job:8,1,2,2,place=order); shuffled=$(leafpaths job:8,1,2,2,place=shuffle)
+t_eq "job in order: every tp flow stays under its leaf" 32 "$in_order"
+t_check "job place=shuffle: fewer flows under one leaf ($shuffled) than in order" test "$shuffled" -lt "$in_order"
+t_eq "job place=shuffle: same number of flows" "$n" \
+  "$("$SIM" --topology leafspine:leaves=4,spines=2,hosts=8 --pattern job:8,1,2,2,place=shuffle --algo ecmp | jq .flows)"
 
 fails() { # NAME WANT-IN-STDERR ARGS...
   local name=$1 want=$2; shift 2
@@ -59,6 +67,7 @@ fails "unknown class" "unknown class 'gold'" --topology fattree:k=4 --flows "$tm
 echo '{"flows": [' >"$tmp/bad.json"
 fails "broken JSON" "bad.json:" --topology fattree:k=4 --flows "$tmp/bad.json"
 fails "job too big" "needs 64 hosts" --topology fattree:k=4 --pattern job:8,1,2,4
+fails "bad placement" "place=scatter: want order or shuffle" --topology fattree:k=4 --pattern job:2,1,2,2,place=scatter
 fails "both flows and pattern" "usage" --topology fattree:k=4 --pattern random --flows "$tmp/bad.json"
 fails "bad seed" "--seed" --topology fattree:k=4 --pattern random --seed -1
 t_done
