@@ -9,7 +9,9 @@
 #   1. ECMP: the four flows collide (two spines busy, two idle, aggregate ~2C)
 #   2. tierflowd starts: within 5 s the aggregate reaches >= 90% of 4C and
 #      each L1 uplink carries one flow's worth (the leaf's own counters)
-#   3. one L1 uplink goes down: the aggregate recovers to >= 90% of 3C
+#   3. one L1 uplink goes down: the aggregate recovers to >= 90% of 3C (with
+#      --seed 5 the kernel's own fallback would leave a live uplink idle, so
+#      the recovery is tierflow's doing; the test says which case it saw)
 #   4. tierflowd stops with --withdraw-on-exit: no rule or route of its own
 #      remains in the leaves
 # Aggregates come from the receivers' iperf3 JSON; per-link loads from the
@@ -26,7 +28,7 @@ lab_init e2els
 trap 'lab_cleanup' EXIT
 trap 'exit 130' INT TERM
 
-t_check "lab up 2x4x4 at ${MBIT} Mbit/s" lab_up leafspine:leaves=2,spines=4,hosts=4,gbps=100 --mbit "$MBIT" --seed 7
+t_check "lab up 2x4x4 at ${MBIT} Mbit/s" lab_up leafspine:leaves=2,spines=4,hosts=4,gbps=100 --mbit "$MBIT" --seed 5
 [ -s "$LAB_TOPO" ] || t_done
 mapfile -t UP < <(lab_uplinks L1)
 t_eq "L1 has four uplinks" 4 "${#UP[@]}"
@@ -164,6 +166,11 @@ curl -s "$URL/api/v1/status" > "$LAB_TMP/status.json" || true
 DOWN=${UP[3]}
 tdown=$(date +%s)
 "$LAB" exec L1 -- ip link set "$DOWN" down
+# Where would the kernel alone put the four flows now (rules whose table lost
+# its route fall through to main's ECMP)? Tells whether step 3 needs tierflow.
+fb=$(for i in 0 1 2 3; do lab_route_dev L1 "${SRC[$i]}" "$(lab_addr "${DST[$i]}")" "${SPORT[$i]}" $((5201 + i)); done | sort -u | grep -vx "$DOWN" | wc -l)
+if [ "$fb" -lt 3 ]; then echo "# $DOWN down: the kernel's fallback alone would use only $fb of the 3 live uplinks; recovery needs tierflow"
+else echo "# $DOWN down: the kernel's fallback alone already uses all 3 live uplinks (this seed); step 3 checks tierflow keeps it so"; fi
 [ $MANUAL -eq 1 ] && "$LAB" exec L1 -- ip rule del pref 1003
 sleep 8
 trec=$(date +%s)
