@@ -43,7 +43,8 @@ run_scale() { # LABEL TOPO PATTERN FPP ALGOS [TIMEOUT_S]
   local out
   out=$( { /usr/bin/time -f '%M' timeout "${6:-0}" "$SIM" --topology "$2" --pattern "$3" --flows-per-pair "$4" --algo "$5" >"$tmp/out"; } 2>&1 )
   peak_kb=$(tail -n1 <<<"$out")
-  if ! jq -e .algorithms "$tmp/out" >/dev/null 2>&1; then
+  # jq 1.6 exits 0 on empty input: test for the object explicitly.
+  if [ "$(jq -r 'has("algorithms")' "$tmp/out" 2>/dev/null)" != true ]; then
     echo "    $5 on $3: did not finish within ${6:-0} s"
     return 1
   fi
