@@ -359,7 +359,19 @@ static json_t *path_names(const struct topo *t, uint32_t src, uint32_t dst, uint
     return a;
 }
 
+static int run_round(struct rebalance *rb, double now, bool dry_run, bool automatic, json_t **out);
+
 int rebalance_run(struct rebalance *rb, double now, bool dry_run, json_t **out)
+{
+    return run_round(rb, now, dry_run, false, out);
+}
+
+int rebalance_auto(struct rebalance *rb, double now)
+{
+    return run_round(rb, now, false, true, NULL);
+}
+
+static int run_round(struct rebalance *rb, double now, bool dry_run, bool automatic, json_t **out)
 {
     pthread_mutex_lock(&rb->mu);
     double t0 = tf_now_mono();
@@ -415,7 +427,7 @@ int rebalance_run(struct rebalance *rb, double now, bool dry_run, json_t **out)
         if (json_array_size(r.congested) > 0 && r.n > 0) {
             struct assign_params ap;
             assign_params_default(&ap);
-            ap.max_moves = c->max_moves;
+            ap.max_moves = automatic && now < rb->settle_until ? 0 : c->max_moves;
             ap.margin = c->hysteresis;
             struct assign_result res = {.path = path};
             rc = assign_run(ASSIGN_TIERFLOW, &in, &ap, &res, err, sizeof(err));
@@ -454,6 +466,8 @@ int rebalance_run(struct rebalance *rb, double now, bool dry_run, json_t **out)
         } else {
             applied = rb->be != NULL;
             record_pins(rb, &r, path, now);
+            if (moved)
+                rb->settle_until = now + c->settle_intervals * c->interval;
             plan_free(&rb->last);
             plan_init(&rb->last);
             plan_copy(&rb->last, &plan);

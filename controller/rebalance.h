@@ -49,6 +49,7 @@ struct rebalance {
     struct rebalance_summary sum;
     bool be_healthy;
     char be_error[256];
+    double settle_until;         /* automatic rounds make forced moves only until then */
 };
 
 int  rebalance_init(struct rebalance *rb, struct state *st, struct events *ev, struct metrics *m,
@@ -58,6 +59,12 @@ void rebalance_destroy(struct rebalance *rb);
  * docs/api.md (new reference). Returns 0 or -errno (backend failure: the
  * result says so, installed routes are kept). */
 int  rebalance_run(struct rebalance *rb, double now, bool dry_run, json_t **out);
+/* The loop's round. After a round that moved flows, the probes' next reports
+ * still describe the old paths (they cover an interval that began before the
+ * change), so for thresholds.settle_intervals intervals an automatic round
+ * makes only forced moves (flows on a failed link or an out-of-policy path);
+ * moving others on stale loads is what made the fabric oscillate. */
+int  rebalance_auto(struct rebalance *rb, double now);
 /* Copy of the last summary and backend health. */
 struct rebalance_summary rebalance_last(struct rebalance *rb, bool *healthy, char *err, size_t errlen);
 /* plan as JSON {"switches": [{"node", "rules", "routes"}]} (new reference). */

@@ -369,7 +369,7 @@ int main(int argc, char **argv)
             next = tf_now_mono() + d.cfg.interval;
         now = tf_now_real();
         state_tick(&d.st, now, probe_cb, &d);
-        rebalance_run(&d.rb, now, false, NULL);
+        rebalance_auto(&d.rb, now);
     }
     httpd_stop(h);
     if (d.cfg.withdraw_on_exit) {

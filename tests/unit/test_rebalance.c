@@ -187,6 +187,44 @@ static void collision_moves_one_then_plan_is_stable(void **state)
     plan_free(&del);
 }
 
+static uint32_t auto_moves(struct fx *x, double now)
+{
+    assert_int_equal(rebalance_auto(&x->rb, now), 0);
+    bool healthy;
+    char err[64];
+    struct rebalance_summary sum = rebalance_last(&x->rb, &healthy, err, sizeof(err));
+    assert_true(sum.valid && sum.ts == now);
+    return sum.moved;
+}
+
+/* After a round that moved flows, the next report still describes the
+ * interval before the change (here: both flows still on S1). Automatic
+ * rounds in the settle period make no optional move on such stale data; a
+ * failed link still moves its flows at once; after the settle period the
+ * loop acts again. */
+static void settle_after_moves(void **state)
+{
+    struct fx *x = *state;
+    x->cfg.min_move_interval = 0; /* only the settle period holds moves back */
+    const int sp[] = {1, 2};
+    const char *on[] = {"S1", "S1"};
+    const double g[] = {80, 80};
+    report(x, T0, NULL, 2, sp, on, g);
+    assert_int_equal(auto_moves(x, T0), 1);
+    report(x, T0 + 1, NULL, 2, sp, on, g); /* stale: the move is not seen yet */
+    assert_int_equal(auto_moves(x, T0 + 1), 0);
+    /* S1 fails inside the settle period: forced moves still happen. */
+    report(x, T0 + 1.5, "S1", 2, sp, on, g);
+    assert_true(auto_moves(x, T0 + 1.5) >= 1);
+    assert_string_not_equal(fx_spine(&x->st, flow(x, 0, 1)), "S1");
+    assert_string_not_equal(fx_spine(&x->st, flow(x, 1, 2)), "S1");
+    /* Well after the settle period (2 intervals of 1 s), a collision is
+     * acted on again. */
+    const char *both_s3[] = {"S3", "S3"};
+    report(x, T0 + 10, NULL, 2, sp, both_s3, g);
+    assert_int_equal(auto_moves(x, T0 + 10), 1);
+}
+
 static void recently_moved_flow_stays(void **state)
 {
     struct fx *x = *state;
@@ -328,6 +366,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(collision_moves_one_then_plan_is_stable, setup, teardown),
         cmocka_unit_test_setup_teardown(recently_moved_flow_stays, setup, teardown),
+        cmocka_unit_test_setup_teardown(settle_after_moves, setup, teardown),
         cmocka_unit_test_setup_teardown(max_moves_and_hysteresis, setup, teardown),
         cmocka_unit_test_setup_teardown(dry_run_changes_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(class_via_subset, setup, teardown),
