@@ -7,6 +7,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,6 +123,17 @@ int tf_prefix_contains(int af, const uint8_t *prefix, int plen, const uint8_t *a
             return 0;
     }
     return 1;
+}
+
+int tf_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
+{
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return rc;
 }
 
 int tf_read_file(const char *path, size_t max, char **out, size_t *len)

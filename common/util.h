@@ -34,6 +34,11 @@ int tf_prefix_parse(const char *s, int *af, uint8_t addr[16], int *plen);
 /* True when addr (of family af) lies in prefix/plen of the same family. */
 int tf_prefix_contains(int af, const uint8_t *prefix, int plen, const uint8_t *addr);
 
+/* Formats an error message into err (when err and errlen are set) and
+ * returns rc: the one helper behind every "name the offending input" error
+ * of the loaders and builders. */
+int tf_fail(char *err, size_t errlen, int rc, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
 /* Reads a whole small file (bounded by max bytes) into a NUL-terminated
  * malloc'd buffer. -EFBIG when larger than max. */
 int tf_read_file(const char *path, size_t max, char **out, size_t *len);

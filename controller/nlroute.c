@@ -84,18 +84,7 @@ struct nlroute {
     size_t nlinks;
 };
 
-static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return rc;
-}
+#define fail tf_fail
 
 /* A libnl result (>= 0 or -NLE_*) as 0 or -errno. */
 static int nl_errno(int e)

@@ -22,18 +22,7 @@ void plan_opts_default(struct plan_opts *o)
     o->table_base = 7700;
 }
 
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -EINVAL;
-}
+#define fail(err, errlen, ...) tf_fail((err), (errlen), -EINVAL, __VA_ARGS__)
 
 /* Index of link among node's uplinks, or -1. */
 static int uplink_index(const struct topo *t, uint32_t node, uint32_t link)

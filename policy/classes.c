@@ -52,16 +52,7 @@ int classes_find(const struct classes *cs, const char *name)
 
 /* ---- loading ------------------------------------------------------------ */
 
-__attribute__((format(printf, 3, 4)))
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    if (err && errlen)
-        vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -EINVAL;
-}
+#define fail(err, errlen, ...) tf_fail((err), (errlen), -EINVAL, __VA_ARGS__)
 
 static bool valid_name(const char *s)
 {

@@ -20,16 +20,7 @@ const double job_dim_weight[JOB_NDIMS] = { 64, 16, 4, 1, 16 };
 
 static const char *const dim_names[JOB_NDIMS] = { "tp", "cp", "pp", "dp", "ep" };
 
-__attribute__((format(printf, 3, 4)))
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    if (err && errlen)
-        vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -EINVAL;
-}
+#define fail(err, errlen, ...) tf_fail((err), (errlen), -EINVAL, __VA_ARGS__)
 
 const char *job_dim_name(int dim) { return dim >= 0 && dim < JOB_NDIMS ? dim_names[dim] : NULL; }
 

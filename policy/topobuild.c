@@ -27,17 +27,6 @@
 #define MAX_BITSET_WORDS (64u << 20)   /* 512 MB would be absurd; this is the cap */
 #define MAX_DISTINCT_SETS 4096u
 
-int topobuild_fail(char *err, size_t errlen, int code, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return code;
-}
-
 static int tier_pos(const struct topo *t, int tier)
 {
     for (int i = 0; i < t->ntiers; i++)

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/util.h"
 #include "policy/topo.h"
 
 struct topobuild {
@@ -45,8 +46,7 @@ int  topobuild_finish(struct topobuild *b, struct topo **out);
 void topobuild_abort(struct topobuild *b);
 
 /* Formats into err (if any) and returns code. */
-int  topobuild_fail(char *err, size_t errlen, int code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+#define topobuild_fail tf_fail
 
 /* Index construction and teardown (topo.c). Names are indexed as nodes are
  * added (links refer to them); addresses once all nodes are known. */
