@@ -285,7 +285,7 @@ static json_t *flow_json(struct state *s, const struct state_flow *f, double now
     snprintf(id, sizeof(id), "%016llx", (unsigned long long)f->id);
     const char *cls = s->classes && f->cls >= 0 && (uint32_t)f->cls < s->classes->n ? s->classes->c[f->cls].name
                                                                                      : "default";
-    json_t *o = json_pack("{ss so so so so sI sI sI sI sI sI ss so so sI sf sf sI sb sb ss ss sf sI sb}",
+    json_t *o = json_pack("{ss so so so so sI sI sI sI sI sI ss so so sI sf sf sI sb sb ss ss sf sI sb ss sI sb}",
                           "id", id, "src", addr_json(f->k.af, f->k.src), "dst", addr_json(f->k.af, f->k.dst),
                           "src_node", str_or_null(node_name(t, f->src_node)),
                           "dst_node", str_or_null(node_name(t, f->dst_node)),
@@ -298,7 +298,8 @@ static json_t *flow_json(struct state *s, const struct state_flow *f, double now
                           "pinned", f->pinned, "fat", f->fat,
                           "probe", node_name(t, f->probe) ? node_name(t, f->probe) : "",
                           "if", f->ifname, "last_seen", f->last_seen, "moves", (json_int_t)f->moves,
-                          "stale", state_flow_stale(s, f, now));
+                          "stale", state_flow_stale(s, f, now), "source", state_source_name(f->source),
+                          "sampling", (json_int_t)f->sampling, "estimated", f->sampling > 1);
     return o;
 }
 
@@ -576,7 +577,8 @@ void api_handle(struct api *a, const struct api_req *q, struct api_reply *r)
     if (job_id || strcmp(p, "/api/v1/jobs") == 0)
         return do_jobs(a, q, job_id, r);
     /* A read builds a document, writes it out and drops it: its values can
-     * come from the thread's arena (mutations keep JSON, so they do not). */
+     * come from the thread's arena (mutations keep JSON, so they do not;
+     * ingest_parse opens its own scope for a report body's tree). */
     if (!mutating)
         jsonarena_begin(API_ARENA_HINT);
     dispatch(a, q, p, now, r);

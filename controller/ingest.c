@@ -6,6 +6,7 @@
 #include "controller/ingest.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -14,7 +15,7 @@
 
 #include "common/util.h"
 #include "controller/events.h"
-#include "controller/jscan.h"
+#include "controller/jsonarena.h"
 #include "policy/classes.h"
 
 static int fail(struct ingest_error *e, enum ingest_err kind, const char *fmt, ...)
@@ -29,289 +30,279 @@ static int fail(struct ingest_error *e, enum ingest_err kind, const char *fmt, .
     return kind == INGEST_UNKNOWN ? -ENOENT : kind == INGEST_TOO_MANY ? -E2BIG : -EINVAL;
 }
 
-/* ---- parsing: jscan, schema by hand ---------------------------------- */
+/* ---- parsing: jansson (arena-allocated), schema by hand ---------------- */
 
-/* A member's value checked against one field's type and bounds. `at` is the
- * JSON path of the enclosing object ("" for the top report), key the member;
- * messages read "flows[3].bps: negative -1". */
-struct fld {
-    const char *at, *key;
+/* jansson refuses nesting deeper than this while it parses (its recursion is
+ * the only unbounded thing in it); a report needs 5 levels. */
+_Static_assert(JSON_PARSER_MAX_DEPTH <= 4096, "jansson's depth bound is what bounds the parser's stack");
+
+/* Where members are read: `at` is the JSON path of the enclosing object
+ * ("" for the top report), so that messages read "flows[3].bps: negative -1".
+ * Each want_*() looks its member up itself: absent is an error only when
+ * `need` is set (else the output keeps its default); a violation is recorded
+ * in e and returns true, so that a field list reads as one || chain that
+ * stops at the first error, in field order. */
+struct ctx {
+    const char *at;              /* the enclosing object's path, "" at the top */
+    const char *list;            /* and, for a list entry, "flows" or "links" ... */
+    size_t idx;                  /* ... and its index: "flows[3]" */
     struct ingest_error *e;
 };
 
-static int ffail(const struct fld *f, enum ingest_err kind, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int ffail(const struct fld *f, enum ingest_err kind, const char *fmt, ...)
+/* The path is put together only when there is an error to report: a
+ * snprintf per flow was a tenth of the parse. */
+static const char *path_of(const struct ctx *c, char *buf, size_t len)
 {
-    char what[200];
+    if (!c->list)
+        return c->at;
+    snprintf(buf, len, "%s%s%s[%zu]", c->at, c->at[0] ? "." : "", c->list, c->idx);
+    return buf;
+}
+
+static int rc_of(const struct ingest_error *e)
+{
+    return e->kind == INGEST_UNKNOWN ? -ENOENT : e->kind == INGEST_TOO_MANY ? -E2BIG : -EINVAL;
+}
+
+/* Records "PATH.KEY: WHAT" (or "PATH: WHAT" when key is NULL). */
+static void vffail(const struct ctx *c, const char *key, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
+static void vffail(const struct ctx *c, const char *key, const char *fmt, va_list ap)
+{
+    char what[200], pb[96];
+    const char *at = path_of(c, pb, sizeof(pb));
+    vsnprintf(what, sizeof(what), fmt, ap);
+    fail(c->e, INGEST_BAD_FIELD, "%s%s%s: %s", at, at[0] && key ? "." : "", key ? key : "", what);
+}
+
+/* For || chains of checks: records the error, returns true. */
+static bool ffail(const struct ctx *c, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static bool ffail(const struct ctx *c, const char *key, const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(what, sizeof(what), fmt, ap);
+    vffail(c, key, fmt, ap);
     va_end(ap);
-    return fail(f->e, kind, "%s%s%s: %s", f->at, f->at[0] ? "." : "", f->key, what);
+    return true;
 }
 
-static int want_num(const struct fld *f, const struct jscan_val *v, double min, double max, double *out)
+/* The same, returning the error code. */
+static int cfail(const struct ctx *c, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int cfail(const struct ctx *c, const char *key, const char *fmt, ...)
 {
-    if (v->t != JSCAN_NUM)
-        return ffail(f, INGEST_BAD_FIELD, "must be a number");
-    double d = v->num;
-    if (!isfinite(d))
-        return ffail(f, INGEST_BAD_FIELD, "not finite");
+    va_list ap;
+    va_start(ap, fmt);
+    vffail(c, key, fmt, ap);
+    va_end(ap);
+    return rc_of(c->e);
+}
+
+/* The member, or NULL; *bad is set when it is absent and required. */
+static const json_t *member(const struct ctx *c, const json_t *o, const char *key, bool need, bool *bad)
+{
+    const json_t *v = json_object_get(o, key);
+    *bad = !v && need && ffail(c, key, "required");
+    return v;
+}
+
+static bool want_num(const struct ctx *c, const json_t *o, const char *key, bool need, double min, double max,
+                     double *out)
+{
+    bool bad;
+    const json_t *v = member(c, o, key, need, &bad);
+    if (!v)
+        return bad;
+    if (!json_is_number(v))
+        return ffail(c, key, "must be a number");
+    double d = json_number_value(v);
+    if (!isfinite(d)) /* jansson refuses overflowing reals; kept in case it changes */
+        return ffail(c, key, "not finite");
     if (d < min)
-        return ffail(f, INGEST_BAD_FIELD, "%s %g", d < 0 ? "negative" : "below minimum", d);
+        return ffail(c, key, "%s %g", d < 0 ? "negative" : "below minimum", d);
     if (d > max)
-        return ffail(f, INGEST_BAD_FIELD, "%g exceeds the maximum %g", d, max);
+        return ffail(c, key, "%g exceeds the maximum %g", d, max);
     *out = d;
-    return 0;
+    return false;
 }
 
-static int want_int(const struct fld *f, const struct jscan_val *v, double max, uint64_t *out)
+/* An integer in min..max. 1.0 and 1e3 are reals in JSON's grammar and are
+ * refused: counters and ports are never written that way. Integers that do
+ * not fit json_int_t are a syntax error in jansson ("too big integer"). */
+static bool want_int(const struct ctx *c, const json_t *o, const char *key, bool need, json_int_t min,
+                     json_int_t max, uint64_t *out)
 {
-    double d;
-    if (v->t == JSCAN_NUM && !v->is_int)
-        return ffail(f, INGEST_BAD_FIELD, "must be an integer");
-    int r = want_num(f, v, 0, max, &d);
-    if (r == 0 && !v->int_ok)
-        return ffail(f, INGEST_BAD_FIELD, "integer out of range");
-    if (r == 0)
-        *out = (uint64_t)v->i;
-    return r;
+    bool bad;
+    const json_t *v = member(c, o, key, need, &bad);
+    if (!v)
+        return bad;
+    if (json_is_real(v))
+        return ffail(c, key, "must be an integer");
+    if (!json_is_integer(v))
+        return ffail(c, key, "must be a number");
+    json_int_t i = json_integer_value(v);
+    if (i < min)
+        return ffail(c, key, "%s %lld", i < 0 ? "negative" : "below minimum", (long long)i);
+    if (i > max)
+        return ffail(c, key, "%lld exceeds the maximum %lld", (long long)i, (long long)max);
+    *out = (uint64_t)i;
+    return false;
 }
 
-static int want_str(const struct fld *f, const struct jscan_val *v, char *buf, size_t len)
+/* A name or address: 1..len-1 printable ASCII bytes without spaces. */
+static bool want_str(const struct ctx *c, const json_t *o, const char *key, bool need, char *buf, size_t len)
 {
-    if (v->t != JSCAN_STR)
-        return ffail(f, INGEST_BAD_FIELD, "must be a string");
-    if (v->slen == 0 || v->slen >= len)
-        return ffail(f, INGEST_BAD_FIELD, "length %zu not in 1..%zu", v->slen, len - 1);
-    for (size_t i = 0; i < v->slen; i++)
-        if ((unsigned char)v->str[i] <= 0x20 || (unsigned char)v->str[i] >= 0x7f)
-            return ffail(f, INGEST_BAD_FIELD, "invalid character");
-    memcpy(buf, v->str, v->slen + 1);
-    return 0;
+    bool bad;
+    const json_t *v = member(c, o, key, need, &bad);
+    if (!v)
+        return bad;
+    if (!json_is_string(v))
+        return ffail(c, key, "must be a string");
+    const char *s = json_string_value(v);
+    size_t n = json_string_length(v);
+    if (n == 0 || n >= len)
+        return ffail(c, key, "length %zu not in 1..%zu", n, len - 1);
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] <= 0x20 || (unsigned char)s[i] >= 0x7f)
+            return ffail(c, key, "invalid character");
+    memcpy(buf, s, n + 1);
+    return false;
 }
 
-static int want_bool(const struct fld *f, const struct jscan_val *v, bool *out)
+static bool want_bool(const struct ctx *c, const json_t *o, const char *key, bool *out)
 {
-    if (v->t != JSCAN_TRUE && v->t != JSCAN_FALSE)
-        return ffail(f, INGEST_BAD_FIELD, "must be true or false");
-    *out = v->t == JSCAN_TRUE;
-    return 0;
+    bool bad;
+    const json_t *v = member(c, o, key, false, &bad);
+    if (!v)
+        return false;
+    if (!json_is_boolean(v))
+        return ffail(c, key, "must be true or false");
+    *out = json_is_true(v);
+    return false;
 }
 
-/* Index of key in names (at most 32), or -1; a key seen twice is an error,
- * as JSON_REJECT_DUPLICATES made it before. */
-static int member(const char *const *names, int n, const char *key, uint32_t *seen, const char *at,
-                  struct ingest_error *e, int *rc)
+static int parse_link(const json_t *o, const struct ctx *cp, struct ingest_link *out)
 {
-    for (int i = 0; i < n; i++)
-        if (strcmp(names[i], key) == 0) {
-            if (*seen & (1u << i))
-                *rc = fail(e, INGEST_BAD_JSON, "%s%s%s: duplicate object key", at, at[0] ? "." : "", key);
-            *seen |= 1u << i;
-            return i;
-        }
-    return -1;
-}
-
-static int require(const char *const *names, int n, uint32_t need, uint32_t seen, const char *at,
-                   struct ingest_error *e)
-{
-    for (int i = 0; i < n; i++)
-        if ((need & (1u << i)) && !(seen & (1u << i)))
-            return fail(e, INGEST_BAD_FIELD, "%s%s%s: required", at, at[0] ? "." : "", names[i]);
-    return 0;
-}
-
-/* Skips a member's value the schema does not know. */
-static void skip_value(struct jscan *j)
-{
-    struct jscan_val v;
-    if (jscan_value(j, &v) == 0)
-        jscan_skip(j, &v);
-}
-
-static int parse_link(struct jscan *j, const char *at, struct ingest_link *out, struct ingest_error *e)
-{
-    static const char *const names[] = {"if", "tx_bps", "rx_bps", "drops", "ce_pkts", "oper"};
-    struct jscan_val v;
-    char key[32], oper[8] = "up";
+    const struct ctx c = *cp;
+    struct ingest_error *e = c.e;
+    char oper[8] = "up";
     double rx = -1;
-    uint32_t seen = 0;
-    int rc = 0;
-    if (jscan_value(j, &v) < 0 || v.t != JSCAN_OBJ) {
-        jscan_skip(j, &v);
-        return fail(e, INGEST_BAD_FIELD, "%s: must be an object", at);
-    }
-    while (rc == 0 && jscan_key(j, key, sizeof(key))) {
-        int k = member(names, 6, key, &seen, at, e, &rc);
-        if (k < 0 || rc) {
-            skip_value(j);
-            continue;
-        }
-        if (jscan_value(j, &v) < 0)
-            return fail(e, INGEST_BAD_JSON, "%s: truncated", at);
-        struct fld f = {at, key, e};
-        switch (k) {
-        case 0: rc = want_str(&f, &v, out->ifname, sizeof(out->ifname)); break;
-        case 1: rc = want_num(&f, &v, 0, INGEST_MAX_BPS, &out->tx_bps); break;
-        case 2: rc = want_num(&f, &v, 0, INGEST_MAX_BPS, &rx); break;
-        case 3: rc = want_int(&f, &v, INGEST_MAX_COUNT, &out->drops); break;
-        case 4: rc = want_int(&f, &v, INGEST_MAX_COUNT, &out->ce_pkts); break;
-        default: rc = want_str(&f, &v, oper, sizeof(oper)); break;
-        }
-        jscan_skip(j, &v);
-    }
-    if (rc || (rc = require(names, 6, 1u << 0, seen, at, e)))
-        return rc;
+    if (!json_is_object(o))
+        return cfail(&c, NULL, "must be an object");
+    if (want_str(&c, o, "if", true, out->ifname, sizeof(out->ifname)) ||
+        want_num(&c, o, "tx_bps", false, 0, INGEST_MAX_BPS, &out->tx_bps) ||
+        want_num(&c, o, "rx_bps", false, 0, INGEST_MAX_BPS, &rx) ||
+        want_int(&c, o, "drops", false, 0, INGEST_MAX_COUNT, &out->drops) ||
+        want_int(&c, o, "ce_pkts", false, 0, INGEST_MAX_COUNT, &out->ce_pkts) ||
+        want_str(&c, o, "oper", false, oper, sizeof(oper)))
+        return rc_of(e);
     if (strcmp(oper, "up") && strcmp(oper, "down"))
-        return fail(e, INGEST_BAD_FIELD, "%s.oper: '%s' is not up or down", at, oper);
+        return cfail(&c, "oper", "'%s' is not up or down", oper);
     out->has_rx = rx >= 0;
     out->rx_bps = rx >= 0 ? rx : 0;
     out->down = oper[0] == 'd';
     return 0;
 }
 
-static int parse_flow(struct jscan *j, const char *at, struct ingest_flow *out, struct ingest_error *e)
+static int parse_flow(const json_t *o, const struct ctx *cp, struct ingest_flow *out)
 {
-    static const char *const names[] = {"src", "dst", "proto", "sport", "dport", "qp", "vlan", "dscp",
-                                        "if", "bytes", "pkts", "bps", "ce_frac", "cnp", "fat"};
-    static const double imax[] = {0, 0, 255, 65535, 65535, 0xffffff, 4095, 63};
-    struct jscan_val v;
-    char key[32], src[48] = "", dst[48] = "";
-    uint64_t ints[8] = {0};      /* indexed like names: proto .. dscp */
-    uint32_t seen = 0;
-    int rc = 0;
-    if (jscan_value(j, &v) < 0 || v.t != JSCAN_OBJ) {
-        jscan_skip(j, &v);
-        return fail(e, INGEST_BAD_FIELD, "%s: must be an object", at);
-    }
-    while (rc == 0 && jscan_key(j, key, sizeof(key))) {
-        int k = member(names, 15, key, &seen, at, e, &rc);
-        if (k < 0 || rc) {
-            skip_value(j);
-            continue;
-        }
-        if (jscan_value(j, &v) < 0)
-            return fail(e, INGEST_BAD_JSON, "%s: truncated", at);
-        struct fld f = {at, key, e};
-        if (k == 0 || k == 1)
-            rc = want_str(&f, &v, k == 0 ? src : dst, sizeof(src));
-        else if (k < 8)
-            rc = want_int(&f, &v, imax[k], &ints[k]);
-        else if (k == 8)
-            rc = want_str(&f, &v, out->ifname, sizeof(out->ifname));
-        else if (k == 9 || k == 10 || k == 13)
-            rc = want_int(&f, &v, INGEST_MAX_COUNT, k == 9 ? &out->bytes : k == 10 ? &out->pkts : &out->cnp);
-        else if (k == 11)
-            rc = want_num(&f, &v, 0, INGEST_MAX_BPS, &out->bps);
-        else if (k == 12)
-            rc = want_num(&f, &v, 0, 1, &out->ce_frac);
-        else
-            rc = want_bool(&f, &v, &out->fat);
-        jscan_skip(j, &v);
-    }
+    const struct ctx c = *cp;
+    struct ingest_error *e = c.e;
+    char src[48] = "", dst[48] = "", source[8] = "pcap";
+    uint64_t proto = 0, sport = 0, dport = 0, qp = 0, vlan = 0, dscp = 0, sampling = 1;
+    if (!json_is_object(o))
+        return cfail(&c, NULL, "must be an object");
     /* src, dst, proto, if, bps are required. */
-    if (rc || (rc = require(names, 15, 1u << 0 | 1u << 1 | 1u << 2 | 1u << 8 | 1u << 11, seen, at, e)))
-        return rc;
+    if (want_str(&c, o, "src", true, src, sizeof(src)) || want_str(&c, o, "dst", true, dst, sizeof(dst)) ||
+        want_int(&c, o, "proto", true, 0, 255, &proto) || want_int(&c, o, "sport", false, 0, 65535, &sport) ||
+        want_int(&c, o, "dport", false, 0, 65535, &dport) || want_int(&c, o, "qp", false, 0, 0xffffff, &qp) ||
+        want_int(&c, o, "vlan", false, 0, 4095, &vlan) || want_int(&c, o, "dscp", false, 0, 63, &dscp) ||
+        want_str(&c, o, "if", true, out->ifname, sizeof(out->ifname)) ||
+        want_int(&c, o, "bytes", false, 0, INGEST_MAX_COUNT, &out->bytes) ||
+        want_int(&c, o, "pkts", false, 0, INGEST_MAX_COUNT, &out->pkts) ||
+        want_num(&c, o, "bps", true, 0, INGEST_MAX_BPS, &out->bps) ||
+        want_num(&c, o, "ce_frac", false, 0, 1, &out->ce_frac) ||
+        want_int(&c, o, "cnp", false, 0, INGEST_MAX_COUNT, &out->cnp) || want_bool(&c, o, "fat", &out->fat) ||
+        want_str(&c, o, "source", false, source, sizeof(source)) ||
+        want_int(&c, o, "sampling", false, 1, INGEST_MAX_SAMPLING, &sampling))
+        return rc_of(e);
+    int kind = state_source_parse(source);
+    if (kind < 0)
+        return cfail(&c, "source", "'%s' is not pcap, erspan or sflow", source);
     int af, af2;
     uint8_t tmp[16];
     memset(&out->k, 0, sizeof(out->k));
     if (tf_addr_parse(src, &af, out->k.src) < 0)
-        return fail(e, INGEST_BAD_FIELD, "%s.src: '%s' is not an IP address", at, src);
+        return cfail(&c, "src", "'%s' is not an IP address", src);
     if (tf_addr_parse(dst, &af2, tmp) < 0)
-        return fail(e, INGEST_BAD_FIELD, "%s.dst: '%s' is not an IP address", at, dst);
+        return cfail(&c, "dst", "'%s' is not an IP address", dst);
     if (af != af2)
-        return fail(e, INGEST_BAD_FIELD, "%s: src and dst of different families", at);
+        return cfail(&c, NULL, "src and dst of different families");
     memcpy(out->k.dst, tmp, 16);
     out->k.af = (uint8_t)af;
-    out->k.proto = (uint8_t)ints[2];
-    out->k.sport = (uint16_t)ints[3];
-    out->k.dport = (uint16_t)ints[4];
-    out->k.qp = (uint32_t)ints[5];
-    out->k.vlan = (uint16_t)ints[6];
-    out->dscp = (uint8_t)ints[7];
+    out->k.proto = (uint8_t)proto;
+    out->k.sport = (uint16_t)sport;
+    out->k.dport = (uint16_t)dport;
+    out->k.qp = (uint32_t)qp;
+    out->k.vlan = (uint16_t)vlan;
+    out->dscp = (uint8_t)dscp;
+    out->source = (uint8_t)kind;
+    out->sampling = (uint32_t)sampling;
     return 0;
 }
 
-/* The "links" or "flows" member's value: an array of objects. */
-static int parse_list(struct jscan *j, const char *at, bool flows, size_t *budget, struct ingest_report *r,
+/* A report's "links" or "flows": an array of objects, counted against its
+ * bound before any entry is judged (413, not a field error, for a probe that
+ * sends too many). *budget is how many flows the batch may still hold. */
+static int parse_list(const json_t *r, const char *at, bool flows, size_t *budget, struct ingest_report *out,
                       struct ingest_error *e)
 {
-    struct jscan_val v;
     const char *what = flows ? "flows" : "links";
-    if (jscan_value(j, &v) < 0 || v.t != JSCAN_ARR) {
-        jscan_skip(j, &v);
+    const json_t *a = json_object_get(r, what);
+    if (!a)
+        return 0;
+    if (!json_is_array(a))
         return fail(e, INGEST_BAD_FIELD, "%s%s%s: must be an array", at, at[0] ? "." : "", what);
-    }
-    /* Count first (a skip is a plain byte scan), so that an oversized list
-     * is 413 before any of its entries is judged, and is never allocated. */
-    struct jscan c = *j;
-    size_t count = 0;
-    while (jscan_elem(&c)) {
-        skip_value(&c);
-        count++;
-    }
+    size_t count = json_array_size(a);
     if (flows && count > *budget)
         return fail(e, INGEST_TOO_MANY, "%s%sflows: %zu entries, more than the limit (max_flows_per_report)",
                     at, at[0] ? "." : "", count);
     if (!flows && count > INGEST_MAX_LINKS)
         return fail(e, INGEST_TOO_MANY, "%s%slinks: %zu entries, at most %d", at, at[0] ? "." : "", count,
                     INGEST_MAX_LINKS);
-    size_t *n = flows ? &r->nflows : &r->nlinks;
-    if (count && !(flows ? (void *)(r->flows = calloc(count, sizeof(*r->flows)))
-                         : (void *)(r->links = calloc(count, sizeof(*r->links)))))
+    if (count == 0)
+        return 0;
+    /* malloc, not the arena: the batch outlives the parse. */
+    if (!(flows ? (void *)(out->flows = calloc(count, sizeof(*out->flows)))
+                : (void *)(out->links = calloc(count, sizeof(*out->links)))))
         return fail(e, INGEST_BAD_FIELD, "out of memory for %zu %s", count, what);
-    char p[96];
-    while (jscan_elem(j)) {
-        if (*n >= count) /* cannot happen: the same text was just counted */
-            return fail(e, INGEST_BAD_JSON, "%s%s%s: changed while parsed", at, at[0] ? "." : "", what);
-        snprintf(p, sizeof(p), "%s%s%s[%zu]", at, at[0] ? "." : "", what, *n);
-        int rc;
-        if (flows) {
-            (*budget)--;
-            rc = parse_flow(j, p, &r->flows[*n], e);
-        } else {
-            rc = parse_link(j, p, &r->links[*n], e);
-        }
+    if (flows)
+        *budget -= count;
+    struct ctx c = {at, what, 0, e};
+    for (size_t i = 0; i < count; i++) {
+        c.idx = i;
+        const json_t *v = json_array_get(a, i);
+        int rc = flows ? parse_flow(v, &c, &out->flows[i]) : parse_link(v, &c, &out->links[i]);
         if (rc)
             return rc;
-        (*n)++;
+        (*(flows ? &out->nflows : &out->nlinks))++;
     }
     return 0;
 }
 
-/* One report object; the opening '{' is already consumed. at: "" for a
- * lone report, "reports[2]" in a batch. */
-static int parse_report(struct jscan *j, const char *at, size_t *budget, struct ingest_report *r,
+/* One report object. at: "" for a lone report (whose own members are then
+ * named "report.probe"), "reports[2]" in a batch. */
+static int parse_report(const json_t *r, const char *at, size_t *budget, struct ingest_report *out,
                         struct ingest_error *e)
 {
-    static const char *const names[] = {"probe", "ts", "interval_s", "links", "flows"};
-    const char *base = at[0] ? at : "report";
-    struct jscan_val v;
-    char key[32];
-    uint32_t seen = 0;
-    int rc = 0;
-    while (rc == 0 && jscan_key(j, key, sizeof(key))) {
-        int k = member(names, 5, key, &seen, at, e, &rc);
-        if (k < 0 || rc) {
-            skip_value(j);
-            continue;
-        }
-        if (k >= 3) {
-            rc = parse_list(j, at, k == 4, budget, r, e);
-            continue;
-        }
-        if (jscan_value(j, &v) < 0)
-            return fail(e, INGEST_BAD_JSON, "%s: truncated", base);
-        struct fld f = {base, key, e};
-        rc = k == 0 ? want_str(&f, &v, r->probe, sizeof(r->probe))
-           : k == 1 ? want_num(&f, &v, 0, 1e11, &r->ts)
-                    : want_num(&f, &v, 0, 86400, &r->interval_s);
-        jscan_skip(j, &v);
-    }
-    return rc ? rc : require(names, 5, 1u << 0, seen, base, e);
+    const struct ctx c = {at[0] ? at : "report", NULL, 0, e};
+    if (want_str(&c, r, "probe", true, out->probe, sizeof(out->probe)) ||
+        want_num(&c, r, "ts", false, 0, 1e11, &out->ts) ||
+        want_num(&c, r, "interval_s", false, 0, 86400, &out->interval_s))
+        return rc_of(e);
+    int rc = parse_list(r, at, false, budget, out, e);
+    return rc ? rc : parse_list(r, at, true, budget, out, e);
 }
 
 void ingest_batch_free(struct ingest_batch *b)
@@ -323,54 +314,31 @@ void ingest_batch_free(struct ingest_batch *b)
     b->n = 0;
 }
 
-/* Whether the top-level object has a "reports" member (a batch), without
- * reading anything else: the members may come in any order. */
-static bool is_batch(const char *body, size_t len)
+static int parse_root(const json_t *root, size_t *budget, struct ingest_batch *b, struct ingest_error *e)
 {
-    struct jscan j;
-    struct jscan_val v;
-    char key[16];
-    jscan_init(&j, body, len);
-    if (jscan_value(&j, &v) < 0 || v.t != JSCAN_OBJ)
-        return false;
-    while (jscan_key(&j, key, sizeof(key))) {
-        if (strcmp(key, "reports") == 0)
-            return true;
-        skip_value(&j);
+    if (!json_is_object(root))
+        return fail(e, INGEST_BAD_FIELD, "body: must be a JSON object");
+    const json_t *reports = json_object_get(root, "reports");
+    if (!reports) {
+        b->n = 1;
+        return parse_report(root, "", budget, &b->r[0], e);
     }
-    return false;
-}
-
-static int parse_batch(struct jscan *j, size_t *budget, struct ingest_batch *b, struct ingest_error *e)
-{
-    struct jscan_val v;
-    char key[16];
-    int rc = 0;
-    bool seen = false;
-    while (rc == 0 && jscan_key(j, key, sizeof(key))) {
-        if (strcmp(key, "reports")) {
-            skip_value(j);
-            continue;
-        }
-        if (seen)
-            return fail(e, INGEST_BAD_JSON, "reports: duplicate object key");
-        seen = true;
-        if (jscan_value(j, &v) < 0 || v.t != JSCAN_ARR)
-            return fail(e, INGEST_BAD_FIELD, "reports: must be a non-empty array");
-        while (rc == 0 && jscan_elem(j)) {
-            if (b->n == INGEST_MAX_REPORTS)
-                return fail(e, INGEST_TOO_MANY, "reports: more than %d entries", INGEST_MAX_REPORTS);
-            char at[32];
-            snprintf(at, sizeof(at), "reports[%zu]", b->n);
-            struct ingest_report *r = &b->r[b->n++];
-            if (jscan_value(j, &v) < 0 || v.t != JSCAN_OBJ)
-                return fail(e, INGEST_BAD_FIELD, "%s: report must be an object", at);
-            rc = parse_report(j, at, budget, r, e);
-        }
-        if (rc == 0 && b->n == 0)
-            return fail(e, INGEST_BAD_FIELD, "reports: must be a non-empty array");
+    if (!json_is_array(reports) || json_array_size(reports) == 0)
+        return fail(e, INGEST_BAD_FIELD, "reports: must be a non-empty array");
+    if (json_array_size(reports) > INGEST_MAX_REPORTS)
+        return fail(e, INGEST_TOO_MANY, "reports: more than %d entries", INGEST_MAX_REPORTS);
+    for (size_t i = 0; i < json_array_size(reports); i++) {
+        char at[32];
+        snprintf(at, sizeof(at), "reports[%zu]", i);
+        const json_t *r = json_array_get(reports, i);
+        b->n++; /* counted before it is filled, so that a failure frees it */
+        if (!json_is_object(r))
+            return fail(e, INGEST_BAD_FIELD, "%s: report must be an object", at);
+        int rc = parse_report(r, at, budget, &b->r[i], e);
+        if (rc)
+            return rc;
     }
-    return rc;
+    return 0;
 }
 
 int ingest_parse(const char *body, size_t len, size_t max_flows, struct ingest_batch *b,
@@ -378,29 +346,26 @@ int ingest_parse(const char *body, size_t len, size_t max_flows, struct ingest_b
 {
     memset(b, 0, sizeof(*b));
     memset(e, 0, sizeof(*e));
-    /* Syntax first, over the whole body, so that a malformed body is always
-     * bad_json (with its place) whatever fields precede the fault. */
-    struct jscan_err je;
-    if (jscan_validate(body, len, &je) < 0) {
+    if (len > INGEST_MAX_BODY)
+        return fail(e, INGEST_TOO_MANY, "body: %zu bytes, more than %u", len, INGEST_MAX_BODY);
+    /* The tree lives in this thread's arena for the length of the parse: one
+     * bump per value instead of a malloc/free pair; everything kept is
+     * copied into b (malloc'd) before the scope ends. */
+    jsonarena_begin(len);
+    json_error_t je;
+    json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
+    size_t budget = max_flows;
+    int rc;
+    if (!root) {
         e->line = je.line;
         e->column = je.column;
         e->position = je.position;
-        return fail(e, INGEST_BAD_JSON, "%s (line %d, column %d)", je.text, je.line, je.column);
+        rc = fail(e, INGEST_BAD_JSON, "%s (line %d, column %d)", je.text, je.line, je.column);
+    } else {
+        rc = parse_root(root, &budget, b, e);
+        json_decref(root);
     }
-    struct jscan j;
-    struct jscan_val v;
-    size_t budget = max_flows;
-    int rc;
-    bool batch = is_batch(body, len);
-    jscan_init(&j, body, len);
-    if (jscan_value(&j, &v) < 0 || v.t != JSCAN_OBJ)
-        rc = fail(e, INGEST_BAD_FIELD, "body: must be a JSON object");
-    else if (batch)
-        rc = parse_batch(&j, &budget, b, e);
-    else {
-        b->n = 1;
-        rc = parse_report(&j, "", &budget, &b->r[0], e);
-    }
+    jsonarena_end();
     if (rc)
         ingest_batch_free(b);
     return rc;
@@ -514,6 +479,8 @@ static void apply_flow(struct state *s, uint32_t node, const struct ingest_flow 
         state_flow_place(s, f, loc);
     }
     f->fat = in->fat;
+    f->source = in->source;
+    f->sampling = in->sampling;
     f->bps = in->bps;
     f->ce_frac = in->ce_frac;
     f->cnp = in->cnp;

@@ -3,7 +3,11 @@
  *
  * Two steps so that validation never holds the state lock and is testable
  * alone: ingest_parse() turns untrusted JSON into a bounded, fully validated
- * batch (or an error naming the field, e.g. "flows[3].bps: negative -1");
+ * batch (or an error naming the field, e.g. "flows[3].bps: negative -1").
+ * The JSON is parsed by jansson (duplicate keys refused, nesting bounded by
+ * jansson's JSON_PARSER_MAX_DEPTH, the body by INGEST_MAX_BODY) into this
+ * thread's jsonarena, so that the tree costs one bump per value and is
+ * released wholesale when the batch has been copied out of it;
  * ingest_apply() resolves names against the current topology and updates
  * the state under its write lock.
  *
@@ -29,7 +33,9 @@ struct events;
 #define INGEST_MAX_LINKS 256
 #define INGEST_NAME_LEN 32
 #define INGEST_MAX_BPS 1e13     /* 10 Tb/s: above any port made */
-#define INGEST_MAX_COUNT 1e18
+#define INGEST_MAX_COUNT 1000000000000000000LL /* 1e18 */
+#define INGEST_MAX_SAMPLING (1 << 30) /* 1-in-N; switches go to 2^24 or so */
+#define INGEST_MAX_BODY (256u << 20)  /* limits.max_body's own upper bound */
 
 struct ingest_link {
     char ifname[STATE_IF_LEN];
@@ -44,6 +50,8 @@ struct ingest_flow {
     char ifname[STATE_IF_LEN];
     uint8_t dscp;
     bool fat;
+    uint8_t source;              /* enum state_source; pcap when absent */
+    uint32_t sampling;           /* 1-in-N; 1 (not sampled) when absent */
     double bps, ce_frac;
     uint64_t bytes, pkts, cnp;
 };

@@ -119,6 +119,21 @@ struct topo *state_set_topo(struct state *s, struct topo *t)
     return old;
 }
 
+static const char *const source_names[STATE_SRC_N] = {"pcap", "erspan", "sflow"};
+
+int state_source_parse(const char *name)
+{
+    for (int i = 0; i < STATE_SRC_N; i++)
+        if (strcmp(name, source_names[i]) == 0)
+            return i;
+    return -EINVAL;
+}
+
+const char *state_source_name(int source)
+{
+    return source >= 0 && source < STATE_SRC_N ? source_names[source] : "pcap";
+}
+
 uint64_t state_flow_id(const struct state_flow_key *k)
 {
     /* FNV-1a over the fields (not the struct, which has padding). */
@@ -197,6 +212,7 @@ struct state_flow *state_flow_upsert(struct state *s, const struct state_flow_ke
     f->ndirs = -1;
     f->cls = CLASS_DEFAULT;
     f->tier = -1;
+    f->sampling = 1;
     index_insert(s->fidx, s->nslots, f->id, (uint32_t)s->nflows + 1);
     s->nflows++;
     *inserted = true;

@@ -64,10 +64,22 @@ struct state_flow_key {
     uint8_t src[16], dst[16];
 };
 
+/* How a probe saw a flow (DESIGN 2.3 `source`): captured in full, mirrored,
+ * or sampled 1-in-N (docs/telemetry.md). */
+enum state_source { STATE_SRC_PCAP, STATE_SRC_ERSPAN, STATE_SRC_SFLOW, STATE_SRC_N };
+/* "pcap" -> STATE_SRC_PCAP ..., -EINVAL for anything else. */
+int  state_source_parse(const char *name);
+const char *state_source_name(int source);
+
 struct state_flow {
     struct state_flow_key k;
     uint64_t id;
     uint8_t dscp;
+    /* bps of a flow with sampling > 1 is an estimate from samples (about
+     * +-1.96/sqrt(n) at 95% for n samples): the views say so, and only the
+     * probe, which knows n, may call it fat. */
+    uint8_t source;              /* enum state_source */
+    uint32_t sampling;           /* 1-in-N, 1 when every packet was seen */
     bool fat, pinned;
     double bps, ce_frac;
     uint64_t cnp;

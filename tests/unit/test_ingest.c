@@ -1,5 +1,6 @@
-/* ingest: the JSON scanner (syntax errors with their place, escapes, UTF-8,
- * depth), report parsing (every field, batches, unknown and duplicate keys),
+/* ingest: syntax errors with their place (jansson's line, column, position;
+ * duplicate keys, depth), report parsing (every field, batches, unknown keys,
+ * bounds, 413 before entries are judged, source and sampling),
  * and mapping: a probe's `if` to the link direction leaving its node (by
  * interface name, or by the far end's name where the topology has none), and
  * a flow's path derived from the node that reported it. */
@@ -9,84 +10,75 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/util.h"
+#include "controller/api.h"
+#include "controller/config.h"
+#include "controller/events.h"
 #include "controller/ingest.h"
-#include "controller/jscan.h"
+#include "controller/metrics.h"
+#include "controller/rebalance.h"
+#include <jansson.h>
 #include "controller/state.h"
+#include "policy/classes.h"
 #include "policy/topo.h"
 #include "tests/unit/ctl_fixture.h"
 
-static void jscan_errors_have_a_place(void **st)
+/* Syntax errors come from jansson with their place; the body is refused
+ * whole (nothing half-parsed is kept). */
+static void syntax_errors_have_a_place(void **st)
 {
     (void)st;
     struct { const char *text; int line, column; const char *what; } bad[] = {
         {"{\"probe\":\n  x}", 2, 3, "invalid token"},
-        {"{\"a\":1,}", 1, 8, "string or '}' expected"},
-        {"[1 2]", 1, 4, "',' or ']' expected"},
-        {"{\"a\" 1}", 1, 6, "':' expected"},
-        {"\"\\q\"", 1, 2, "invalid escape"},
-        {"\"a\x01\"", 1, 3, "control character"},
-        {"\"\xc3\x28\"", 1, 2, "invalid UTF-8"},
-        {"\"\\ud800\"", 1, 8, "surrogate"},
-        {"01", 1, 2, "end of input expected"},
-        {"-", 1, 2, "invalid number"},
-        {"1.", 1, 3, "invalid number"},
-        {"{} {}", 1, 4, "end of input expected"},
-        {"", 1, 1, "unexpected end"},
-        {"{\"a\":[", 1, 7, "unexpected end"},
-        {"\"abc", 1, 5, "unterminated"},
+        {"{\"probe\": \"L1\",}", 1, 16, "string or '}' expected"},
+        {"{\"probe\" \"L1\"}", 1, 13, "':' expected"},
+        {"{\"probe\": \"L1\"} {}", 1, 17, "end of file expected"},
+        {"{\"probe\": \"\\q\"}", 1, 13, "invalid escape"},
+        {"{\"probe\": \"\xc3\x28\"}", 1, 11, "unable to decode byte 0xc3"},
+        {"{\"probe\": \"L1\", \"ts\": 99999999999999999999}", 1, 42, "too big integer"},
+        {"{\"probe\": \"a\\u0000b\"}", 1, 20, "\\u0000 is not allowed"},
+        {"{\"probe\": \"L1\", \"ts\": 1e999}", 1, 27, "real number overflow"},
+        {"", 1, 0, "'[' or '{' expected"},
+        {"{\"probe\": \"L1\", \"links\": [", 1, 26, "']' expected near end of file"},
     };
+    struct ingest_batch *b = test_malloc(sizeof(*b));
+    struct ingest_error e;
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        struct jscan_err e;
-        assert_int_equal(jscan_validate(bad[i].text, strlen(bad[i].text), &e), -22);
-        if (e.line != bad[i].line || e.column != bad[i].column || !strstr(e.text, bad[i].what))
-            fail_msg("case %zu '%s': got %d:%d '%s'", i, bad[i].text, e.line, e.column, e.text);
+        int rc = ingest_parse(bad[i].text, strlen(bad[i].text), 10, b, &e);
+        if (rc != -22 || e.kind != INGEST_BAD_JSON || e.line != bad[i].line || e.column != bad[i].column ||
+            !strstr(e.msg, bad[i].what))
+            fail_msg("case %zu '%s': rc %d kind %d at %d:%d '%s'", i, bad[i].text, rc, e.kind, e.line, e.column, e.msg);
+        assert_int_equal(b->n, 0);
     }
-    char deep[2 * JSCAN_MAX_DEPTH + 8];
-    memset(deep, '[', JSCAN_MAX_DEPTH + 1);
-    memset(deep + JSCAN_MAX_DEPTH + 1, ']', JSCAN_MAX_DEPTH + 1);
-    struct jscan_err e;
-    assert_int_equal(jscan_validate(deep, 2 * JSCAN_MAX_DEPTH + 2, &e), -22);
-    assert_non_null(strstr(e.text, "deep"));
-    assert_int_equal(jscan_validate(deep + 1, 2 * JSCAN_MAX_DEPTH, &e), 0);
-}
-
-static void jscan_pulls_values(void **st)
-{
-    (void)st;
-    const char *t = " {\"s\": \"a\\u00e9\\ud83d\\ude00\\n\\\"\", \"n\": -1.5e3, \"i\": 42, \"big\": 99999999999999999999,"
-                    " \"x\": [1, {\"y\": \"]}\"}], \"t\": true, \"z\": null} ";
-    struct jscan_err e;
-    assert_int_equal(jscan_validate(t, strlen(t), &e), 0);
-    struct jscan j;
-    struct jscan_val v;
-    char key[16];
-    jscan_init(&j, t, strlen(t));
-    assert_int_equal(jscan_value(&j, &v), 0);
-    assert_int_equal(v.t, JSCAN_OBJ);
-    assert_true(jscan_key(&j, key, sizeof(key)));
-    assert_string_equal(key, "s");
-    assert_int_equal(jscan_value(&j, &v), 0);
-    assert_string_equal(v.str, "a\xc3\xa9\xf0\x9f\x98\x80\n\"");
-    assert_true(jscan_key(&j, key, sizeof(key)) && jscan_value(&j, &v) == 0);
-    assert_true(v.t == JSCAN_NUM && !v.is_int && v.num == -1500);
-    assert_true(jscan_key(&j, key, sizeof(key)) && jscan_value(&j, &v) == 0);
-    assert_true(v.is_int && v.int_ok && v.i == 42);
-    assert_true(jscan_key(&j, key, sizeof(key)) && jscan_value(&j, &v) == 0);
-    assert_true(v.is_int && !v.int_ok);               /* does not fit: not silently wrapped */
-    assert_true(jscan_key(&j, key, sizeof(key)) && jscan_value(&j, &v) == 0);
-    assert_int_equal(v.t, JSCAN_ARR);
-    jscan_skip(&j, &v);                               /* brackets inside strings do not count */
-    assert_true(jscan_key(&j, key, sizeof(key)));
-    assert_string_equal(key, "t");
-    assert_true(jscan_value(&j, &v) == 0 && v.t == JSCAN_TRUE);
-    assert_true(jscan_key(&j, key, sizeof(key)) && jscan_value(&j, &v) == 0 && v.t == JSCAN_NULL);
-    assert_false(jscan_key(&j, key, sizeof(key)));
-    assert_int_equal(jscan_value(&j, &v), -1);       /* nothing after the object */
+    /* A duplicate key is a syntax error at any depth, with its place. */
+    const char *dup = "{\"probe\": \"L1\", \"flows\": [{\"src\": \"10.0.0.1\",\n \"src\": \"10.0.0.2\"}]}";
+    assert_int_equal(ingest_parse(dup, strlen(dup), 10, b, &e), -22);
+    assert_int_equal(e.kind, INGEST_BAD_JSON);
+    assert_non_null(strstr(e.msg, "duplicate object key"));
+    assert_int_equal(e.line, 2);
+    assert_true(e.position > 40);
+    /* Nesting is bounded (jansson's JSON_PARSER_MAX_DEPTH) in an unknown member too. */
+    size_t deep = JSON_PARSER_MAX_DEPTH; /* arrays, inside the report object */
+    char *text = test_malloc(2 * deep + 32);
+    size_t n = (size_t)sprintf(text, "{\"probe\": \"L1\", \"x\": ");
+    memset(text + n, '[', deep);
+    memset(text + n + deep, ']', deep);
+    text[n + 2 * deep] = '}';
+    assert_int_equal(ingest_parse(text, n + 2 * deep + 1, 10, b, &e), -22);
+    assert_int_equal(e.kind, INGEST_BAD_JSON);
+    assert_non_null(strstr(e.msg, "depth"));
+    /* One level less is fine: unknown members are not looked at. */
+    text[n + deep - 1] = ' ';
+    text[n + deep] = ' ';
+    assert_int_equal(ingest_parse(text, n + 2 * deep + 1, 10, b, &e), 0);
+    ingest_batch_free(b);
+    test_free(text);
+    test_free(b);
 }
 
 static void parse_every_field(void **st)
@@ -125,7 +117,7 @@ static void parse_every_field(void **st)
     ingest_batch_free(b);
 
     struct { const char *body; enum ingest_err kind; const char *msg; } bad[] = {
-        {"{\"probe\": \"L1\", \"probe\": \"L2\"}", INGEST_BAD_JSON, "probe: duplicate"},
+        {"{\"probe\": \"L1\", \"probe\": \"L2\"}", INGEST_BAD_JSON, "duplicate object key near '\"probe\"'"},
         {"{\"probe\": \"L1\", \"flows\": [{\"src\": \"10.0.0.1\", \"dst\": \"10.0.0.2\", \"proto\": 17, \"if\": \"e\","
          " \"bps\": 1, \"sport\": 1.5}]}", INGEST_BAD_FIELD, "flows[0].sport: must be an integer"},
         {"{\"probe\": \"L1\", \"flows\": [{\"src\": \"10.0.0.1\", \"dst\": \"10.0.0.2\", \"if\": \"e\", \"bps\": 1}]}",
@@ -269,12 +261,210 @@ static void flow_paths_from_the_reporting_node(void **st)
     state_free(&s);
 }
 
+#define FLOW_FMT "{\"probe\": \"L1\", \"flows\": [{\"src\": \"10.0.1.1\", \"dst\": \"10.0.2.1\", \"proto\": 17," \
+                 " \"sport\": 7, \"dport\": 4791, \"if\": \"swp1\", \"bps\": 4e10%s}]}"
+
+/* source and sampling: optional, validated, kept in the state. */
+static void source_and_sampling(void **st)
+{
+    (void)st;
+    struct ingest_batch *b = test_malloc(sizeof(*b));
+    struct ingest_error e;
+    char body[512];
+    snprintf(body, sizeof(body), FLOW_FMT, "");
+    assert_int_equal(ingest_parse(body, strlen(body), 10, b, &e), 0);
+    assert_true(b->r[0].flows[0].source == STATE_SRC_PCAP && b->r[0].flows[0].sampling == 1);
+    ingest_batch_free(b);
+    const char *ok[] = {", \"source\": \"sflow\", \"sampling\": 1000", ", \"source\": \"erspan\", \"sampling\": 1",
+                        ", \"sampling\": 1073741824, \"source\": \"pcap\""};
+    const int want_src[] = {STATE_SRC_SFLOW, STATE_SRC_ERSPAN, STATE_SRC_PCAP};
+    const uint32_t want_n[] = {1000, 1, 1u << 30};
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(body, sizeof(body), FLOW_FMT, ok[i]);
+        assert_int_equal(ingest_parse(body, strlen(body), 10, b, &e), 0);
+        assert_int_equal(b->r[0].flows[0].source, want_src[i]);
+        assert_int_equal(b->r[0].flows[0].sampling, want_n[i]);
+        ingest_batch_free(b);
+    }
+    struct { const char *extra, *msg; } bad[] = {
+        {", \"source\": \"netflow\"", "flows[0].source: 'netflow' is not pcap, erspan or sflow"},
+        {", \"source\": \"SFLOW\"", "flows[0].source: 'SFLOW' is not pcap, erspan or sflow"},
+        {", \"source\": 3", "flows[0].source: must be a string"},
+        {", \"source\": \"\"", "flows[0].source: length 0 not in 1..7"},
+        {", \"sampling\": 0", "flows[0].sampling: below minimum 0"},
+        {", \"sampling\": -5", "flows[0].sampling: negative -5"},
+        {", \"sampling\": 1073741825", "flows[0].sampling: 1073741825 exceeds the maximum 1073741824"},
+        {", \"sampling\": 1.5", "flows[0].sampling: must be an integer"},
+        {", \"sampling\": 1000.0", "flows[0].sampling: must be an integer"},
+        {", \"sampling\": \"1000\"", "flows[0].sampling: must be a number"},
+        {", \"sampling\": null", "flows[0].sampling: must be a number"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        snprintf(body, sizeof(body), FLOW_FMT, bad[i].extra);
+        if (ingest_parse(body, strlen(body), 10, b, &e) != -22 || e.kind != INGEST_BAD_FIELD ||
+            strcmp(e.msg, bad[i].msg) != 0)
+            fail_msg("case %zu: kind %d, '%s'", i, e.kind, e.msg);
+    }
+    /* In a batch the path says which report. */
+    const char *batch = "{\"reports\": [{\"probe\": \"L1\"}, {\"probe\": \"L2\", \"flows\": [{\"src\": \"10.0.1.1\","
+                        " \"dst\": \"10.0.2.1\", \"proto\": 17, \"if\": \"S1\", \"bps\": 1, \"sampling\": 0}]}]}";
+    assert_int_equal(ingest_parse(batch, strlen(batch), 10, b, &e), -22);
+    assert_string_equal(e.msg, "reports[1].flows[0].sampling: below minimum 0");
+    test_free(b);
+
+    /* Kept in the state, and replaced by the next report of the flow. */
+    struct state s;
+    assert_int_equal(state_init(&s, fx_topo(), 1000, 3, T0), 0);
+    snprintf(body, sizeof(body), FLOW_FMT, ", \"source\": \"sflow\", \"sampling\": 4096");
+    assert_int_equal(fx_post(&s, body, T0, NULL), 0);
+    struct state_flow_key k = fx_key("10.0.1.1", "10.0.2.1", 7);
+    const struct state_flow *f = state_flow_find(&s, &k);
+    assert_non_null(f);
+    assert_true(f->source == STATE_SRC_SFLOW && f->sampling == 4096);
+    snprintf(body, sizeof(body), FLOW_FMT, "");
+    assert_int_equal(fx_post(&s, body, T0 + 1, NULL), 0);
+    assert_true(f->source == STATE_SRC_PCAP && f->sampling == 1);
+    state_free(&s);
+}
+
+/* More flows than allowed is 413 before any entry is judged (entries that
+ * are not even objects), and the bound holds across a batch. */
+static void too_many_flows_before_entries(void **st)
+{
+    (void)st;
+    struct ingest_batch *b = test_malloc(sizeof(*b));
+    struct ingest_error e;
+    const char *body = "{\"probe\": \"L1\", \"flows\": [1, 2, 3, 4]}";
+    assert_int_equal(ingest_parse(body, strlen(body), 3, b, &e), -E2BIG);
+    assert_int_equal(e.kind, INGEST_TOO_MANY);
+    assert_non_null(strstr(e.msg, "flows: 4 entries"));
+    assert_int_equal(ingest_parse(body, strlen(body), 4, b, &e), -22);
+    assert_string_equal(e.msg, "flows[0]: must be an object");
+    const char *batch = "{\"reports\": [{\"probe\": \"L1\", \"flows\": [{}, {}]}, {\"probe\": \"L2\", \"flows\": [{}, {}]}]}";
+    assert_int_equal(ingest_parse(batch, strlen(batch), 3, b, &e), -22); /* 2 <= 3: the entries are judged */
+    assert_string_equal(e.msg, "reports[0].flows[0].src: required");
+    test_free(b);
+}
+
+static const char *dummy_arg(void *ctx, const char *key)
+{
+    const char *const *kv = ctx;
+    for (; kv && kv[0]; kv += 2)
+        if (strcmp(kv[0], key) == 0)
+            return kv[1];
+    return NULL;
+}
+
+/* GET /api/v1/flows says how each rate was measured. */
+static void flows_view_shows_estimates(void **st)
+{
+    (void)st;
+    struct state s;
+    assert_int_equal(state_init(&s, fx_topo(), 1000, 3, T0), 0);
+    assert_int_equal(fx_post(&s, "{\"probe\": \"L1\", \"flows\": ["
+                              "{\"src\": \"10.0.1.1\", \"dst\": \"10.0.2.1\", \"proto\": 17, \"sport\": 1, \"if\": \"swp1\","
+                              " \"bps\": 4e10, \"fat\": true, \"source\": \"sflow\", \"sampling\": 1000},"
+                              "{\"src\": \"10.0.1.2\", \"dst\": \"10.0.2.2\", \"proto\": 17, \"sport\": 2, \"if\": \"swp2\","
+                              " \"bps\": 3e10, \"fat\": true, \"source\": \"erspan\"},"
+                              "{\"src\": \"10.0.1.1\", \"dst\": \"10.0.2.2\", \"proto\": 17, \"sport\": 3, \"if\": \"swp3\","
+                              " \"bps\": 2e10}]}", tf_now_real(), NULL), 0);
+    struct api a;
+    api_init(&a);
+    a.st = &s;
+    const char *args[] = {"limit", "10", NULL};
+    struct api_req q = {.method = "GET", .path = "/api/v1/flows", .arg = dummy_arg, .argctx = args};
+    struct api_reply r;
+    api_handle(&a, &q, &r);
+    assert_int_equal(r.status, 200);
+    json_error_t je;
+    json_t *o = json_loadb(r.body, r.len, 0, &je);
+    assert_non_null(o);
+    json_t *fl = json_object_get(o, "flows");
+    assert_int_equal(json_array_size(fl), 3);
+    /* Sorted by rate: the sampled one first. */
+    struct { const char *source; int sampling; bool estimated; } want[] = {
+        {"sflow", 1000, true}, {"erspan", 1, false}, {"pcap", 1, false}};
+    for (size_t i = 0; i < 3; i++) {
+        json_t *f = json_array_get(fl, i);
+        assert_string_equal(json_string_value(json_object_get(f, "source")), want[i].source);
+        assert_int_equal(json_integer_value(json_object_get(f, "sampling")), want[i].sampling);
+        assert_true(json_is_boolean(json_object_get(f, "estimated")));
+        assert_int_equal(json_is_true(json_object_get(f, "estimated")), want[i].estimated);
+    }
+    json_decref(o);
+    free(r.body);
+    api_destroy(&a);
+    state_free(&s);
+}
+
+/* The rebalance moves only flows the probe called fat: a sampled estimate,
+ * however high, moves nothing unless the probe (which applies the
+ * minimum-samples rule) marked it fat. */
+static void sampled_rate_alone_moves_nothing(void **st)
+{
+    (void)st;
+    struct state s;
+    struct classes cls;
+    struct events ev;
+    struct metrics m;
+    struct config cfg;
+    struct rebalance rb;
+    assert_int_equal(state_init(&s, fx_topo(), 1000, 3, T0), 0);
+    classes_init(&cls);
+    s.classes = &cls;
+    events_init(&ev);
+    metrics_init(&m);
+    config_defaults(&cfg);
+    rebalance_init(&rb, &s, &ev, &m, NULL, &cfg);
+    /* L1 -> S1 at 150%: a 60 Gb/s sFlow estimate the probe did not call fat
+     * (too few samples) and a 90 Gb/s captured fat flow. */
+#define SAMPLED_REP \
+    "{\"probe\": \"L1\", \"links\": [{\"if\": \"swp1\", \"tx_bps\": 1.5e11}], \"flows\": [" \
+    "{\"src\": \"10.0.1.1\", \"dst\": \"10.0.2.1\", \"proto\": 17, \"sport\": 1, \"dport\": 4791," \
+    " \"if\": \"swp1\", \"bps\": 6e10, \"fat\": %s, \"source\": \"sflow\", \"sampling\": 100000}," \
+    "{\"src\": \"10.0.1.2\", \"dst\": \"10.0.2.2\", \"proto\": 17, \"sport\": 2, \"dport\": 4791," \
+    " \"if\": \"swp1\", \"bps\": 9e10, \"fat\": true}]}"
+    char body[1024];
+    struct state_flow_key ks = fx_key("10.0.1.1", "10.0.2.1", 1), kc = fx_key("10.0.1.2", "10.0.2.2", 2);
+    for (int marked = 0; marked < 2; marked++) {
+        snprintf(body, sizeof(body), SAMPLED_REP, marked ? "true" : "false");
+        double now = T0 + 100 * marked;
+        assert_int_equal(fx_post(&s, body, now, NULL), 0);
+        json_t *out = NULL;
+        assert_int_equal(rebalance_run(&rb, now, true, &out), 0);
+        json_t *moves = json_object_get(out, "moves");
+        char sid[24];
+        snprintf(sid, sizeof(sid), "%016llx", (unsigned long long)state_flow_find(&s, &ks)->id);
+        bool sampled_moved = false;
+        for (size_t i = 0; i < json_array_size(moves); i++)
+            sampled_moved |= strcmp(json_string_value(json_object_get(json_array_get(moves, i), "flow")), sid) == 0;
+        if (!marked) {
+            /* Only the captured flow can relieve the link. */
+            assert_int_equal(json_array_size(moves), 1);
+            assert_false(sampled_moved);
+            char cid[24];
+            snprintf(cid, sizeof(cid), "%016llx", (unsigned long long)state_flow_find(&s, &kc)->id);
+            assert_string_equal(json_string_value(json_object_get(json_array_get(moves, 0), "flow")), cid);
+        } else {
+            /* Marked fat, it is a candidate like any other. */
+            assert_true(json_array_size(moves) >= 1);
+        }
+        json_decref(out);
+    }
+    rebalance_destroy(&rb);
+    events_destroy(&ev);
+    classes_free(&cls);
+    state_free(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(jscan_errors_have_a_place), cmocka_unit_test(jscan_pulls_values),
+        cmocka_unit_test(syntax_errors_have_a_place),
         cmocka_unit_test(parse_every_field), cmocka_unit_test(if_maps_to_link_direction),
-        cmocka_unit_test(flow_paths_from_the_reporting_node),
+        cmocka_unit_test(flow_paths_from_the_reporting_node), cmocka_unit_test(source_and_sampling),
+        cmocka_unit_test(too_many_flows_before_entries), cmocka_unit_test(flows_view_shows_estimates),
+        cmocka_unit_test(sampled_rate_alone_moves_nothing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
