@@ -2,9 +2,12 @@
 # Runs libFuzzer targets for a bounded time each; called by `make fuzz`:
 #   O=build FUZZ_SECONDS=60 tests/fuzz/run.sh BIN...
 # Each target keeps its corpus in $O/fuzz-corpus/<target>/, seeded on first
-# use from the shared captures ($TF_SHARED/pcaps, default ../shared relative
-# to the repository, as tests/run.sh) through $O/tools/pcap2corpus. Crashing
-# inputs land in $O/fuzz-artifacts/. Exits non-zero when any target fails.
+# use from tests/fuzz/seeds/<target without fuzz_>/ when that folder exists
+# (e.g. probe reports for fuzz_ingest), else from the shared captures
+# ($TF_SHARED/pcaps, default ../shared relative to the repository, as
+# tests/run.sh) through $O/tools/pcap2corpus. tests/fuzz/<target>.dict, when
+# present, is passed as -dict. Crashing inputs land in $O/fuzz-artifacts/.
+# Exits non-zero when any target fails.
 set -u
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -21,8 +24,12 @@ for bin in "$@"; do
   name=$(basename "$bin")
   corpus="$O/fuzz-corpus/$name"
   mkdir -p "$corpus"
+  seeds="$ROOT/tests/fuzz/seeds/${name#fuzz_}"
+  dict=(); [ -f "$ROOT/tests/fuzz/$name.dict" ] && dict=(-dict="$ROOT/tests/fuzz/$name.dict")
   if [ -z "$(ls -A "$corpus")" ]; then
-    if [ -x "$O/tools/pcap2corpus" ] && [ -d "$SHARED/pcaps" ]; then
+    if [ -d "$seeds" ]; then
+      cp "$seeds"/* "$corpus"/
+    elif [ -x "$O/tools/pcap2corpus" ] && [ -d "$SHARED/pcaps" ]; then
       mapfile -t caps < <(find "$SHARED/pcaps" -maxdepth 1 -type f \( -name '*.pcap' -o -name '*.pcapng' -o -name '*.cap' \) | sort)
       "$O/tools/pcap2corpus" "$corpus" "${caps[@]}" 2>&1 | tail -n 1
     else
@@ -31,7 +38,7 @@ for bin in "$@"; do
   fi
   echo "== $name: ${SECS}s, corpus $corpus ($(ls "$corpus" | wc -l) inputs)"
   log="$O/fuzz-artifacts/$name.log"
-  "$bin" -max_total_time="$SECS" -max_len=70000 -timeout=10 -rss_limit_mb=2048 \
+  "$bin" "${dict[@]}" -max_total_time="$SECS" -max_len=70000 -timeout=10 -rss_limit_mb=2048 \
          -print_final_stats=1 -artifact_prefix="$O/fuzz-artifacts/$name-" "$corpus" >"$log" 2>&1
   rc=$?
   grep -E '^(stat::number_of_executed_units|stat::peak_rss_mb|#[0-9]+.*DONE)' "$log" | sed 's/^/   /'
