@@ -1,7 +1,8 @@
 // Fat-flow table: GET /api/v1/flows?fat=true. Sorting (by rate, either way)
 // and filtering (by class, by path) happen in the page so that they survive
-// the next poll. Test hooks: tr[data-flow=ID] with data-bps, data-class,
-// data-path.
+// the next poll. A rate estimated from 1-in-N samples (estimated: true) reads
+// "≈ 40.0 Gb/s", the sampling in its title. Test hooks: tr[data-flow=ID]
+// with data-bps, data-class, data-path, data-estimated.
 
 import { bps, pct, el, natCmp } from './fmt.js';
 
@@ -45,6 +46,16 @@ function describe(f) {
   return `${f.src}:${f.sport} → ${f.dst}:${f.dport} ${proto}${qp}`;
 }
 
+const SOURCE = { sflow: 'sFlow', erspan: 'ERSPAN', pcap: 'capture' };
+
+// The rate cell: exact rates as they are, estimates marked as such.
+function rateCell(f) {
+  if (!f.estimated) return el('td', { class: 'num', text: bps(f.bps) });
+  const how = SOURCE[f.source] || f.source || 'sampled';
+  return el('td', { class: 'num estimated', text: `≈ ${bps(f.bps)}`,
+    title: `estimated from 1-in-${f.sampling} ${how} samples` });
+}
+
 function draw() {
   const flows = last.flows;
   const classNames = [...new Set([...last.classes.map((c) => c.name), ...flows.map((f) => f.class)])].filter(Boolean).sort(natCmp);
@@ -69,12 +80,12 @@ function draw() {
   }
   nodes.tbody.replaceChildren(...shown.map((f) => {
     const ce = f.ce_frac > 0;
-    return el('tr', { 'data-flow': f.id, 'data-bps': f.bps, 'data-class': f.class, 'data-path': flowPath(f), class: f.stale ? 'muted' : null },
+    return el('tr', { 'data-flow': f.id, 'data-bps': f.bps, 'data-class': f.class, 'data-path': flowPath(f), 'data-estimated': f.estimated ? 'true' : 'false', class: f.stale ? 'muted' : null },
       el('td', { text: describe(f), title: `id ${f.id}${f.probe ? `, reported by ${f.probe} on ${f.if}` : ''}${f.stale ? ' (stale)' : ''}` }),
       el('td', { text: f.class || '–' }),
       el('td', { text: f.tier || '–' }),
       el('td', { text: flowPath(f) || 'unknown', title: f.path_index >= 0 ? `path #${f.path_index}` : 'path not known' }),
-      el('td', { class: 'num', text: bps(f.bps) }),
+      rateCell(f),
       el('td', { class: `num${ce ? ' ce' : ''}`, text: ce ? `⚑ ${pct(f.ce_frac, 1)}` : '0%' }),
       el('td', { text: f.pinned ? `yes${f.moves ? ` (${f.moves} move${f.moves === 1 ? '' : 's'})` : ''}` : 'no' }),
     );

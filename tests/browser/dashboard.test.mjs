@@ -100,11 +100,12 @@ function ifOf(topo, from, to) {
 
 // The known fat flows, all reported by L1's probe. F1 and F2 collide on
 // L1 -> S1 (48 + 49 = 97 Gb/s, with CE), F3 is alone on L1 -> S2, F4 stays
-// inside leaf L1. The last one is not fat and must not be listed.
+// inside leaf L1 (F3's rate is an sFlow estimate, 1-in-1000). The last one
+// is not fat and must not be listed.
 const FLOWS = [
   { key: 'F1', src: '10.0.1.1', dst: '10.0.2.1', proto: 17, sport: 49152, dport: 4791, qp: 257, dscp: 26, via: 'S1', bps: 4.8e10, ce_frac: 0.03, fat: true },
   { key: 'F2', src: '10.0.1.2', dst: '10.0.2.2', proto: 17, sport: 49153, dport: 4791, qp: 258, dscp: 26, via: 'S1', bps: 4.9e10, ce_frac: 0.02, fat: true },
-  { key: 'F3', src: '10.0.1.3', dst: '10.0.2.3', proto: 6, sport: 40001, dport: 5201, qp: 0, dscp: 0, via: 'S2', bps: 3.0e10, ce_frac: 0, fat: true },
+  { key: 'F3', src: '10.0.1.3', dst: '10.0.2.3', proto: 6, sport: 40001, dport: 5201, qp: 0, dscp: 0, via: 'S2', bps: 3.0e10, ce_frac: 0, fat: true, source: 'sflow', sampling: 1000 },
   { key: 'F4', src: '10.0.1.4', dst: '10.0.1.1', proto: 17, sport: 49160, dport: 4791, qp: 300, dscp: 26, via: 'H1', bps: 2.0e10, ce_frac: 0, fat: true },
   { key: 'small', src: '10.0.1.4', dst: '10.0.2.4', proto: 6, sport: 40100, dport: 22, qp: 0, dscp: 0, via: 'S3', bps: 1.0e8, ce_frac: 0, fat: false },
 ];
@@ -273,7 +274,10 @@ await step('the fat-flow table lists the posted flows', async () => {
   ok(`the fat-flow table lists the ${FAT.length} posted fat flows`, missing.length === 0 && rows.length === FAT.length, { missing: missing.map((f) => f.key), rows: rows.length });
   ok('the non-fat flow is not listed', !rows.some((r) => r.text.includes('40100')));
   const f2 = rows.find((r) => r.text.includes(':49153 →'));
-  ok('a row shows rate, path and CE', f2 && f2.text.includes('49.0 Gb/s') && /^H2>L1>S\d>L2>H6$/.test(f2.path) && f2.text.includes('⚑ 2.0%'), f2);
+  ok('a row shows rate, path and CE', f2 && f2.text.includes('49.0 Gb/s') && !f2.text.includes('≈') && /^H2>L1>S\d>L2>H6$/.test(f2.path) && f2.text.includes('⚑ 2.0%'), f2);
+  const est = await page.$$eval('#flows-table tr[data-estimated="true"]', (els) => els.map((e) => ({ text: e.textContent, rate: [...e.querySelectorAll('td.num')].map((td) => ({ text: td.textContent, title: td.title })) })));
+  ok('a sampled rate reads "≈ 30.0 Gb/s" with its sampling in the title', est.length === 1 && est[0].text.includes(':40001 →') &&
+    est[0].rate.some((c) => c.text === '≈ 30.0 Gb/s' && c.title.includes('1-in-1000') && c.title.includes('sFlow')), est);
   const desc = rows.map((r) => r.bps);
   ok('rows are sorted by rate, highest first', desc.every((v, i) => i === 0 || desc[i - 1] >= v), desc);
   await page.click('#sort-rate');
