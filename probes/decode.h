@@ -96,4 +96,97 @@ int decode_frame(int dlt, const uint8_t *data, uint32_t caplen, uint32_t wire_le
  * smaller). Same return codes as decode_frame(). */
 int decode_ip(const uint8_t *data, uint32_t caplen, uint32_t off, struct decode_pkt *pkt);
 
+/* ---- fast path --------------------------------------------------------
+ *
+ * decode_fast_eth() decodes the overwhelmingly common frame of a fabric
+ * capture, Ethernet with at most one tag (802.1Q, 802.1ad or 0x9100) / IPv4
+ * without options or fragmentation / TCP or UDP (RoCEv2 with its BTH
+ * included), straight into the few fields the flow table keys and counts on,
+ * without the full struct decode_pkt. It returns 1 only for a frame that
+ * decode_frame(DLT_EN10MB, ...) decodes with DECODE_OK, flags == 0, af 4,
+ * l4 == 1, and then every field below equals decode_frame()'s (vlan is its
+ * vlan[0], 0 when untagged; roce, bth_opcode and dqp as decode_frame sets
+ * them). Anything else, including every frame decode_frame would flag
+ * (truncated, lying lengths), returns 0 and the caller uses decode_frame().
+ * Every read is bounds-checked against caplen, as in decode_frame().
+ * static inline: it is meant to be inlined into the capture loop. */
+struct decode_fast {
+    uint8_t  src[4], dst[4];
+    uint16_t vlan;                /* the tag's VLAN ID, 0 when untagged */
+    uint16_t sport, dport;
+    uint8_t  proto;               /* 6 or 17 */
+    uint8_t  dscp, ecn;
+    uint8_t  roce, bth_opcode;
+    uint32_t dqp;                 /* 0 unless roce */
+};
+
+static inline uint16_t decode_rd16_(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
+
+static inline int decode_fast_eth(const uint8_t *d, uint32_t caplen, uint32_t wire_len,
+                                  struct decode_fast *f)
+{
+    uint32_t off = 14;
+    if (caplen < 14 + 20)
+        return 0;
+    uint16_t type = decode_rd16_(d + 12);
+    f->vlan = 0;
+    if (type == 0x8100 || type == 0x88a8 || type == 0x9100) {
+        if (caplen < 18 + 20)
+            return 0;
+        f->vlan = decode_rd16_(d + 14) & 0x0fff;
+        type = decode_rd16_(d + 16);
+        off = 18;
+    }
+    if (type != 0x0800)
+        return 0;
+    const uint8_t *h = d + off; /* off + 20 <= caplen */
+    if (h[0] != 0x45)          /* IPv4, no options */
+        return 0;
+    uint32_t tl = decode_rd16_(h + 2), wavail = (wire_len > caplen ? wire_len : caplen) - off;
+    /* tl 0 (GSO), tl < 20 and tl beyond the wire go the full way, as do
+     * fragments (MF or an offset). */
+    if (tl < 20 || tl > wavail || (decode_rd16_(h + 6) & 0x3fff))
+        return 0;
+    uint32_t l4 = off + 20, end = off + tl;
+    const uint8_t *b = d + l4;
+    f->proto = h[9];
+    if (f->proto == 6) {
+        if (l4 + 20 > end || l4 + 20 > caplen)
+            return 0;
+        uint32_t doff = (uint32_t)(b[12] >> 4) * 4;
+        if (doff < 20 || l4 + doff > end || l4 + doff > caplen)
+            return 0;
+        f->roce = 0;
+        f->bth_opcode = 0;
+        f->dqp = 0;
+    } else if (f->proto == 17) {
+        if (l4 + 8 > end || l4 + 8 > caplen)
+            return 0;
+        uint16_t ulen = decode_rd16_(b + 4);
+        if (ulen && ulen < 8)
+            return 0;
+        f->roce = 0;
+        f->bth_opcode = 0;
+        f->dqp = 0;
+        if (decode_rd16_(b + 2) == DECODE_ROCE_PORT) {
+            uint32_t bth = l4 + 8;
+            if (bth + 12 > end || bth + 12 > caplen)
+                return 0;
+            const uint8_t *t = d + bth;
+            f->roce = 1;
+            f->bth_opcode = t[0];
+            f->dqp = (uint32_t)t[5] << 16 | (uint32_t)t[6] << 8 | t[7];
+        }
+    } else {
+        return 0;
+    }
+    f->sport = decode_rd16_(b);
+    f->dport = decode_rd16_(b + 2);
+    f->dscp = h[1] >> 2;
+    f->ecn = h[1] & 3;
+    __builtin_memcpy(f->src, h + 12, 4);
+    __builtin_memcpy(f->dst, h + 16, 4);
+    return 1;
+}
+
 #endif

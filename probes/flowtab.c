@@ -461,6 +461,38 @@ int flowtab_batch_add(struct flowtab *ft, struct flowtab_batch *b, const struct 
     return 0;
 }
 
+void flowtab_batch_add_fast(struct flowtab *ft, struct flowtab_batch *b,
+                            const struct decode_fast *f, uint32_t wire_len, uint16_t ifidx,
+                            double ts)
+{
+    struct flowtab_op *o = &b->op[b->n];
+    struct flow_key *k = &o->key;
+    memset(k, 0, sizeof(*k));
+    memcpy(k->src, f->src, 4);
+    memcpy(k->dst, f->dst, 4);
+    k->vlan[0] = f->vlan;
+    k->sport = f->sport;
+    k->dport = f->dport;
+    k->qp = f->dqp;
+    k->af = 4;
+    k->proto = f->proto;
+    o->hash = key_hash(ft, k);
+    o->ts = ts;
+    o->wire_len = wire_len;
+    o->scale = 1;
+    o->ifidx = ifidx;
+    o->dscp = f->dscp;
+    o->ecn = f->ecn;
+    o->roce = f->roce;
+    o->bth_opcode = f->bth_opcode;
+    o->source = FLOW_SRC_PCAP;
+    __builtin_prefetch(&ft->index[o->hash & ft->mask]);
+    if (b->n >= FT_PREFETCH_LAG)
+        prefetch_flow(ft, o - FT_PREFETCH_LAG);
+    if (++b->n == FLOWTAB_BATCH)
+        flowtab_batch_flush(ft, b);
+}
+
 struct flow *flowtab_lookup(struct flowtab *ft, const struct flow_key *key)
 {
     uint32_t cell, id = find(ft, key, key_hash(ft, key), &cell);

@@ -112,6 +112,13 @@ struct flowtab_batch {
 int flowtab_batch_add(struct flowtab *ft, struct flowtab_batch *b, const struct decode_pkt *pkt,
                       uint16_t ifidx, double ts, uint32_t scale, uint8_t source);
 void flowtab_batch_flush(struct flowtab *ft, struct flowtab_batch *b);
+/* The same for a frame decode_fast_eth() decoded (af 4, nvlan <= 1) and
+ * that flowtab_batch_add() would have been given with scale 1 and source
+ * FLOW_SRC_PCAP: the key is built straight from f, with exactly the value
+ * flowtab_key() gives for decode_frame()'s result. */
+void flowtab_batch_add_fast(struct flowtab *ft, struct flowtab_batch *b,
+                            const struct decode_fast *f, uint32_t wire_len, uint16_t ifidx,
+                            double ts);
 
 struct flow *flowtab_lookup(struct flowtab *ft, const struct flow_key *key);
 /* Builds the key for a decoded packet (zeroing padding). vlan[0] is the

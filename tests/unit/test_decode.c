@@ -129,13 +129,49 @@ static void bth(struct fb *f, uint8_t opcode, int becn, uint32_t dqp, uint32_t p
     put24(f, psn);
 }
 
-/* Decodes the first caplen bytes of f from an exactly-sized heap copy. */
+/* The fast path against the full decoder on the same bytes: it may decline
+ * any frame, but what it accepts the full decoder must decode without a
+ * flag, to the same fields. Returns whether it accepted. */
+static int fast_calls, fast_hits;
+static int check_fast(const uint8_t *b, uint32_t caplen, uint32_t wire, int r,
+                      const struct decode_pkt *p)
+{
+    struct decode_fast f;
+    memset(&f, 0xa5, sizeof(f)); /* no field may be left unset */
+    fast_calls++;
+    if (!decode_fast_eth(b, caplen, wire, &f))
+        return 0;
+    fast_hits++;
+    assert_int_equal(r, DECODE_OK);
+    assert_int_equal(p->flags, 0);
+    assert_int_equal(p->af, 4);
+    assert_int_equal(p->l4, 1);
+    assert_true(p->nvlan <= 1);
+    assert_int_equal(f.vlan, p->nvlan ? p->vlan[0] : 0);
+    assert_memory_equal(f.src, p->src, 4);
+    assert_memory_equal(f.dst, p->dst, 4);
+    assert_int_equal(f.proto, p->proto);
+    assert_int_equal(f.sport, p->sport);
+    assert_int_equal(f.dport, p->dport);
+    assert_int_equal(f.dscp, p->dscp);
+    assert_int_equal(f.ecn, p->ecn);
+    assert_int_equal(f.roce, p->roce);
+    assert_int_equal(f.bth_opcode, p->bth_opcode);
+    assert_int_equal(f.dqp, p->roce ? p->dqp : 0);
+    return 1;
+}
+
+/* Decodes the first caplen bytes of f from an exactly-sized heap copy (and,
+ * for Ethernet, checks the fast path on the same copy: so every frame and
+ * every cut of this corpus compares the two). */
 static int dec(int dlt, const struct fb *f, uint32_t caplen, uint32_t wire, struct decode_pkt *p)
 {
     uint8_t *b = malloc(caplen ? caplen : 1);
     assert_non_null(b);
     memcpy(b, f->b, caplen);
     int r = decode_frame(dlt, b, caplen, wire, p);
+    if (dlt == DLT_EN10MB)
+        check_fast(b, caplen, wire, r, p);
     free(b);
     return r;
 }
@@ -659,6 +695,90 @@ static void test_decode_ip_keeps_link_fields(void **state)
     assert_int_equal(decode_ip(f.b, f.n, f.n, &p), -EMSGSIZE);
 }
 
+/* The fast path takes the common frames whole, declines them at every cut
+ * short of the end of their last header, and agrees with decode_frame on
+ * the rest (check_fast, through dec()). */
+static void fast_cuts(const struct fb *f, uint32_t hdr_end)
+{
+    struct decode_pkt p;
+    uint8_t *b = malloc(f->n);
+    assert_non_null(b);
+    memcpy(b, f->b, f->n);
+    int r = decode_frame(DLT_EN10MB, b, f->n, f->n, &p);
+    assert_int_equal(check_fast(b, f->n, f->n, r, &p), 1);
+    free(b);
+    for (uint32_t c = 0; c < f->n; c++) {
+        b = malloc(c ? c : 1);
+        assert_non_null(b);
+        memcpy(b, f->b, c);
+        r = decode_frame(DLT_EN10MB, b, c, f->n, &p);
+        assert_int_equal(check_fast(b, c, f->n, r, &p), c >= hdr_end);
+        free(b);
+    }
+}
+
+static void test_fast_path(void **state)
+{
+    (void)state;
+    static const uint16_t q[1] = {0x8100}, ad[1] = {0x88a8}, vid[1] = {0x123};
+    struct fb f = {0};
+    eth(&f, 0, NULL, NULL, 0x0800);
+    uint32_t o = ip4(&f, 0xb9, 0x4000, 6, 0);
+    tcp(&f, 49152, 5001, 12);
+    zeros(&f, 10);
+    ip4_fix(&f, o);
+    fast_cuts(&f, 66);
+
+    struct fb g = {0};
+    eth(&g, 1, q, vid, 0x0800);
+    o = ip4(&g, 0x6a, 0, 17, 0);
+    udp(&g, 4791, 53, 8 + 4);
+    zeros(&g, 4);
+    ip4_fix(&g, o);
+    fast_cuts(&g, 18 + 28);
+
+    struct fb h = {0};
+    eth(&h, 1, ad, vid, 0x0800);
+    o = ip4(&h, 0x6b, 0x4000, 17, 0);
+    udp(&h, 69, DECODE_ROCE_PORT, 8 + 12 + 16 + 4);
+    bth(&h, 0x0a, 1, 0x123456, 0xabcdef);
+    zeros(&h, 16 + 4);
+    ip4_fix(&h, o);
+    fast_cuts(&h, 18 + 40);
+
+    struct fb c = {0};
+    eth(&c, 0, NULL, NULL, 0x0800);
+    o = ip4(&c, 0xc1, 0, 17, 0);
+    udp(&c, 0xc000, DECODE_ROCE_PORT, 8 + 12 + 16 + 4);
+    bth(&c, DECODE_BTH_CNP, 0, 0x99, 0);
+    zeros(&c, 16 + 4);
+    ip4_fix(&c, o);
+    fast_cuts(&c, 14 + 40);
+
+    /* Lying lengths, fragments, options, a 0 total length: declined. */
+    struct fb x = f;
+    set16(&x, 14 + 2, 0);
+    struct decode_pkt p;
+    fast_calls = fast_hits = 0;
+    assert_int_equal(dec(DLT_EN10MB, &x, x.n, x.n, &p), 0);
+    x = f, set16(&x, 14 + 2, 30);
+    dec(DLT_EN10MB, &x, x.n, x.n, &p);
+    x = f, set16(&x, 14 + 2, (uint16_t)(x.n - 14 + 1));
+    dec(DLT_EN10MB, &x, x.n, x.n, &p);
+    x = f, set16(&x, 14 + 6, 0x2000);
+    dec(DLT_EN10MB, &x, x.n, x.n, &p);
+    x = f, set16(&x, 14 + 6, 0x0001);
+    dec(DLT_EN10MB, &x, x.n, x.n, &p);
+    x = f, x.b[14] = 0x46;
+    dec(DLT_EN10MB, &x, x.n, x.n, &p);
+    x = f, x.b[14 + 20 + 12] = 0x40; /* TCP data offset 4 */
+    dec(DLT_EN10MB, &x, x.n, x.n, &p);
+    x = g, set16(&x, 18 + 20 + 4, 7); /* UDP length 7 */
+    dec(DLT_EN10MB, &x, x.n, x.n, &p);
+    assert_int_equal(fast_calls, 8);
+    assert_int_equal(fast_hits, 0);
+}
+
 static void test_linktype_names(void **state)
 {
     (void)state;
@@ -692,6 +812,7 @@ int main(void)
         cmocka_unit_test(test_sll_sll2),
         cmocka_unit_test(test_raw),
         cmocka_unit_test(test_decode_ip_keeps_link_fields),
+        cmocka_unit_test(test_fast_path),
         cmocka_unit_test(test_linktype_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

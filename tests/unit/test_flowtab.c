@@ -477,6 +477,76 @@ static void test_batch_equals_single(void **state)
     flowtab_free(bat);
 }
 
+/* flowtab_batch_add_fast() on decode_fast_eth()'s view of a packet has the
+ * effect of flowtab_update() on decode_frame()'s (keys built the same way). */
+static void test_batch_fast_equals_single(void **state)
+{
+    (void)state;
+    struct flowtab *one = flowtab_new(48, 0.5), *bat = flowtab_new(48, 0.5);
+    static struct flowtab_batch b;
+    uint64_t x = 0x2545f4914f6cdd1dULL;
+    double link = 1e6;
+    for (int i = 0; i < 5000; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        struct decode_pkt p;
+        uint32_t k = (uint32_t)(x % 100);
+        if (k < 50)
+            p = mk_roce((uint8_t)(1 + x % 4), (uint8_t)(5 + x % 4), 0x0a,
+                        (uint32_t)(0x40 + (x >> 8) % 3), 4154);
+        else if (k < 55)
+            p = mk_roce((uint8_t)(5 + x % 4), (uint8_t)(1 + x % 4), DECODE_BTH_CNP, 0x99, 74);
+        else
+            p = mk((uint8_t)(x >> 16), (uint8_t)(x >> 24), (uint16_t)(x >> 32) % 300, 443,
+                   (uint32_t)(64 + (x >> 40) % 1450));
+        if (!p.roce && (x >> 23) % 5 == 0)
+            p.proto = 17;
+        if ((x >> 21) % 10 == 0) {
+            p.nvlan = 1;
+            p.vlan[0] = (uint16_t)((x >> 30) % 4); /* 0 too: a priority tag */
+        }
+        p.ecn = (uint8_t)((x >> 50) & 3);
+        p.dscp = (uint8_t)((x >> 52) & 63);
+        struct decode_fast f = {.vlan = p.nvlan ? p.vlan[0] : 0, .sport = p.sport,
+                                .dport = p.dport, .proto = p.proto, .dscp = p.dscp,
+                                .ecn = p.ecn, .roce = p.roce, .bth_opcode = p.bth_opcode,
+                                .dqp = p.roce ? p.dqp : 0};
+        memcpy(f.src, p.src, 4);
+        memcpy(f.dst, p.dst, 4);
+        double ts = i * 0.001 - ((x >> 60) & 1) * 0.0005;
+        uint16_t ifidx = (uint16_t)((x >> 56) & 1);
+        flowtab_update(one, &p, ifidx, ts, 1, FLOW_SRC_PCAP);
+        flowtab_batch_add_fast(bat, &b, &f, p.wire_len, ifidx, ts);
+        if ((x >> 44) % 37 == 0)
+            flowtab_batch_flush(bat, &b);
+        if (i % 1000 == 999) {
+            flowtab_batch_flush(bat, &b);
+            flowtab_close_interval(one, ts, 1.0, &link, 1, 0.1);
+            flowtab_close_interval(bat, ts, 1.0, &link, 1, 0.1);
+        }
+    }
+    flowtab_batch_flush(bat, &b);
+    struct flowtab_stats s1, s2;
+    flowtab_get_stats(one, &s1);
+    flowtab_get_stats(bat, &s2);
+    assert_memory_equal(&s1, &s2, sizeof(s1));
+    assert_true(s1.evicted > 0);
+    assert_int_equal(flowtab_count(one), flowtab_count(bat));
+    uint32_t c1 = 0, c2 = 0, n = 0;
+    struct flow *f1, *f2;
+    while ((f1 = flowtab_next(one, &c1))) {
+        f2 = flowtab_next(bat, &c2);
+        assert_non_null(f2);
+        assert_memory_equal(f1, f2, sizeof(*f1));
+        n++;
+    }
+    assert_null(flowtab_next(bat, &c2));
+    assert_true(n > 10);
+    flowtab_free(one);
+    flowtab_free(bat);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -490,6 +560,7 @@ int main(void)
         cmocka_unit_test(test_sampled_min_samples),
         cmocka_unit_test(test_cnp_attribution),
         cmocka_unit_test(test_batch_equals_single),
+        cmocka_unit_test(test_batch_fast_equals_single),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
