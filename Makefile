@@ -126,7 +126,7 @@ demo:
 # ---- fuzzing (clang + libFuzzer) ----------------------------------------
 # clang, unlike gcc, flags a v*printf wrapper without a format attribute
 # (controller/httpd.c); gcc's -Wformat=2 still checks those in the other builds.
-FUZZ_CFLAGS := -O1 -g -fsanitize=fuzzer-no-link,address,undefined $(BASE_CFLAGS) -Wno-format-nonliteral
+FUZZ_CFLAGS := -O1 -g -fsanitize=fuzzer-no-link,address,undefined $(BASE_CFLAGS)
 # Every library source: fuzz_ingest reaches policy/ and controller/. Objects
 # named on the link line are all linked in, so every target carries them all.
 FUZZ_LIB_SRC := $(COMMON_SRC) $(PROBE_SRC) $(POLICY_SRC) $(CTL_SRC)

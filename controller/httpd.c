@@ -355,6 +355,8 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls, enum 
     }
 }
 
+/* libmicrohttpd's error logger: its format strings are its own. */
+__attribute__((format(printf, 2, 0)))
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
     (void)cls;
