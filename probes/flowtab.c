@@ -25,7 +25,8 @@
  * The per-packet work is split into an op (key, hash and the few packet
  * fields the update needs, built by op_make) and op_apply(), so that
  * flowtab_update() and the batch path run the very same code; the batch only
- * adds prefetches, which have no effect on the result.
+ * defers the hash to the flush and adds prefetches, which have no effect on
+ * the result.
  *
  * CNP attribution: a CNP from A to B names B's QP (the sender's), while the
  * flow it throttles, B -> A, is keyed by A's QP, which the CNP does not
@@ -59,9 +60,9 @@ _Static_assert(offsetof(struct flow, pkts) == offsetof(struct flow, bytes) + 8 &
                "counters are updated in pairs");
 _Static_assert(sizeof(struct flow) == 192, "three cache lines per flow");
 
-/* How many packets behind the newest a batch prefetches the flow record:
- * by then the index cell it names has arrived. */
-#define FT_PREFETCH_LAG 4
+/* How many ops ahead of the one it applies a flush prefetches the flow
+ * record: by then the index cell that names it has arrived. */
+#define FT_PREFETCH_LAG 8
 
 struct ft_cell {
     uint32_t id1; /* slot + 1; 0 = empty */
@@ -360,13 +361,11 @@ static void cnp_account(struct flowtab *ft, uint32_t own, uint32_t scale)
     t->ivl_cnps += scale;
 }
 
-/* Everything op_apply() needs from a packet; key and hash included. */
-static inline void op_make(const struct flowtab *ft, struct flowtab_op *o,
-                           const struct decode_pkt *pkt, uint16_t ifidx, double ts,
-                           uint32_t scale, uint8_t source)
+/* Everything op_apply() needs from a packet but the hash. */
+static inline void op_fill(struct flowtab_op *o, const struct decode_pkt *pkt, uint16_t ifidx,
+                           double ts, uint32_t scale, uint8_t source)
 {
     key_build(pkt, &o->key);
-    o->hash = key_hash(ft, &o->key);
     o->ts = ts;
     o->wire_len = pkt->wire_len;
     o->scale = scale;
@@ -419,7 +418,8 @@ int flowtab_update(struct flowtab *ft, const struct decode_pkt *pkt, uint16_t if
     struct flowtab_op o;
     if (pkt->af != 4 && pkt->af != 6)
         return -EINVAL;
-    op_make(ft, &o, pkt, ifidx, ts, scale, source);
+    op_fill(&o, pkt, ifidx, ts, scale, source);
+    o.hash = key_hash(ft, &o.key);
     return op_apply(ft, &o);
 }
 
@@ -439,10 +439,21 @@ static inline void prefetch_flow(const struct flowtab *ft, const struct flowtab_
 void flowtab_batch_flush(struct flowtab *ft, struct flowtab_batch *b)
 {
     uint32_t n = b->n;
-    for (uint32_t i = n > FT_PREFETCH_LAG ? n - FT_PREFETCH_LAG : 0; i < n; i++)
+    /* Group prefetching: hash every op and ask for its index cell, then
+     * apply in order while asking for the records FT_PREFETCH_LAG ops
+     * ahead (by then their index cells have arrived). */
+    for (uint32_t i = 0; i < n; i++) {
+        struct flowtab_op *o = &b->op[i];
+        o->hash = key_hash(ft, &o->key);
+        __builtin_prefetch(&ft->index[o->hash & ft->mask]);
+    }
+    for (uint32_t i = 0; i < n && i < FT_PREFETCH_LAG; i++)
         prefetch_flow(ft, &b->op[i]);
-    for (uint32_t i = 0; i < n; i++)
+    for (uint32_t i = 0; i < n; i++) {
+        if (i + FT_PREFETCH_LAG < n)
+            prefetch_flow(ft, &b->op[i + FT_PREFETCH_LAG]);
         op_apply(ft, &b->op[i]);
+    }
     b->n = 0;
 }
 
@@ -451,46 +462,10 @@ int flowtab_batch_add(struct flowtab *ft, struct flowtab_batch *b, const struct 
 {
     if (pkt->af != 4 && pkt->af != 6)
         return -EINVAL;
-    struct flowtab_op *o = &b->op[b->n];
-    op_make(ft, o, pkt, ifidx, ts, scale, source);
-    __builtin_prefetch(&ft->index[o->hash & ft->mask]);
-    if (b->n >= FT_PREFETCH_LAG)
-        prefetch_flow(ft, o - FT_PREFETCH_LAG);
+    op_fill(&b->op[b->n], pkt, ifidx, ts, scale, source); /* hashed by the flush */
     if (++b->n == FLOWTAB_BATCH)
         flowtab_batch_flush(ft, b);
     return 0;
-}
-
-void flowtab_batch_add_fast(struct flowtab *ft, struct flowtab_batch *b,
-                            const struct decode_fast *f, uint32_t wire_len, uint16_t ifidx,
-                            double ts)
-{
-    struct flowtab_op *o = &b->op[b->n];
-    struct flow_key *k = &o->key;
-    memset(k, 0, sizeof(*k));
-    memcpy(k->src, f->src, 4);
-    memcpy(k->dst, f->dst, 4);
-    k->vlan[0] = f->vlan;
-    k->sport = f->sport;
-    k->dport = f->dport;
-    k->qp = f->dqp;
-    k->af = 4;
-    k->proto = f->proto;
-    o->hash = key_hash(ft, k);
-    o->ts = ts;
-    o->wire_len = wire_len;
-    o->scale = 1;
-    o->ifidx = ifidx;
-    o->dscp = f->dscp;
-    o->ecn = f->ecn;
-    o->roce = f->roce;
-    o->bth_opcode = f->bth_opcode;
-    o->source = FLOW_SRC_PCAP;
-    __builtin_prefetch(&ft->index[o->hash & ft->mask]);
-    if (b->n >= FT_PREFETCH_LAG)
-        prefetch_flow(ft, o - FT_PREFETCH_LAG);
-    if (++b->n == FLOWTAB_BATCH)
-        flowtab_batch_flush(ft, b);
 }
 
 struct flow *flowtab_lookup(struct flowtab *ft, const struct flow_key *key)
