@@ -59,6 +59,13 @@ _Static_assert(offsetof(struct flow, pkts) == offsetof(struct flow, bytes) + 8 &
                offsetof(struct flow, ivl_ect) == offsetof(struct flow, ivl_ce) + 8,
                "counters are updated in pairs");
 _Static_assert(sizeof(struct flow) == 192, "three cache lines per flow");
+_Static_assert(offsetof(struct flow, ifidx) == offsetof(struct flow, sampling) + 4 &&
+               offsetof(struct flow, dscp) == offsetof(struct flow, sampling) + 6 &&
+               offsetof(struct flow, source) == offsetof(struct flow, sampling) + 7 &&
+               offsetof(struct flowtab_op, ifidx) == offsetof(struct flowtab_op, scale) + 4 &&
+               offsetof(struct flowtab_op, dscp) == offsetof(struct flowtab_op, scale) + 6 &&
+               offsetof(struct flowtab_op, source) == offsetof(struct flowtab_op, scale) + 7,
+               "an op's scale, ifidx, dscp, source are copied to the flow as one word");
 
 /* How many ops ahead of the one it applies a flush prefetches the flow
  * record: by then the index cell that names it has arrived. */
@@ -399,10 +406,8 @@ static inline __attribute__((always_inline)) int op_apply(struct flowtab *ft,
     memcpy(&v, &f->ivl_ce, 16), v += ce, memcpy(&f->ivl_ce, &v, 16);
     if (o->ts > f->last_ts)
         f->last_ts = o->ts;
-    f->dscp = o->dscp;
-    f->ifidx = o->ifidx;
-    f->sampling = scale;
-    f->source = o->source;
+    /* sampling = scale, ifidx, dscp, source (see the asserts at the top) */
+    memcpy(&f->sampling, &o->scale, 8);
     if (o->roce) {
         if (o->bth_opcode == DECODE_BTH_CNP)
             cnp_account(ft, id, scale);

@@ -100,9 +100,12 @@ int flowtab_update(struct flowtab *ft, const struct decode_pkt *pkt, uint16_t if
 struct flowtab_op {
     struct flow_key key;
     double   ts;
-    uint32_t hash, wire_len, scale; /* hash: set by the flush */
+    uint32_t hash, wire_len;  /* hash: set by the flush */
+    /* scale..source: laid out as struct flow's sampling..source, one copy */
+    uint32_t scale;
     uint16_t ifidx;
-    uint8_t  dscp, ecn, roce, bth_opcode, source;
+    uint8_t  dscp, source;
+    uint8_t  ecn, roce, bth_opcode;
 };
 struct flowtab_batch {
     uint32_t n;

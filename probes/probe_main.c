@@ -232,6 +232,31 @@ static bool telemetry_consume(struct probe *pr, const struct decode_pkt *pkt, co
     return true;
 }
 
+/* The full way for what the fast path declines; out of line, so that the
+ * fast path's frame stays small. */
+static __attribute__((noinline)) void on_packet_full(struct probe *pr, const struct probe_src *s,
+                                                     const struct pcap_pkthdr *h,
+                                                     const u_char *data, double ts)
+{
+    struct decode_pkt pkt;
+    int r = decode_frame(s->dlt, data, h->caplen, h->len, &pkt);
+    if (r < 0) {
+        pr->st.unparsed++;
+        pr->st.truncated += r == -EMSGSIZE;
+        return;
+    }
+    pr->st.truncated += (pkt.flags & DECODE_F_TRUNC) != 0;
+    pr->ivl_ce[s->ifidx] += pkt.ecn == 3;
+    if (pkt.roce)
+        pr->st.roce_opcodes[pkt.bth_opcode]++;
+    if (__builtin_expect(pr->mirror != NULL, 0) &&
+        telemetry_consume(pr, &pkt, data, h->caplen, ts))
+        return;
+    /* Batched: the table's cache misses overlap with reading the next
+     * packets (see flowtab.h). */
+    flowtab_batch_add(pr->ft, &pr->batch, &pkt, s->ifidx, ts, 1, FLOW_SRC_PCAP);
+}
+
 static void on_packet(u_char *user, const struct pcap_pkthdr *h, const u_char *data)
 {
     struct probe_src *s = (struct probe_src *)(void *)user;
@@ -255,23 +280,7 @@ static void on_packet(u_char *user, const struct pcap_pkthdr *h, const u_char *d
         flowtab_batch_add_fast(pr->ft, &pr->batch, &fp, h->len, s->ifidx, ts);
         return;
     }
-    struct decode_pkt pkt;
-    int r = decode_frame(s->dlt, data, h->caplen, h->len, &pkt);
-    if (r < 0) {
-        pr->st.unparsed++;
-        pr->st.truncated += r == -EMSGSIZE;
-        return;
-    }
-    pr->st.truncated += (pkt.flags & DECODE_F_TRUNC) != 0;
-    pr->ivl_ce[s->ifidx] += pkt.ecn == 3;
-    if (pkt.roce)
-        pr->st.roce_opcodes[pkt.bth_opcode]++;
-    if (__builtin_expect(pr->mirror != NULL, 0) &&
-        telemetry_consume(pr, &pkt, data, h->caplen, ts))
-        return;
-    /* Batched: the table's cache misses overlap with reading the next
-     * packets (see flowtab.h). */
-    flowtab_batch_add(pr->ft, &pr->batch, &pkt, s->ifidx, ts, 1, FLOW_SRC_PCAP);
+    on_packet_full(pr, s, h, data, ts);
 }
 
 /* ---- sFlow listener -------------------------------------------------- */
