@@ -526,6 +526,17 @@ static bool pinned_dir(const struct ctx *c, uint32_t d)
 struct ejlog;
 static bool in_log(const struct ejlog *lg, uint32_t i);
 
+/* Takes one unit of the ejection budget; false when it is spent. Never
+ * decrements past zero: a nested relieve may spend the last unit while its
+ * caller's loop still runs, and a wrapped counter would lift the cap. */
+static bool spend(struct ctx *c)
+{
+    if (c->eject_work == 0)
+        return false;
+    c->eject_work--;
+    return true;
+}
+
 /* The best single move off ds of a flow not in skip (NULL: none): the flow
  * whose best alternative leaves the lowest level max(ds after, new path), if
  * below lim. */
@@ -538,7 +549,7 @@ static uint32_t best_single(struct ctx *c, struct search *s, const struct assign
     uint32_t bf = NIL, nseen = 0;
     for (uint32_t slot = s->head[ds]; slot != NIL; slot = s->nxt[slot]) {
         uint32_t i = slot / H;
-        if (skip && (c->eject_work == 0 || --c->eject_work == 0))
+        if (skip && !spend(c))
             break;
         if ((skip && in_log(skip, i)) || !may_move(c, p, cur_ok, out, used, i) ||
             seen_before(seen, &nseen, TF_ARRAY_SIZE(seen), &fl[i]))
@@ -642,7 +653,7 @@ static bool relieve(struct ctx *c, struct search *s, const struct assign_params 
         if (after >= lim)
             continue;
         uint32_t n = cands(c, fl[i].src, fl[i].dst, fl[i].cls)->n;
-        for (uint32_t k = 0; k < n && lg->n < EJECT_LOG && c->eject_work > 0; k++, c->eject_work--) {
+        for (uint32_t k = 0; k < n && lg->n < EJECT_LOG && spend(c); k++) {
             /* Re-fetched: other flows' lookups may evict i's pair. */
             struct cand a = cands(c, fl[i].src, fl[i].dst, fl[i].cls)->c[k];
             uint32_t block[EJECT_BLOCKERS], nb = 0;
