@@ -23,6 +23,7 @@
 #define KMAX 256
 #define CACHE_SLOTS 256
 #define H TOPO_MAX_HOPS
+#define NIL_DIR UINT32_MAX
 
 struct cand { uint32_t idx; uint8_t nh; uint32_t d[H]; };
 
@@ -35,6 +36,21 @@ struct pairc {
     struct cand c[KMAX];
 };
 
+/* Decoding template of one (src, dst) on a closed-form Clos (topo->path_fast,
+ * both endpoints single-homed hosts), built once per pair so that a fill
+ * decodes its k candidates in O(1) each instead of re-deriving the meet
+ * level and searching the way down per path (paths.c, fast_dirs: up to
+ * spines x superspine uplinks per decode). Same indices and walks as
+ * fast_dirs: up choices in link order, first hop most significant, then the
+ * first way down in link order. Checked against topo_path_dirs on path 0 and
+ * the last path of every pair; a mismatch falls back to topo_path_dirs. */
+struct tmpl {
+    bool on;
+    int m;                        /* up hops to the meet level (1..3) */
+    uint32_t src, dst, ls, below, stamp;
+    uint32_t *mark, *dn1, *dn2, *via;  /* per node, valid where mark == stamp */
+};
+
 struct ctx {
     const struct assign_input *in;
     const struct topo *t;
@@ -42,6 +58,7 @@ struct ctx {
     uint32_t ndirs, k;
     double *load, *icap;
     struct pairc *cache;
+    struct tmpl tp;               /* closed-form decoding of the pair being filled */
     uint64_t eject_work;          /* flows and alternatives the ejections may still examine */
 };
 
@@ -140,9 +157,100 @@ static bool usable(const struct ctx *c, const struct cand *p, const struct assig
     return true;
 }
 
+/* Path idx of the pair the template was built for (idx < count). */
+static int tmpl_dirs(const struct ctx *c, uint32_t idx, uint32_t *d)
+{
+    const struct topo *t = c->t;
+    const struct tmpl *tp = &c->tp;
+    int n = 0;
+    d[n++] = topo_dir(t->up_links[t->nodes[tp->src].up_first], 0);
+    if (tp->m >= 2) {
+        uint32_t l = t->up_links[t->nodes[tp->ls].up_first + idx / tp->below];
+        d[n++] = topo_dir(l, 0);
+        uint32_t x = t->links[l].hi;
+        if (tp->m == 3) {
+            l = t->up_links[t->nodes[x].up_first + idx % tp->below];
+            d[n++] = topo_dir(l, 0);
+            x = t->links[l].hi;
+            if (tp->mark[x] != tp->stamp)
+                return -ENOENT;
+            d[n++] = tp->dn2[x];
+            x = tp->via[x];
+        }
+        if (tp->mark[x] != tp->stamp || tp->dn1[x] == NIL_DIR)
+            return -ENOENT;
+        d[n++] = tp->dn1[x];
+    }
+    d[n++] = topo_dir(t->up_links[t->nodes[tp->dst].up_first], 1);
+    return n;
+}
+
+/* Builds the template for (src, dst) when the closed form applies; count is
+ * the pair's path count. */
+static void tmpl_build(struct ctx *c, uint32_t src, uint32_t dst, uint64_t count)
+{
+    const struct topo *t = c->t;
+    struct tmpl *tp = &c->tp;
+    tp->on = false;
+    if (!tp->mark || !t->path_fast || src == dst || count == 0 || src >= t->nnodes || dst >= t->nnodes)
+        return;
+    const struct topo_node *a = &t->nodes[src], *b = &t->nodes[dst];
+    if (a->tier != TOPO_HOST || b->tier != TOPO_HOST || a->up_count != 1 || b->up_count != 1)
+        return;
+    uint32_t first[H], last[H];
+    int nf = topo_path_dirs(t, src, dst, 0, first, H);
+    int nl = topo_path_dirs(t, src, dst, count - 1, last, H);
+    if (nf < 2 || nf % 2 || nf > 6 || nl != nf)
+        return;
+    if (++tp->stamp == 0) {   /* wrapped: clear the marks once */
+        memset(tp->mark, 0, (size_t)t->nnodes * sizeof(uint32_t));
+        tp->stamp = 1;
+    }
+    tp->src = src;
+    tp->dst = dst;
+    tp->m = nf / 2;
+    tp->ls = t->links[t->up_links[a->up_first]].hi;
+    uint32_t ld = t->links[t->up_links[b->up_first]].hi;
+    tp->below = 1;
+    if (tp->m == 3) {
+        if (!t->nodes[tp->ls].up_count)
+            return;
+        tp->below = t->nodes[t->links[t->up_links[t->nodes[tp->ls].up_first]].hi].up_count;
+    }
+    /* The ways down: dn1[s] from spine s to ld (first link of ld to s);
+     * dn2[x] from superspine x to the first spine above ld (in ld's link
+     * order) that x serves, via[x] that spine (first link of it to x). */
+    const struct topo_node *L = &t->nodes[ld];
+    for (uint32_t k = 0; tp->m >= 2 && k < L->up_count; k++) {
+        uint32_t l = t->up_links[L->up_first + k], sp = t->links[l].hi;
+        if (tp->mark[sp] != tp->stamp) {
+            tp->mark[sp] = tp->stamp;
+            tp->dn1[sp] = topo_dir(l, 1);
+        }
+    }
+    for (uint32_t k = 0; tp->m == 3 && k < L->up_count; k++) {
+        uint32_t sp = t->links[t->up_links[L->up_first + k]].hi;
+        const struct topo_node *S = &t->nodes[sp];
+        for (uint32_t q = 0; q < S->up_count; q++) {
+            uint32_t l = t->up_links[S->up_first + q], x = t->links[l].hi;
+            if (tp->mark[x] != tp->stamp) {
+                tp->mark[x] = tp->stamp;
+                tp->dn1[x] = NIL_DIR;   /* a superspine is not a spine above ld */
+                tp->dn2[x] = topo_dir(l, 1);
+                tp->via[x] = sp;
+            }
+        }
+    }
+    uint32_t chk[H];
+    tp->on = true;
+    tp->on = tmpl_dirs(c, 0, chk) == nf && memcmp(chk, first, (size_t)nf * sizeof(uint32_t)) == 0 &&
+             tmpl_dirs(c, (uint32_t)(count - 1), chk) == nl && memcmp(chk, last, (size_t)nl * sizeof(uint32_t)) == 0;
+}
+
 static bool decode(const struct ctx *c, uint32_t src, uint32_t dst, uint32_t idx, struct cand *p)
 {
-    int n = topo_path_dirs(c->t, src, dst, idx, p->d, H);
+    int n = c->tp.on && c->tp.src == src && c->tp.dst == dst ? tmpl_dirs(c, idx, p->d)
+                                                          : topo_path_dirs(c->t, src, dst, idx, p->d, H);
     if (n < 0)
         return false;
     p->idx = idx;
@@ -189,17 +297,31 @@ static struct pairc *cands(struct ctx *c, uint32_t src, uint32_t dst, int cls)
     if (pc->count > ASSIGN_MAX_PATHS)
         pc->count = ASSIGN_MAX_PATHS;
     const struct assign_policy *pol = policy_of(c, cls);
+    tmpl_build(c, src, dst, pc->count);
     fill(c, pc, pol);
     if (pc->n == 0 && pol) {
         pc->ignored = true;
         fill(c, pc, NULL);
     }
+    c->tp.on = false;
     return pc;
 }
 
 /* Decodes path idx of the flow into p if it is usable under the pair's rules. */
 static bool path_usable(struct ctx *c, const struct assign_flow *f, uint32_t idx, struct cand *p)
 {
+    /* Without the pair's candidates when the answer does not need them: a
+     * decodable path that is usable under the class policy (or with no
+     * policy) proves the pair has a usable path and that the policy is not
+     * ignored. Only a policy-violating path needs to know whether the policy
+     * is ignored for the pair. */
+    if (idx == ASSIGN_NO_PATH)
+        return false;
+    const struct assign_policy *pol = policy_of(c, f->cls);
+    if (decode(c, f->src, f->dst, idx, p) && usable(c, p, pol))
+        return true;
+    if (!pol)
+        return false;
     struct pairc *pc = cands(c, f->src, f->dst, f->cls);
     if (idx == ASSIGN_NO_PATH || idx >= pc->count || pc->n == 0)
         return false;
@@ -902,8 +1024,13 @@ int assign_run(int algo, const struct assign_input *in, const struct assign_para
     c.load = malloc(((size_t)c.ndirs + 1) * sizeof(double));
     c.icap = malloc(((size_t)c.ndirs + 1) * sizeof(double));
     c.cache = calloc(CACHE_SLOTS, sizeof(struct pairc));
+    size_t nn = (size_t)in->t->nnodes + 1;
+    c.tp.mark = calloc(nn, sizeof(uint32_t));
+    c.tp.dn1 = malloc(nn * sizeof(uint32_t));
+    c.tp.dn2 = malloc(nn * sizeof(uint32_t));
+    c.tp.via = malloc(nn * sizeof(uint32_t));
     r = -ENOMEM;
-    if (!c.load || !c.icap || !c.cache)
+    if (!c.load || !c.icap || !c.cache || !c.tp.mark || !c.tp.dn1 || !c.tp.dn2 || !c.tp.via)
         goto out;
     for (uint32_t d = 0; d < c.ndirs; d++) {
         c.load[d] = in->bg_gbps ? in->bg_gbps[d] : 0;
@@ -920,9 +1047,15 @@ int assign_run(int algo, const struct assign_input *in, const struct assign_para
             res->moved++;
     }
     res->unconfined = 0;
+    struct cand pp;
     for (uint32_t i = 0; i < in->nflows; i++) {
         const struct assign_flow *f = &in->flows[i];
-        res->unconfined += res->path[i] != ASSIGN_NO_PATH && cands(&c, f->src, f->dst, f->cls)->ignored;
+        const struct assign_policy *pol = policy_of(&c, f->cls);
+        /* A path inside the policy proves it is not ignored for the pair. */
+        if (res->path[i] == ASSIGN_NO_PATH || !pol ||
+            (decode(&c, f->src, f->dst, res->path[i], &pp) && usable(&c, &pp, pol)))
+            continue;
+        res->unconfined += cands(&c, f->src, f->dst, f->cls)->ignored;
     }
     res->max_util = assign_loads(in, res->path, c.load);
     res->compute_s = tf_now_mono() - t0;
@@ -930,5 +1063,9 @@ out:
     free(c.load);
     free(c.icap);
     free(c.cache);
+    free(c.tp.mark);
+    free(c.tp.dn1);
+    free(c.tp.dn2);
+    free(c.tp.via);
     return r;
 }
