@@ -96,7 +96,13 @@ struct assign_result {
     uint32_t unroutable, unconfined;
     double max_util;            /* over every direction, background included */
     double compute_s;
+    /* tierflow's search work: local-search steps plus flows and alternatives
+     * examined by ejections. Bounded whatever the instance:
+     * <= ASSIGN_WORK_CAP(nflows), so the controller's interval is too. */
+    uint64_t work;
 };
+
+#define ASSIGN_WORK_CAP(nflows) (5 * (uint64_t)(nflows) + 101000)
 
 void assign_params_default(struct assign_params *p);
 int  assign_algo_parse(const char *name);          /* enum or -EINVAL */
