@@ -65,12 +65,12 @@ target "tierflow max util / lower bound (24K)" "$(printf %.4f "$r")" "<=" 1.05 "
 echo
 
 echo "(b2) the same job with fragmented placement (ranks on a seeded permutation of the hosts: place=shuffle)"
-run_scale b2 clos3:pods=8,racks=192,hosts=16 job:8,1,4,768,place=shuffle 3 ecmp,gff
-if run_scale b2 clos3:pods=8,racks=192,hosts=16 job:8,1,4,768,place=shuffle 3 tierflow 120; then
+run_scale b2 clos3:pods=8,racks=192,hosts=16 job:8,1,4,768,place=shuffle 3 ecmp,gff,tierflow 120
+if [ "$(jq -r 'has("algorithms")' "$tmp/out" 2>/dev/null)" = true ]; then
   target "tierflow compute time (24K, fragmented)" "$(printf %.3f "$(jq .algorithms.tierflow.compute_s "$tmp/out")")" "<" 1 " s"
   target "tierflow max util / lower bound (24K, fragmented)" "$(printf %.4f "$(jq .algorithms.tierflow.ratio_to_bound "$tmp/out")")" "<=" 1.05 ""
 else
-  echo "target missed: tierflow compute time (24K, fragmented) > 120 s (want < 1 s)"
+  echo "target missed: tierflow compute time (24K, fragmented) > 120 s guard (want < 1 s)"
 fi
 echo
 
