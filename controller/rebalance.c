@@ -109,6 +109,10 @@ json_t *rebalance_plan_json(const struct plan *p)
     return json_pack("{so}", "switches", sws);
 }
 
+/* Non-fat load on a direction, as a share of its capacity, from which a lone
+ * fat flow there counts as contended. */
+#define REBALANCE_HOT_BG_SHARE 0.2
+
 /* One fat flow of the snapshot. */
 struct snap {
     struct state_flow_key k;
@@ -128,6 +132,7 @@ struct round {
     double *bps, *ce, *bg;
     uint32_t *nfat;
     uint8_t *down, *hot;
+    uint32_t nhot;               /* contended directions: the assignment runs only if > 0 */
     struct snap *f;
     size_t n;
     json_t *congested;
@@ -199,7 +204,15 @@ static int snapshot(struct rebalance *rb, double now, struct round *r)
         const char *why = r->down[d] && r->nfat[d] ? "down" : u > c->util ? "util" : r->ce[d] > c->ce_frac ? "ce" : NULL;
         if (!why)
             continue;
-        r->hot[d] = 1;
+        /* Hedera's demand inflation (estimate()) is for flows held down by
+         * contention: several fat flows on one direction, a failed link, or
+         * heavy non-fat background. A lone fat flow filling its link is
+         * saturated, not contended: it would fill any path, and inflating it
+         * made the loop move flows to escape a few percent of ACKs. Such a
+         * direction is still listed as congested. */
+        r->hot[d] = r->down[d] || r->nfat[d] >= 2 ||
+                    (r->nfat[d] == 1 && r->bg[d] >= REBALANCE_HOT_BG_SHARE * topo_dir_gbps(t, d));
+        r->nhot += r->hot[d];
         json_array_append_new(r->congested, json_pack("{sI ss ss sf sf sI ss}", "dir", (json_int_t)d, "from",
                                                       nm(t, topo_dir_from(t, d)), "to", nm(t, topo_dir_to(t, d)),
                                                       "util", u, "ce_frac", r->ce[d], "fat_flows",
@@ -424,7 +437,7 @@ static int run_round(struct rebalance *rb, double now, bool dry_run, bool automa
         before = load ? assign_loads(&in, path, load) : 0;
         after = before;
         free(load);
-        if (json_array_size(r.congested) > 0 && r.n > 0) {
+        if (r.nhot > 0 && r.n > 0) {
             struct assign_params ap;
             assign_params_default(&ap);
             ap.max_moves = automatic && now < rb->settle_until ? 0 : c->max_moves;

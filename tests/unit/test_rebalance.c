@@ -35,6 +35,7 @@ struct fx {
     struct config cfg;
     struct rebalance rb;
     int dscp;                    /* of every reported flow */
+    double bg[5];                /* non-fat load (Gb/s) added to L1's uplink to S1..S4 */
 };
 
 static int setup(void **state)
@@ -73,6 +74,8 @@ static void report(struct fx *x, double now, const char *down, int n, const int 
     double tx[5] = {0};
     for (int i = 0; i < n; i++)
         tx[spine[i][1] - '0'] += gbps[i];
+    for (int sp = 1; sp <= 4; sp++)
+        tx[sp] += x->bg[sp];
     o += (size_t)snprintf(body + o, sizeof(body) - o, "{\"probe\": \"L1\", \"links\": [");
     for (int sp = 1; sp <= 4; sp++) {
         char name[4] = {'S', (char)('0' + sp), 0};
@@ -225,6 +228,34 @@ static void settle_after_moves(void **state)
     assert_int_equal(auto_moves(x, T0 + 10), 1);
 }
 
+/* Two fat flows, each alone on its uplink and filling it, with a few percent
+ * of other traffic (ACKs) beside them and idle uplinks next to them: that is
+ * saturation, not a collision. No demand is inflated (the estimate before is
+ * the measured load) and nothing moves; two flows sharing an uplink still
+ * count as contended. */
+static void saturated_alone_is_not_moved(void **state)
+{
+    struct fx *x = *state;
+    const int sp[] = {1, 2};
+    const char *on[] = {"S1", "S2"};
+    const double g[] = {95, 95};
+    x->bg[1] = x->bg[2] = 6;
+    report(x, T0, NULL, 2, sp, on, g);
+    json_t *out = NULL;
+    assert_int_equal(rebalance_run(&x->rb, T0, true, &out), 0);
+    assert_int_equal(json_integer_value(json_object_get(out, "moved")), 0);
+    double before = json_real_value(json_object_get(out, "max_util_before"));
+    assert_true(before > 1.0 && before < 1.02); /* (95 + 6) / 100, not (100 + 6) / 100 */
+    json_decref(out);
+    assert_int_equal(round_moves(x, T0), 0);
+    /* The same two flows on one uplink: contended, so they are spread. */
+    const char *both[] = {"S1", "S1"};
+    x->bg[2] = 0;
+    report(x, T0 + 1, NULL, 2, sp, both, g);
+    assert_true(round_moves(x, T0 + 1) >= 1);
+    assert_string_not_equal(fx_spine(&x->st, flow(x, 0, 1)), fx_spine(&x->st, flow(x, 1, 2)));
+}
+
 static void recently_moved_flow_stays(void **state)
 {
     struct fx *x = *state;
@@ -367,6 +398,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(collision_moves_one_then_plan_is_stable, setup, teardown),
         cmocka_unit_test_setup_teardown(recently_moved_flow_stays, setup, teardown),
         cmocka_unit_test_setup_teardown(settle_after_moves, setup, teardown),
+        cmocka_unit_test_setup_teardown(saturated_alone_is_not_moved, setup, teardown),
         cmocka_unit_test_setup_teardown(max_moves_and_hysteresis, setup, teardown),
         cmocka_unit_test_setup_teardown(dry_run_changes_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(class_via_subset, setup, teardown),
