@@ -979,16 +979,7 @@ out:
 
 /* ---- driver ------------------------------------------------------------- */
 
-__attribute__((format(printf, 3, 4)))
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    if (err && errlen)
-        vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -EINVAL;
-}
+#define fail(err, errlen, ...) tf_fail((err), (errlen), -EINVAL, __VA_ARGS__)
 
 static int check(const struct assign_input *in, const struct assign_params *p, char *err, size_t errlen)
 {
