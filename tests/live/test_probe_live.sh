@@ -14,28 +14,12 @@ for b in "$TF_BIN/tierflow-probe" "$TF_TOOLS/report_sink"; do
 done
 command -v iperf3 >/dev/null && command -v jq >/dev/null || { t_skip live "needs iperf3 and jq"; t_done; }
 
-A="tfprb$$a" B="tfprb$$b" T=$(mktemp -d /tmp/tfprb-live.XXXXXX)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
-  ip netns del "$A" 2>/dev/null; ip netns del "$B" 2>/dev/null
-  rm -rf "$T"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-
-ip netns add "$A" && ip netns add "$B" || { t_fail "create namespaces"; t_done; }
-ip link add tfpv0 netns "$A" type veth peer name tfpv1 netns "$B"
-ip -n "$A" addr add 10.77.0.1/24 dev tfpv0 && ip -n "$B" addr add 10.77.0.2/24 dev tfpv1
-ip -n "$A" link set lo up && ip -n "$B" link set lo up
-ip -n "$A" link set tfpv0 up && ip -n "$B" link set tfpv1 up
+. "$(dirname "$0")/../lib/nspair.sh"
+nspair_up "tfprb$$" 10.77.0 tfpv
 tc -n "$A" qdisc add dev tfpv0 root handle 1: htb default 10
 tc -n "$A" class add dev tfpv0 parent 1: classid 1:10 htb rate 200mbit ceil 200mbit 2>/dev/null
 echo "s3cret-token-$$" >"$T/token"
 
-# wait_for SECONDS CMD...: polls CMD every 0.1 s (readiness, not a timing assertion)
-wait_for() { local n=$(($1 * 10)); shift; while ! "$@" 2>/dev/null; do n=$((n - 1)); [ $n -le 0 ] && return 1; sleep 0.1; done; }
 
 listening() { ip netns exec "$1" ss -Hltn "sport = :$2" | grep -q .; }
 

@@ -18,22 +18,8 @@ for b in "$TF_BIN/tierflow-probe" "$TF_TOOLS/telemetry_send"; do
 done
 command -v jq >/dev/null || { t_skip live "needs jq"; t_done; }
 
-A="tftel$$a" B="tftel$$b" T=$(mktemp -d /tmp/tftel-live.XXXXXX)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
-  ip netns del "$A" 2>/dev/null; ip netns del "$B" 2>/dev/null
-  rm -rf "$T"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-
-ip netns add "$A" && ip netns add "$B" || { t_fail "create namespaces"; t_done; }
-ip link add tftv0 netns "$A" type veth peer name tftv1 netns "$B"
-ip -n "$A" addr add 10.78.0.1/24 dev tftv0 && ip -n "$B" addr add 10.78.0.2/24 dev tftv1
-for n in "$A" "$B"; do ip -n "$n" link set lo up; done
-ip -n "$A" link set tftv0 up && ip -n "$B" link set tftv1 up
+. "$(dirname "$0")/../lib/nspair.sh"
+nspair_up "tftel$$" 10.78.0 tftv
 
 cat >"$T/map.json" <<'MAP'
 {"sflow":  [{"agent": "10.78.0.1", "ifindex": 7, "node": "L1", "if": "eth1", "link_gbps": 100}],
@@ -43,7 +29,6 @@ MAP
 ip netns exec "$B" "$TF_BIN/tierflow-probe" -i tftv1 --sflow-listen 6343 --mirror-map "$T/map.json" \
   --interval 1 --node MGMT --format json >"$T/reports" 2>"$T/probe.err" &
 probe=$!; pids+=($probe)
-wait_for() { local n=$(($1 * 10)); shift; while ! "$@" 2>/dev/null; do n=$((n - 1)); [ $n -le 0 ] && return 1; sleep 0.1; done; }
 udp_bound() { ip netns exec "$B" ss -Hlun "sport = :6343" | grep -q .; }
 wait_for 10 udp_bound || t_fail "probe listens on UDP 6343" "$(cat "$T/probe.err")"
 wait_for 10 test -s "$T/reports" || t_fail "probe emits a first report" "$(cat "$T/probe.err")"
