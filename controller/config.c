@@ -79,6 +79,15 @@ static const struct config_key *config_find(const char *name)
     return NULL;
 }
 
+/* The key, or NULL with the error every setter gives for an unknown one. */
+static const struct config_key *config_key_or_err(const char *name, char *err, size_t errlen)
+{
+    const struct config_key *k = config_find(name);
+    if (!k)
+        snprintf(err, errlen, "unknown config key '%.64s'", name);
+    return k;
+}
+
 static int choice_ok(const char *choices, const char *v)
 {
     size_t n = strlen(v);
@@ -134,11 +143,9 @@ static int set_number(struct config *c, const struct config_key *k, double v,
 
 int config_set_str(struct config *c, const char *key, const char *value, char *err, size_t errlen)
 {
-    const struct config_key *k = config_find(key);
-    if (!k) {
-        snprintf(err, errlen, "unknown config key '%.64s'", key);
+    const struct config_key *k = config_key_or_err(key, err, errlen);
+    if (!k)
         return -ENOENT;
-    }
     switch (k->type) {
     case CK_STR:
     case CK_ENUM:
@@ -192,11 +199,9 @@ void config_defaults(struct config *c)
 
 static int set_json(struct config *c, const char *name, json_t *v, char *err, size_t errlen)
 {
-    const struct config_key *k = config_find(name);
-    if (!k) {
-        snprintf(err, errlen, "unknown config key '%.64s'", name);
+    const struct config_key *k = config_key_or_err(name, err, errlen);
+    if (!k)
         return -ENOENT;
-    }
     switch (k->type) {
     case CK_STR:
     case CK_ENUM:

@@ -4,8 +4,10 @@
  * DESIGN 2.3 report on stdout (JSON lines or a table) and, with --controller,
  * POSTs it to the controller.
  *
- * The per-packet path is decode_frame + flowtab_update + a few counters: no
- * allocation, no system call, no lock. Everything else (link counters,
+ * The per-packet path is a decode (decode_fast_eth for plain Ethernet/IPv4
+ * TCP/UDP, decode_frame for the rest) queued into the flow table's batch
+ * (flowtab_batch_add*, applied with prefetch at each flush) plus a few
+ * counters: no allocation, no system call, no lock. Everything else (link counters,
  * reports, POST) happens once per interval. Intervals follow the wall clock
  * live and packet time with -r.
  *
