@@ -17,6 +17,7 @@
 #include "common/util.h"
 #include "controller/backend.h"
 #include "controller/planbuild.h"
+#include "controller/state.h"
 
 enum ck_type { CK_STR, CK_LONG, CK_DOUBLE, CK_BOOL, CK_ENUM };
 
@@ -65,7 +66,7 @@ static const struct config_key config_keys[] = {
     {"limits.connection_timeout", CK_LONG, F(connection_timeout), "10", 1, 3600, NULL},
     {"limits.max_body", CK_LONG, F(max_body), "8388608", 1024, 268435456, NULL},
     {"limits.max_flows_per_report", CK_LONG, F(max_flows_per_report), "100000", 1, 1000000, NULL},
-    {"limits.max_flows", CK_LONG, F(max_flows), "1000000", 16, 16000000, NULL},
+    {"limits.max_flows", CK_LONG, F(max_flows), "1000000", 16, STATE_MAX_FLOWS, NULL},
     {"limits.rate_limit", CK_LONG, F(rate_limit), "0", 0, 10000000, NULL},
     {"limits.threads", CK_LONG, F(threads), "4", 1, 64, NULL},
 };

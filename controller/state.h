@@ -38,6 +38,7 @@ struct classes;
 #define STATE_UNMAPPED_MAX 8
 #define STATE_AGE_OUT 10.0       /* drop flows silent for this many stale periods */
 #define STATE_MAX_JOBS 64
+#define STATE_MAX_FLOWS 16000000 /* ceiling of limits.max_flows; also bounds a flow page's offset */
 
 struct state_dir {
     double bps;                  /* measured tx rate leaving `from` */

@@ -1,18 +1,22 @@
 /*
  * ctl_fixture: shared by the controller's unit suites (test_ingest,
- * test_state, test_rebalance): a 2-leaf x 4-spine fabric with 2 hosts per
- * leaf, leaf uplinks carrying interface names and /31 addresses like the
- * emulated fabric writes them (so that plans can be built), and a helper that
- * posts a report through the same parse + apply path as the daemon.
+ * test_state, test_rebalance, test_api_flows): a 2-leaf x 4-spine fabric
+ * with 2 hosts per leaf, leaf uplinks carrying interface names and /31
+ * addresses like the emulated fabric writes them (so that plans can be
+ * built), a helper that posts a report through the same parse + apply path
+ * as the daemon, and one that GETs a view through the same handler.
  * Header-only (static functions): the test build links each suite alone.
  */
 #ifndef TF_CTL_FIXTURE_H
 #define TF_CTL_FIXTURE_H
 
+#include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/util.h"
+#include "controller/api.h"
 #include "controller/ingest.h"
 #include "controller/state.h"
 #include "policy/topo.h"
@@ -54,6 +58,38 @@ static inline int fx_post(struct state *s, const char *json, double now, struct 
     ingest_batch_free(b);
     test_free(b);
     return rc;
+}
+
+/* A query as {key, value, key, value, ..., NULL} (api_req.arg). */
+static inline const char *fx_arg(void *ctx, const char *key)
+{
+    const char *const *kv = ctx;
+    for (; kv && kv[0]; kv += 2)
+        if (strcmp(kv[0], key) == 0)
+            return kv[1];
+    return NULL;
+}
+
+/* GET path?args on state s through api_handle: the status, the body parsed
+ * into *out (every reply is a JSON object, errors too) and, when cacheable
+ * is not NULL, whether httpd may serve the reply again while the state is
+ * unchanged. */
+static inline unsigned fx_get(struct state *s, const char *path, const char **args, json_t **out, bool *cacheable)
+{
+    struct api a;
+    api_init(&a);
+    a.st = s;
+    struct api_req q = {.method = "GET", .path = path, .arg = fx_arg, .argctx = args};
+    struct api_reply r;
+    api_handle(&a, &q, &r);
+    json_error_t je;
+    *out = json_loadb(r.body ? r.body : "", r.len, 0, &je);
+    assert_non_null(*out);
+    free(r.body);
+    api_destroy(&a);
+    if (cacheable)
+        *cacheable = r.cacheable;
+    return r.status;
 }
 
 /* RoCE flow key src -> dst, UDP sport, dport 4791. */

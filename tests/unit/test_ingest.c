@@ -346,15 +346,6 @@ static void too_many_flows_before_entries(void **st)
     test_free(b);
 }
 
-static const char *dummy_arg(void *ctx, const char *key)
-{
-    const char *const *kv = ctx;
-    for (; kv && kv[0]; kv += 2)
-        if (strcmp(kv[0], key) == 0)
-            return kv[1];
-    return NULL;
-}
-
 /* GET /api/v1/flows says how each rate was measured. */
 static void flows_view_shows_estimates(void **st)
 {
@@ -368,17 +359,9 @@ static void flows_view_shows_estimates(void **st)
                               " \"bps\": 3e10, \"fat\": true, \"source\": \"erspan\"},"
                               "{\"src\": \"10.0.1.1\", \"dst\": \"10.0.2.2\", \"proto\": 17, \"sport\": 3, \"if\": \"swp3\","
                               " \"bps\": 2e10}]}", tf_now_real(), NULL), 0);
-    struct api a;
-    api_init(&a);
-    a.st = &s;
     const char *args[] = {"limit", "10", NULL};
-    struct api_req q = {.method = "GET", .path = "/api/v1/flows", .arg = dummy_arg, .argctx = args};
-    struct api_reply r;
-    api_handle(&a, &q, &r);
-    assert_int_equal(r.status, 200);
-    json_error_t je;
-    json_t *o = json_loadb(r.body, r.len, 0, &je);
-    assert_non_null(o);
+    json_t *o;
+    assert_int_equal(fx_get(&s, "/api/v1/flows", args, &o, NULL), 200);
     json_t *fl = json_object_get(o, "flows");
     assert_int_equal(json_array_size(fl), 3);
     /* Sorted by rate: the sampled one first. */
@@ -392,8 +375,6 @@ static void flows_view_shows_estimates(void **st)
         assert_int_equal(json_is_true(json_object_get(f, "estimated")), want[i].estimated);
     }
     json_decref(o);
-    free(r.body);
-    api_destroy(&a);
     state_free(&s);
 }
 
