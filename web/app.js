@@ -7,7 +7,7 @@ import { get, q } from './api.js';
 import { natCmp, clock } from './fmt.js';
 import { renderFabric, renderLegend } from './fabric.js';
 import { recordPaths, renderHeatmap } from './heatmap.js';
-import { initFlows, renderFlows } from './flows.js';
+import { initFlows, renderFlows, FLOWS_QUERY } from './flows.js';
 import { renderHeader, renderClasses, renderEvents } from './panels.js';
 import { initRebalance } from './rebalance.js';
 
@@ -68,7 +68,7 @@ async function pollOnce() {
   const wantPaths = src && dst && src !== dst;
   const names = ['status', 'topology', 'flows', 'classes', 'events', 'paths'];
   const res = await Promise.allSettled([
-    get('status'), get('topology'), get(`flows${q({ fat: 'true', limit: 1000 })}`), get('classes'),
+    get('status'), get('topology'), get(`flows${q(FLOWS_QUERY)}`), get('classes'),
     get(`events${q({ limit: 50 })}`), wantPaths ? get(`paths${q({ src, dst })}`) : Promise.resolve(null),
   ]);
   const ok = Object.fromEntries(names.map((n, i) => [n, res[i].status === 'fulfilled' ? res[i].value : undefined]));

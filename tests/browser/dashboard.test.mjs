@@ -227,6 +227,9 @@ const badResponses = [];
 page.on('response', (r) => {
   if (r.status() >= 400 && !(r.status() === 401 && r.url().includes('/api/v1/rebalance'))) badResponses.push(`${r.status()} ${r.url()}`);
 });
+// The fat-flow table must not rely on the API's default page (100 flows).
+const flowsUrls = [];
+page.on('request', (r) => { if (r.url().includes('/api/v1/flows')) flowsUrls.push(new URL(r.url())); });
 page.setDefaultTimeout(10000);
 
 async function step(name, fn) {
@@ -273,6 +276,8 @@ await step('the fat-flow table lists the posted flows', async () => {
   const missing = FAT.filter((f) => !rows.some((r) => r.text.includes(`${f.src}:${f.sport} → ${f.dst}:${f.dport}`)));
   ok(`the fat-flow table lists the ${FAT.length} posted fat flows`, missing.length === 0 && rows.length === FAT.length, { missing: missing.map((f) => f.key), rows: rows.length });
   ok('the non-fat flow is not listed', !rows.some((r) => r.text.includes('40100')));
+  ok('the table asks for fat=true&limit=1000 explicitly', flowsUrls.length > 0 &&
+    flowsUrls.every((u) => u.searchParams.get('fat') === 'true' && u.searchParams.get('limit') === '1000'), flowsUrls.slice(0, 3).map(String));
   const f2 = rows.find((r) => r.text.includes(':49153 →'));
   ok('a row shows rate, path and CE', f2 && f2.text.includes('49.0 Gb/s') && !f2.text.includes('≈') && /^H2>L1>S\d>L2>H6$/.test(f2.path) && f2.text.includes('⚑ 2.0%'), f2);
   const est = await page.$$eval('#flows-table tr[data-estimated="true"]', (els) => els.map((e) => ({ text: e.textContent, rate: [...e.querySelectorAll('td.num')].map((td) => ({ text: td.textContent, title: td.title })) })));
