@@ -4,12 +4,16 @@
 #include "probes/capture.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "common/util.h"
 #include "probes/decode.h"
+#include "probes/savefile.h"
 
 static int capture_check_dlt(struct capture *c)
 {
@@ -22,17 +26,18 @@ static int capture_check_dlt(struct capture *c)
     return -EPROTONOSUPPORT;
 }
 
+/* Compiles and sets the filter; the program stays in c->prog for the
+ * records savefile.c reads (libpcap only filters what it reads itself). */
 static int capture_set_filter(struct capture *c, const char *filter)
 {
-    struct bpf_program prog;
     if (!filter)
         return 0;
-    if (pcap_compile(c->p, &prog, filter, 1, PCAP_NETMASK_UNKNOWN) < 0) {
+    if (pcap_compile(c->p, &c->prog, filter, 1, PCAP_NETMASK_UNKNOWN) < 0) {
         log_err("--filter '%s' on %s: %s", filter, c->src, pcap_geterr(c->p));
         return -EINVAL;
     }
-    int r = pcap_setfilter(c->p, &prog);
-    pcap_freecode(&prog);
+    c->has_prog = true;
+    int r = pcap_setfilter(c->p, &c->prog);
     if (r < 0) {
         log_err("--filter '%s' on %s: %s", filter, c->src, pcap_geterr(c->p));
         return -EINVAL;
@@ -133,13 +138,49 @@ int capture_open_file(struct capture *c, const char *path, const struct capture_
     int r = capture_check_dlt(c);
     if (!r)
         r = capture_set_filter(c, o->filter);
-    if (r)
+    if (r) {
         capture_close(c);
-    return r;
+        return r;
+    }
+    /* The records of a classic pcap file: read in blocks (savefile.h says
+     * why). Anything savefile.c declines stays with libpcap, which has
+     * already checked the file. So do pipes and other streams: libpcap has
+     * already read ahead of the header there, a second reader cannot start
+     * over. */
+    int fd = o->libpcap_reader || strcmp(path, "-") == 0 ? -1 : open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))) {
+        close(fd);
+        fd = -1;
+    }
+    if (fd >= 0 && (r = savefile_open(&c->sf, fd, pcap_snapshot(c->p))) < 0 && r != -ENOTSUP)
+        log_warn("-r %s: reading with libpcap: %s", path, strerror(-r));
+    log_info("-r %s: records read by %s", path, c->sf ? "the block reader" : "libpcap");
+    return 0;
+}
+
+/* pcap_dispatch() for a savefile.c source: the same count, filter and
+ * callback; the records are handed out in place. */
+static int dispatch_savefile(struct capture *c, int max, pcap_handler cb, u_char *user)
+{
+    struct pcap_pkthdr h;
+    const uint8_t *d;
+    int n = 0, r;
+    while ((max <= 0 || n < max) && (r = savefile_next(c->sf, &h, &d)) != 0) {
+        if (r < 0)
+            return -EIO;
+        if (c->has_prog && !pcap_offline_filter(&c->prog, &h, d))
+            continue;
+        cb(user, &h, d);
+        n++;
+    }
+    return n;
 }
 
 int capture_dispatch(struct capture *c, int max, pcap_handler cb, u_char *user)
 {
+    if (c->sf)
+        return dispatch_savefile(c, max, cb, user);
     int n = pcap_dispatch(c->p, max, cb, user);
     if (n == PCAP_ERROR_BREAK)
         return -EINTR;
@@ -150,7 +191,7 @@ int capture_dispatch(struct capture *c, int max, pcap_handler cb, u_char *user)
 
 const char *capture_error(struct capture *c)
 {
-    return pcap_geterr(c->p);
+    return c->sf && savefile_error(c->sf)[0] ? savefile_error(c->sf) : pcap_geterr(c->p);
 }
 
 int capture_poll(const struct capture *cs, size_t n, int extra_fd, int timeout_ms)
@@ -187,6 +228,11 @@ int capture_drops(struct capture *c, uint64_t *drops)
 
 void capture_close(struct capture *c)
 {
+    savefile_close(c->sf);
+    c->sf = NULL;
+    if (c->has_prog)
+        pcap_freecode(&c->prog);
+    c->has_prog = false;
     if (c->p)
         pcap_close(c->p);
     c->p = NULL;

@@ -7,7 +7,10 @@
  * together with poll(). With TPACKET_V3 a block is only handed over when it
  * fills or its timeout expires, and poll() may not wake for the timeout, so
  * capture_poll() never sleeps longer than libpcap's required select timeout.
- * Files (pcap and pcapng) are read with pcap_open_offline.
+ * Files (pcap and pcapng) are opened with pcap_open_offline, which checks
+ * the file and gives its link type; the records of a classic pcap file
+ * (version 2.4) are then read by savefile.c in large blocks, everything else
+ * by libpcap (or everything, with libpcap_reader).
  *
  * Invariants: a source is only opened when decode understands its link type
  * (others are refused with an error naming the type); every failure is
@@ -28,7 +31,10 @@ struct capture_opts {
     int buffer_mb;        /* kernel buffer, 0 = libpcap's default */
     int timeout_ms;       /* TPACKET_V3 block timeout, default 100 */
     const char *filter;   /* BPF expression or NULL */
+    bool libpcap_reader;  /* files: libpcap reads every record (see savefile.h) */
 };
+
+struct savefile;
 
 struct capture {
     pcap_t *p;
@@ -38,6 +44,9 @@ struct capture {
     int fd;               /* selectable fd, -1 for files */
     int poll_ms;          /* longest safe poll() sleep, -1 when unbounded */
     bool offline;
+    struct savefile *sf;  /* files read by savefile.c, else NULL */
+    struct bpf_program prog; /* the filter, applied to sf's records */
+    bool has_prog;
 };
 
 /* Return 0, or -ENODEV (no such interface), -EPERM (no permission),

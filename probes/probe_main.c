@@ -54,6 +54,7 @@ struct probe_opts {
     uint64_t max_flows, top, snaplen, buffer_mb;
     enum report_fmt fmt;
     int log_level;
+    bool libpcap_reader;      /* --file-reader libpcap */
 };
 
 struct probe;
@@ -408,14 +409,15 @@ static void usage(FILE *f)
         "         [--node NAME] [--controller URL] [--token-file F] [--interval SEC]\n"
         "         [--fat-share 0.10] [--link-gbps N] [--filter BPF] [--format json|table]\n"
         "         [--max-flows N] [--top N] [--snaplen N] [--buffer-size MB]\n"
-        "         [--idle-timeout SEC] [--log-level LEVEL] [--help] [--version]\n"
+        "         [--idle-timeout SEC] [--file-reader auto|libpcap] [--log-level LEVEL]\n"
+        "         [--help] [--version]\n"
         "       switch telemetry (sFlow v5, ERSPAN), with -i, -r or on its own:\n"
         "         [--sflow-listen [ADDR:]PORT] [--mirror-map FILE] [--telemetry]\n"
         "See tierflow-probe(1).\n");
 }
 
 enum { O_NODE = 256, O_CTL, O_TOKEN, O_IVL, O_FAT, O_GBPS, O_FILTER, O_FMT, O_MAXF, O_TOP,
-       O_SNAP, O_BUF, O_IDLE, O_LOG, O_HELP, O_VER, O_MAP, O_SFLOW, O_TEL };
+       O_SNAP, O_BUF, O_IDLE, O_LOG, O_HELP, O_VER, O_MAP, O_SFLOW, O_TEL, O_READER };
 
 static const struct option long_opts[] = {
     {"interface", required_argument, 0, 'i'}, {"read", required_argument, 0, 'r'},
@@ -428,7 +430,8 @@ static const struct option long_opts[] = {
     {"idle-timeout", required_argument, 0, O_IDLE}, {"log-level", required_argument, 0, O_LOG},
     {"help", no_argument, 0, O_HELP}, {"version", no_argument, 0, O_VER},
     {"mirror-map", required_argument, 0, O_MAP}, {"sflow-listen", required_argument, 0, O_SFLOW},
-    {"telemetry", no_argument, 0, O_TEL}, {0, 0, 0, 0},
+    {"telemetry", no_argument, 0, O_TEL}, {"file-reader", required_argument, 0, O_READER},
+    {0, 0, 0, 0},
 };
 
 static int bad_opt(const char *name, const char *val, const char *why)
@@ -517,6 +520,11 @@ static int parse_opts(int argc, char **argv, struct probe_opts *o)
         case O_MAP: o->mirror_map = a; o->telemetry = true; break;
         case O_SFLOW: o->sflow_listen = a; o->telemetry = true; break;
         case O_TEL: o->telemetry = true; break;
+        case O_READER:
+            if (strcmp(a, "auto") && strcmp(a, "libpcap"))
+                r = bad_opt("--file-reader", a, "must be auto or libpcap");
+            o->libpcap_reader = strcmp(a, "libpcap") == 0;
+            break;
         case O_HELP: usage(stdout); return -1;
         case O_VER: printf("tierflow-probe %s\n", TF_VERSION); return -1;
         case ':': r = bad_opt(n, "", "needs a value"); break;
@@ -545,7 +553,7 @@ static int parse_opts(int argc, char **argv, struct probe_opts *o)
 static int open_sources(struct probe *pr)
 {
     struct capture_opts co = {.snaplen = (int)pr->o.snaplen, .buffer_mb = (int)pr->o.buffer_mb,
-                              .filter = pr->o.filter};
+                              .filter = pr->o.filter, .libpcap_reader = pr->o.libpcap_reader};
     size_t n = pr->offline ? 1 : pr->o.nifs;
     for (size_t i = 0; i < n; i++) {
         int r = pr->offline ? capture_open_file(&pr->cap[i], pr->o.file, &co)

@@ -1,7 +1,13 @@
 /*
  * gencap: writes a synthetic fabric capture for the probe benchmark.
  *
- *   gencap OUT.pcap [NPKTS]     (default 5,000,000 packets)
+ *   gencap OUT.pcap [NPKTS] [--swapped] [--nsec] [--snaplen N]
+ *                               (default 5,000,000 packets)
+ *
+ * --swapped writes the file in the other byte order, --nsec with nanosecond
+ * timestamps, --snaplen N puts N in the file header without cutting the
+ * records (a record longer than N is one libpcap cuts to N): variants that
+ * the capture tests read with both of the probe's readers.
  *
  * The mix, deterministic (fixed-seed xorshift):
  *   60%  RoCEv2 fat flows: 8 QPs over 4 host pairs, 4154-byte frames (4 KiB
@@ -119,11 +125,24 @@ static void mouse(struct rec *r)
     r->len = wire;
 }
 
+static uint32_t out32(uint32_t v, int swapped) { return swapped ? __builtin_bswap32(v) : v; }
+
 int main(int argc, char **argv)
 {
-    uint64_t n = 5000000;
-    if (argc < 2 || argc > 3 || (argc == 3 && (n = strtoull(argv[2], NULL, 10)) == 0)) {
-        fprintf(stderr, "usage: gencap OUT.pcap [NPKTS]\n");
+    uint64_t n = 5000000, snaplen = 128;
+    int swapped = 0, nsec = 0, bad = argc < 2;
+    for (int i = 2; i < argc && !bad; i++) {
+        if (strcmp(argv[i], "--swapped") == 0)
+            swapped = 1;
+        else if (strcmp(argv[i], "--nsec") == 0)
+            nsec = 1;
+        else if (strcmp(argv[i], "--snaplen") == 0 && i + 1 < argc)
+            bad = (snaplen = strtoull(argv[++i], NULL, 10)) == 0 || snaplen > 262144;
+        else
+            bad = i != 2 || (n = strtoull(argv[i], NULL, 10)) == 0;
+    }
+    if (bad) {
+        fprintf(stderr, "usage: gencap OUT.pcap [NPKTS] [--swapped] [--nsec] [--snaplen N]\n");
         return 2;
     }
     FILE *f = fopen(argv[1], "wb");
@@ -133,7 +152,12 @@ int main(int argc, char **argv)
     }
     static char buf[1 << 20];
     setvbuf(f, buf, _IOFBF, sizeof(buf));
-    uint32_t gh[6] = {0xa1b2c3d4, 0x00040002, 0, 0, 128, 1};
+    uint16_t ver[2] = {2, 4};
+    if (swapped)
+        ver[0] = __builtin_bswap16(ver[0]), ver[1] = __builtin_bswap16(ver[1]);
+    uint32_t gh[6] = {out32(nsec ? 0xa1b23c4d : 0xa1b2c3d4, swapped), 0, 0, 0,
+                      out32((uint32_t)snaplen, swapped), out32(1, swapped)};
+    memcpy(&gh[1], ver, 4);
     fwrite(gh, sizeof(gh), 1, f);
     for (uint64_t i = 0; i < n; i++) {
         struct rec r;
@@ -145,8 +169,10 @@ int main(int argc, char **argv)
             roce(&r, (int)(rnd() % 8), 1);
         else
             mouse(&r);
-        uint32_t h[4] = {1700000000u + (uint32_t)(i / 1000000), (uint32_t)(i % 1000000),
-                         r.caplen, r.len};
+        /* 1 us apart; nanosecond files add 0..999 ns, which libpcap drops */
+        uint32_t frac = (uint32_t)(i % 1000000) * (nsec ? 1000 : 1) + (nsec ? (uint32_t)(i % 1000) : 0);
+        uint32_t h[4] = {out32(1700000000u + (uint32_t)(i / 1000000), swapped), out32(frac, swapped),
+                         out32(r.caplen, swapped), out32(r.len, swapped)};
         fwrite(h, sizeof(h), 1, f);
         fwrite(r.d, r.caplen, 1, f);
     }
