@@ -158,9 +158,12 @@ int savefile_next(struct savefile *sf, struct pcap_pkthdr *h, const uint8_t **da
                      SAVEFILE_MAX_CAPLEN);
         return -EIO;
     }
-    /* Unsigned 32-bit fields, as libpcap reads them (checked against it). */
-    h->ts.tv_sec = rd32(p, sf->swap);
-    h->ts.tv_usec = rd32(p + 4, sf->swap);
+    /* libpcap reads a native file's time stamp fields as signed 32-bit
+     * values and a byte-swapped file's as unsigned ones (its SWAPLONG): the
+     * same here, so that even absurd time stamps agree. */
+    uint32_t sec = rd32(p, sf->swap), frac = rd32(p + 4, sf->swap);
+    h->ts.tv_sec = sf->swap ? (time_t)sec : (time_t)(int32_t)sec;
+    h->ts.tv_usec = sf->swap ? (suseconds_t)frac : (suseconds_t)(int32_t)frac;
     if (sf->nsec)
         h->ts.tv_usec /= 1000;
     h->len = rd32(p + 12, sf->swap);

@@ -11,6 +11,10 @@
  * uses this reader only for what it reads exactly as libpcap does; pcapng and
  * the rare variants stay with libpcap.
  *
+ * Only for the link types decode reads (capture.c opens the reader after
+ * that check): libpcap's length limit and pseudo-header swapping differ for
+ * some others (USBPcap, D-Bus, NFLOG, ...).
+ *
  * Invariants (each checked by the capture tests against libpcap on the same
  * files): the same records, the same pcap_pkthdr values (nanoseconds scaled
  * down to microseconds; caplen above the file's snapshot length cut to it),

@@ -3,7 +3,8 @@
 #   O=build FUZZ_SECONDS=60 tests/fuzz/run.sh BIN...
 # Each target keeps its corpus in $O/fuzz-corpus/<target>/, seeded on first
 # use from tests/fuzz/seeds/<target without fuzz_>/ when that folder exists
-# (e.g. probe reports for fuzz_ingest), else from the shared captures
+# (e.g. probe reports for fuzz_ingest), with the small shared classic
+# captures themselves for fuzz_savefile (whole files), else from the shared captures
 # ($TF_SHARED/pcaps, default ../shared relative to the repository, as
 # tests/run.sh) through $O/tools/pcap2corpus. tests/fuzz/<target>.dict, when
 # present, is passed as -dict. Crashing inputs land in $O/fuzz-artifacts/.
@@ -27,7 +28,11 @@ for bin in "$@"; do
   seeds="$ROOT/tests/fuzz/seeds/${name#fuzz_}"
   dict=(); [ -f "$ROOT/tests/fuzz/$name.dict" ] && dict=(-dict="$ROOT/tests/fuzz/$name.dict")
   if [ -z "$(ls -A "$corpus")" ]; then
-    if [ -d "$seeds" ]; then
+    if [ "$name" = fuzz_savefile ] && [ -d "$SHARED/pcaps" ]; then
+      # whole capture files: the classic ones that fit -max_len
+      find "$SHARED/pcaps" -maxdepth 1 -type f \( -name '*.pcap' -o -name '*.cap' \) -size -68k \
+        -exec cp {} "$corpus"/ \;
+    elif [ -d "$seeds" ]; then
       cp "$seeds"/* "$corpus"/
     elif [ -x "$O/tools/pcap2corpus" ] && [ -d "$SHARED/pcaps" ]; then
       mapfile -t caps < <(find "$SHARED/pcaps" -maxdepth 1 -type f \( -name '*.pcap' -o -name '*.pcapng' -o -name '*.cap' \) | sort)
