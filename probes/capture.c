@@ -159,22 +159,27 @@ int capture_open_file(struct capture *c, const char *path, const struct capture_
     return 0;
 }
 
+int capture_next_libpcap_(struct capture *c, struct pcap_pkthdr *h, const u_char **data)
+{
+    struct pcap_pkthdr *ph;
+    int r = pcap_next_ex(c->p, &ph, data);
+    if (r == 1)
+        *h = *ph;
+    return r == 1 ? 1 : r == PCAP_ERROR_BREAK ? 0 : -EIO;
+}
+
 /* pcap_dispatch() for a savefile.c source: the same count, filter and
  * callback; the records are handed out in place. */
 static int dispatch_savefile(struct capture *c, int max, pcap_handler cb, u_char *user)
 {
     struct pcap_pkthdr h;
     const uint8_t *d;
-    int n = 0, r;
-    while ((max <= 0 || n < max) && (r = savefile_next(c->sf, &h, &d)) != 0) {
-        if (r < 0)
-            return -EIO;
-        if (c->has_prog && !pcap_offline_filter(&c->prog, &h, d))
-            continue;
+    int n = 0, r = 0;
+    while ((max <= 0 || n < max) && (r = capture_next(c, &h, &d)) > 0) {
         cb(user, &h, d);
         n++;
     }
-    return n;
+    return r < 0 ? r : n;
 }
 
 int capture_dispatch(struct capture *c, int max, pcap_handler cb, u_char *user)

@@ -24,6 +24,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "probes/savefile.h"
+
 #define CAPTURE_NAME_LEN 64
 
 struct capture_opts {
@@ -34,7 +36,7 @@ struct capture_opts {
     bool libpcap_reader;  /* files: libpcap reads every record (see savefile.h) */
 };
 
-struct savefile;
+
 
 struct capture {
     pcap_t *p;
@@ -60,6 +62,25 @@ int capture_open_file(struct capture *c, const char *path, const struct capture_
  * was called. A read error is not logged here: the probe first prints the
  * report of what was read, then the error (capture_error()). */
 int capture_dispatch(struct capture *c, int max, pcap_handler cb, u_char *user);
+/* Files: the next record that passes the filter, as pcap_next_ex() would
+ * give it: 1 with *h and *data set (data valid until the next call), 0 at
+ * the end of the file, -EIO on a read error (capture_error()). Inline for the
+ * block reader, so that a read loop and its per-packet code compile into
+ * one. */
+int capture_next_libpcap_(struct capture *c, struct pcap_pkthdr *h, const u_char **data);
+static inline int capture_next(struct capture *c, struct pcap_pkthdr *h, const u_char **data)
+{
+    if (!c->sf)
+        return capture_next_libpcap_(c, h, data);
+    for (;;) {
+        int r = savefile_next(c->sf, h, data);
+        if (r <= 0)
+            return r;
+        if (!c->has_prog || pcap_offline_filter(&c->prog, h, *data))
+            return 1;
+    }
+}
+
 /* libpcap's message for the last error on c. */
 const char *capture_error(struct capture *c);
 

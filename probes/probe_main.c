@@ -351,9 +351,13 @@ static void drain_sflow(struct probe *pr)
 static int run_file(struct probe *pr)
 {
     struct capture *c = &pr->cap[0];
+    struct pcap_pkthdr h;
+    const u_char *d;
     int r = 0;
-    while (!probe_stop && (r = capture_dispatch(c, 4096, on_packet, (u_char *)&pr->src[0])) > 0)
-        ;
+    /* Record by record: with the block reader, reading and on_packet()
+     * compile into this one loop. */
+    while (!probe_stop && (r = capture_next(c, &h, &d)) > 0)
+        on_packet((u_char *)&pr->src[0], &h, d);
     if (probe_stop)
         r = 0;
     double span = pr->last_ts - pr->ivl_start;

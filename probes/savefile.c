@@ -25,21 +25,7 @@
 
 _Static_assert(SAVEFILE_BLOCK >= SAVEFILE_MAX_CAPLEN, "any record's data fits the buffer");
 
-struct savefile {
-    int fd;
-    bool swap, nsec, eof;
-    uint32_t snapshot;
-    uint8_t *buf;
-    size_t pos, end;
-    char err[PCAP_ERRBUF_SIZE];
-};
-
-static inline uint32_t rd32(const uint8_t *p, bool swap)
-{
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return swap ? __builtin_bswap32(v) : v;
-}
+#define rd32 savefile_rd32_
 
 static inline uint16_t rd16(const uint8_t *p, bool swap)
 {
@@ -102,6 +88,7 @@ int savefile_open(struct savefile **out, int fd, int snapshot)
     sf->swap = swap;
     sf->nsec = nsec;
     sf->snapshot = (uint32_t)snapshot;
+    sf->fast_max = sf->snapshot < SAVEFILE_MAX_CAPLEN ? sf->snapshot : SAVEFILE_MAX_CAPLEN;
     *out = sf;
     return 0;
 }
@@ -134,7 +121,9 @@ static ssize_t fill(struct savefile *sf, size_t need)
     return (ssize_t)(have < need ? have : need);
 }
 
-int savefile_next(struct savefile *sf, struct pcap_pkthdr *h, const uint8_t **data)
+/* Everything savefile_next() does not do inline: refills, ends, errors and
+ * records over the snapshot length, in libpcap's order. */
+int savefile_next_slow(struct savefile *sf, struct pcap_pkthdr *h, const uint8_t **data)
 {
     ssize_t got = fill(sf, REC_HDR_LEN);
     if (got < 0)
@@ -158,14 +147,7 @@ int savefile_next(struct savefile *sf, struct pcap_pkthdr *h, const uint8_t **da
                      SAVEFILE_MAX_CAPLEN);
         return -EIO;
     }
-    /* libpcap reads a native file's time stamp fields as signed 32-bit
-     * values and a byte-swapped file's as unsigned ones (its SWAPLONG): the
-     * same here, so that even absurd time stamps agree. */
-    uint32_t sec = rd32(p, sf->swap), frac = rd32(p + 4, sf->swap);
-    h->ts.tv_sec = sf->swap ? (time_t)sec : (time_t)(int32_t)sec;
-    h->ts.tv_usec = sf->swap ? (suseconds_t)frac : (suseconds_t)(int32_t)frac;
-    if (sf->nsec)
-        h->ts.tv_usec /= 1000;
+    savefile_ts_inline_(sf, p, h);
     h->len = rd32(p + 12, sf->swap);
     sf->pos += REC_HDR_LEN;
     got = fill(sf, caplen);

@@ -9,10 +9,13 @@
 # errors, see probes/savefile.h and tierflow-probe(1)), and with
 # --file-reader libpcap, where libpcap reads every record: the difference is
 # what libpcap's per-record fread()s cost.
-# The floor and the probe runs are each run 3 times on a warm page cache and
-# the best CPU time (user + sys, children included, from /usr/bin/time) is
-# kept; the peers are 5-40x slower (pmacctd takes minutes), so they run once:
-# noise of a few percent does not change that comparison. CPU time, not wall
+# The floor and the probe runs take turns, 5 rounds of each on a warm page
+# cache, and the best CPU time (user + sys, children included, from
+# /usr/bin/time) of each is kept: taking turns gives each the same share of
+# the machine's quiet and busy moments (run back to back, a busy minute once
+# moved the floor by 30%). The peers are 5-40x slower (pmacctd takes
+# minutes), so they run once: noise of a few percent does not change that
+# comparison. CPU time, not wall
 # time, is the figure compared: the machine is shared, so wall time mostly
 # measures the neighbours. Wall time and peak RSS are printed too.
 #   BENCH_PKTS=N   packets to generate (default 5000000)
@@ -29,24 +32,25 @@ F="$T/fabric.pcap"
 cat "$F" >/dev/null   # warm the page cache
 echo "capture: $N packets, $(($(stat -c %s "$F") / 1048576)) MiB, $(nproc) CPUs, load $(cut -d' ' -f1 /proc/loadavg)"
 
-# measure RUNS NAME CMD...: sets CPU, WALL, RSS (KiB) of the best of RUNS for NAME
+# once NAME CMD...: one run; keeps in CPU, WALL, RSS (KiB) the best so far for NAME
 declare -A CPU WALL RSS
-measure() {
-  local runs=$1 name=$2; shift 2
-  local bc=999999 bw=0 br=0 i
-  for ((i = 0; i < runs; i++)); do
-    /usr/bin/time -f '%e %U %S %M' -o "$T/time" "$@" >/dev/null 2>"$T/err" \
-      || { echo "$name failed: $(tail -n 3 "$T/err")"; return 1; }
-    read -r w u s m <"$T/time"
-    c=$(awk -v u="$u" -v s="$s" 'BEGIN{print u + s}')
-    if awk -v a="$c" -v b="$bc" 'BEGIN{exit !(a < b)}'; then bc=$c bw=$w br=$m; fi
-  done
-  CPU[$name]=$bc WALL[$name]=$bw RSS[$name]=$br
-  awk -v n="$name" -v c="$bc" -v w="$bw" -v r="$br" -v N="$N" -v f="${CPU[floor]:-$bc}" 'BEGIN{
+once() {
+  local name=$1; shift
+  /usr/bin/time -f '%e %U %S %M' -o "$T/time" "$@" >/dev/null 2>"$T/err" \
+    || { echo "$name failed: $(tail -n 3 "$T/err")"; return 1; }
+  read -r w u s m <"$T/time"
+  c=$(awk -v u="$u" -v s="$s" 'BEGIN{print u + s}')
+  if [ -z "${CPU[$name]:-}" ] || awk -v a="$c" -v b="${CPU[$name]}" 'BEGIN{exit !(a < b)}'; then
+    CPU[$name]=$c WALL[$name]=$w RSS[$name]=$m
+  fi
+}
+show() { # NAME: prints its line
+  awk -v n="$1" -v c="${CPU[$1]}" -v w="${WALL[$1]}" -v r="${RSS[$1]}" -v N="$N" -v f="${CPU[floor]}" 'BEGIN{
     printf "%-34s cpu %7.3f s  %7.1f ns/pkt  %6.2f Mpps  wall %6.2f s  rss %7.1f MiB  x%.2f floor\n",
       n, c, c * 1e9 / N, (c > 0 ? N / c / 1e6 : 0), w, r / 1024, (f > 0 ? c / f : 0) }'
 }
-echo "floor and probe: best of 3 runs; softflowd and pmacctd: one run each"
+ROUNDS=5
+echo "floor and probe: best of $ROUNDS runs, taking turns; softflowd and pmacctd: one run each"
 
 cat >"$T/pmacct.conf" <<EOF
 daemonize: false
@@ -58,17 +62,22 @@ print_output: csv
 print_refresh_time: 3600
 EOF
 
-measure 3 floor "$L" "$F"
-measure 3 probe "$P" -r "$F" --format json
-measure 3 "probe --file-reader libpcap" "$P" -r "$F" --format json --file-reader libpcap
-measure 3 "probe --max-flows 4096" "$P" -r "$F" --format json --max-flows 4096
-measure 3 "probe --max-flows 1048576" "$P" -r "$F" --format json --max-flows 1048576
+for ((i = 0; i < ROUNDS; i++)); do
+  once floor "$L" "$F" || exit 1
+  once probe "$P" -r "$F" --format json || exit 1
+  once "probe --file-reader libpcap" "$P" -r "$F" --format json --file-reader libpcap || exit 1
+  once "probe --max-flows 4096" "$P" -r "$F" --format json --max-flows 4096 || exit 1
+  once "probe --max-flows 1048576" "$P" -r "$F" --format json --max-flows 1048576 || exit 1
+done
+for name in floor probe "probe --file-reader libpcap" "probe --max-flows 4096" "probe --max-flows 1048576"; do
+  show "$name"
+done
 if command -v softflowd >/dev/null; then
   # Exports go to the discard port on loopback: nothing leaves the host.
-  measure 1 softflowd softflowd -r "$F" -n 127.0.0.1:9
+  once softflowd softflowd -r "$F" -n 127.0.0.1:9 && show softflowd
 else echo "softflowd not installed (scripts/deps.sh bench)"; fi
 if command -v pmacctd >/dev/null; then
-  measure 1 pmacctd pmacctd -f "$T/pmacct.conf"
+  once pmacctd pmacctd -f "$T/pmacct.conf" && show pmacctd
 else echo "pmacctd not installed (scripts/deps.sh bench)"; fi
 
 verdict() { if awk "BEGIN{exit !($2)}"; then echo "target met:    $1"; else echo "target missed: $1"; fi; }
