@@ -119,14 +119,20 @@ static inline uint64_t mum(uint64_t a, uint64_t b)
     return (uint64_t)r ^ (uint64_t)(r >> 64);
 }
 
+static inline uint64_t ld64(const void *p)
+{
+    uint64_t v;
+    memcpy(&v, p, sizeof(v));
+    return v;
+}
+
 static inline uint32_t key_hash(const struct flowtab *ft, const struct flow_key *k)
 {
-    uint64_t w[6];
+    const char *w = (const char *)k; /* six words, loaded in place */
     const uint64_t *s = ft->kseed;
-    memcpy(w, k, sizeof(w));
-    uint64_t a = mum(w[0] ^ s[0], w[1] ^ s[1]);
-    uint64_t b = mum(w[2] ^ s[2], w[3] ^ s[3]);
-    uint64_t c = mum(w[4] ^ s[4], w[5] ^ s[5]);
+    uint64_t a = mum(ld64(w) ^ s[0], ld64(w + 8) ^ s[1]);
+    uint64_t b = mum(ld64(w + 16) ^ s[2], ld64(w + 24) ^ s[3]);
+    uint64_t c = mum(ld64(w + 32) ^ s[4], ld64(w + 40) ^ s[5]);
     return (uint32_t)mum(a ^ s[6], b ^ c ^ s[7]);
 }
 
@@ -134,12 +140,20 @@ static inline uint32_t key_hash(const struct flowtab *ft, const struct flow_key 
  * 64-bit ones, on any target. */
 typedef uint64_t ft_v2 __attribute__((vector_size(16)));
 
+static inline ft_v2 v2_load(const void *p)
+{
+    ft_v2 v;
+    memcpy(&v, p, sizeof(v));
+    return v;
+}
+
+/* Three loads a side, no copy through the stack (arrays of vectors were
+ * copied there first: twice the instructions). */
 static inline bool key_eq(const struct flow_key *x, const struct flow_key *y)
 {
-    ft_v2 a[3], b[3];
-    memcpy(a, x, sizeof(a));
-    memcpy(b, y, sizeof(b));
-    ft_v2 d = (a[0] ^ b[0]) | (a[1] ^ b[1]) | (a[2] ^ b[2]);
+    const char *a = (const char *)x, *b = (const char *)y;
+    ft_v2 d = (v2_load(a) ^ v2_load(b)) | (v2_load(a + 16) ^ v2_load(b + 16)) |
+              (v2_load(a + 32) ^ v2_load(b + 32));
     return (d[0] | d[1]) == 0;
 }
 
@@ -419,7 +433,9 @@ static inline __attribute__((always_inline)) int op_apply(struct flowtab *ft,
     uint32_t scale = o->scale;
     /* Pairs of adjacent counters as one vector add each, branch-free. */
     ft_v2 bp = {(uint64_t)o->wire_len * scale, scale};
-    ft_v2 ce = {o->ecn == 3 ? scale : 0, o->ecn == 1 || o->ecn == 2 ? scale : 0};
+    /* (CE, ECT) by ECN codepoint: 0 Not-ECT, 1 ECT(1), 2 ECT(0), 3 CE */
+    static const ft_v2 ce_mask[4] = {{0, 0}, {0, ~0ULL}, {0, ~0ULL}, {~0ULL, 0}};
+    ft_v2 sc = {scale, scale}, ce = ce_mask[o->ecn & 3] & sc;
     ft_v2 v;
     memcpy(&v, &f->bytes, 16), v += bp, memcpy(&f->bytes, &v, 16);
     memcpy(&v, &f->ivl_bytes, 16), v += bp, memcpy(&f->ivl_bytes, &v, 16);

@@ -125,6 +125,10 @@ static void fill_links(struct probe *pr, double interval_s)
             l->tx_bps = 8.0 * (double)pr->ivl_bytes[i] / interval_s;
             l->tx_pps = (double)pr->ivl_pkts[i] / interval_s;
         }
+        /* The totals follow from the intervals: one counter pair per
+         * packet, not two. */
+        pr->st.pkts += pr->ivl_pkts[i];
+        pr->st.bytes += pr->ivl_bytes[i];
         pr->ivl_pkts[i] = pr->ivl_bytes[i] = pr->ivl_ce[i] = 0;
     }
 }
@@ -267,8 +271,6 @@ static void on_packet(u_char *user, const struct pcap_pkthdr *h, const u_char *d
     double ts = (double)h->ts.tv_sec + (double)h->ts.tv_usec * 1e-6;
     if (pr->offline)
         offline_tick(pr, ts);
-    pr->st.pkts++;
-    pr->st.bytes += h->len;
     pr->ivl_pkts[s->ifidx]++;
     pr->ivl_bytes[s->ifidx] += h->len;
 
