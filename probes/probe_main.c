@@ -21,6 +21,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <getopt.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,7 +89,7 @@ struct probe {
     int sflow_fd;
     /* -r: packet time */
     bool have_ts;
-    double ivl_start, last_ts;
+    double ivl_start, last_ts, next_close;
     /* live: wall clock */
     double ivl_start_mono;
 };
@@ -198,22 +199,30 @@ static int probe_close(struct probe *pr, double now, double interval_s)
 
 /* ---- per packet ------------------------------------------------------- */
 
-/* -r with --interval: a packet past the current interval closes it. A gap of
- * several intervals yields one report, not one per empty interval. */
-static void offline_tick(struct probe *pr, double ts)
+/* -r: intervals on packet time. The first packet opens the first interval;
+ * with --interval, a packet at or past its end closes it, and a gap of
+ * several intervals yields one report, not one per empty interval.
+ * next_close (-infinity before the first packet, +infinity without
+ * --interval) makes that one compare a packet. */
+static __attribute__((noinline)) void offline_edge(struct probe *pr, double ts)
 {
     if (!pr->have_ts) {
         pr->have_ts = true;
         pr->ivl_start = pr->last_ts = ts;
-        return;
-    }
-    if (ts > pr->last_ts)
-        pr->last_ts = ts;
-    double end = pr->ivl_start + pr->o.interval;
-    if (pr->o.interval > 0 && ts >= end) {
+    } else {
+        double end = pr->next_close;
         probe_close(pr, end, pr->o.interval);
         pr->ivl_start = end + pr->o.interval * (double)(long long)((ts - end) / pr->o.interval);
     }
+    pr->next_close = pr->o.interval > 0 ? pr->ivl_start + pr->o.interval : INFINITY;
+}
+
+static inline void offline_tick(struct probe *pr, double ts)
+{
+    if (__builtin_expect(ts >= pr->next_close, 0))
+        offline_edge(pr, ts);
+    if (ts > pr->last_ts)
+        pr->last_ts = ts;
 }
 
 /* Telemetry carried by a captured packet: an ERSPAN mirror (IP protocol 47)
@@ -655,6 +664,7 @@ int main(int argc, char **argv)
     }
     log_init("tierflow-probe", pr->o.log_level, false);
     pr->offline = pr->o.file != NULL;
+    pr->next_close = -INFINITY;
     pr->sflow_fd = -1;
     tf_strlcpy(pr->rep.probe, pr->o.node, sizeof(pr->rep.probe));
 
