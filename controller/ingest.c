@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include "common/util.h"
 #include "controller/events.h"
 #include "controller/jsonarena.h"
+#include "controller/jsonscan.h"
 #include "policy/classes.h"
 
 static int fail(struct ingest_error *e, enum ingest_err kind, const char *fmt, ...)
@@ -30,18 +32,14 @@ static int fail(struct ingest_error *e, enum ingest_err kind, const char *fmt, .
     return kind == INGEST_UNKNOWN ? -ENOENT : kind == INGEST_TOO_MANY ? -E2BIG : -EINVAL;
 }
 
-/* ---- parsing: jansson (arena-allocated), schema by hand ---------------- */
+/* ---- the report schema: one table per object ------------------------- */
 
-/* jansson refuses nesting deeper than this while it parses (its recursion is
- * the only unbounded thing in it); a report needs 5 levels. */
-_Static_assert(JSON_PARSER_MAX_DEPTH <= 4096, "jansson's depth bound is what bounds the parser's stack");
+/* Members are described by tables (field) and checked by one function
+ * (check_field) on a parser-neutral value (struct jsonscan_value); entries
+ * are built from their raw form by finish_*() once every member is in. */
 
 /* Where members are read: `at` is the JSON path of the enclosing object
- * ("" for the top report), so that messages read "flows[3].bps: negative -1".
- * Each want_*() looks its member up itself: absent is an error only when
- * `need` is set (else the output keeps its default); a violation is recorded
- * in e and returns true, so that a field list reads as one || chain that
- * stops at the first error, in field order. */
+ * ("" for the top report), so that messages read "flows[3].bps: negative -1". */
 struct ctx {
     const char *at;              /* the enclosing object's path, "" at the top */
     const char *list;            /* and, for a list entry, "flows" or "links" ... */
@@ -59,211 +57,326 @@ static const char *path_of(const struct ctx *c, char *buf, size_t len)
     return buf;
 }
 
-static int rc_of(const struct ingest_error *e)
-{
-    return e->kind == INGEST_UNKNOWN ? -ENOENT : e->kind == INGEST_TOO_MANY ? -E2BIG : -EINVAL;
-}
-
-/* Records "PATH.KEY: WHAT" (or "PATH: WHAT" when key is NULL). */
-static void vffail(const struct ctx *c, const char *key, const char *fmt, va_list ap)
-    __attribute__((format(printf, 3, 0)));
-static void vffail(const struct ctx *c, const char *key, const char *fmt, va_list ap)
+/* Records "PATH.KEY: WHAT" (or "PATH: WHAT" when key is NULL) and returns
+ * the error code. */
+static int cfail(const struct ctx *c, const char *key, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int cfail(const struct ctx *c, const char *key, const char *fmt, ...)
 {
     char what[200], pb[96];
     const char *at = path_of(c, pb, sizeof(pb));
+    va_list ap;
+    va_start(ap, fmt);
     vsnprintf(what, sizeof(what), fmt, ap);
-    fail(c->e, INGEST_BAD_FIELD, "%s%s%s: %s", at, at[0] && key ? "." : "", key ? key : "", what);
-}
-
-/* For || chains of checks: records the error, returns true. */
-static bool ffail(const struct ctx *c, const char *key, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static bool ffail(const struct ctx *c, const char *key, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vffail(c, key, fmt, ap);
     va_end(ap);
-    return true;
+    return fail(c->e, INGEST_BAD_FIELD, "%s%s%s: %s", at, at[0] && key ? "." : "", key ? key : "", what);
 }
 
-/* The same, returning the error code. */
-static int cfail(const struct ctx *c, const char *key, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int cfail(const struct ctx *c, const char *key, const char *fmt, ...)
+enum fkind { F_STR, F_INT, F_NUM, F_BOOL };
+
+/* A member: absent is an error only when `need` is set (else the entry
+ * keeps its default); F_NUM takes min..max, F_INT imin..imax; F_STR, a
+ * name or address, 1..size-1 printable ASCII bytes without spaces. The
+ * value is stored at `off` in the entry's raw form. */
+struct field {
+    const char *key;
+    unsigned char klen;
+    unsigned char kind;
+    bool need;
+    double min, max;
+    long long imin, imax;
+    size_t off, size;
+};
+
+#define F_AT(T, m) offsetof(T, m), sizeof(((T *)0)->m)
+#define FSTR(T, k, need, m) {k, sizeof(k) - 1, F_STR, need, 0, 0, 0, 0, F_AT(T, m)}
+#define FINT(T, k, need, lo, hi, m) {k, sizeof(k) - 1, F_INT, need, 0, 0, lo, hi, F_AT(T, m)}
+#define FNUM(T, k, need, lo, hi, m) {k, sizeof(k) - 1, F_NUM, need, lo, hi, 0, 0, F_AT(T, m)}
+#define FBOOL(T, k, m) {k, sizeof(k) - 1, F_BOOL, false, 0, 0, 0, 0, F_AT(T, m)}
+
+/* jansson's integers fit struct jsonscan_value's long long. */
+_Static_assert(JSON_INTEGER_IS_LONG_LONG, "json_int_t is long long");
+
+/* jansson refuses nesting deeper than this while it parses (its recursion is
+ * the only unbounded thing in it); a report needs 5 levels. */
+_Static_assert(JSON_PARSER_MAX_DEPTH <= 4096, "jansson's depth bound is what bounds the parser's stack");
+
+/* A link or flow entry as its members give it, before the checks across
+ * members (finish_link, finish_flow). */
+struct raw_link {
+    char ifname[STATE_IF_LEN];
+    double tx_bps, rx_bps;       /* rx_bps -1: absent */
+    uint64_t drops, ce_pkts;
+    char oper[8];
+};
+
+struct raw_flow {
+    char src[48], dst[48], ifname[STATE_IF_LEN], source[8];
+    uint64_t proto, sport, dport, qp, vlan, dscp, bytes, pkts, cnp, sampling;
+    double bps, ce_frac;
+    bool fat;
+};
+
+/* In the order their errors are reported. */
+static const struct field report_fields[] = {
+    FSTR(struct ingest_report, "probe", true, probe),
+    FNUM(struct ingest_report, "ts", false, 0, 1e11, ts),
+    FNUM(struct ingest_report, "interval_s", false, 0, 86400, interval_s),
+};
+
+static const struct field link_fields[] = {
+    FSTR(struct raw_link, "if", true, ifname),
+    FNUM(struct raw_link, "tx_bps", false, 0, INGEST_MAX_BPS, tx_bps),
+    FNUM(struct raw_link, "rx_bps", false, 0, INGEST_MAX_BPS, rx_bps),
+    FINT(struct raw_link, "drops", false, 0, INGEST_MAX_COUNT, drops),
+    FINT(struct raw_link, "ce_pkts", false, 0, INGEST_MAX_COUNT, ce_pkts),
+    FSTR(struct raw_link, "oper", false, oper),
+};
+
+/* src, dst, proto, if, bps are required. */
+static const struct field flow_fields[] = {
+    FSTR(struct raw_flow, "src", true, src),
+    FSTR(struct raw_flow, "dst", true, dst),
+    FINT(struct raw_flow, "proto", true, 0, 255, proto),
+    FINT(struct raw_flow, "sport", false, 0, 65535, sport),
+    FINT(struct raw_flow, "dport", false, 0, 65535, dport),
+    FINT(struct raw_flow, "qp", false, 0, 0xffffff, qp),
+    FINT(struct raw_flow, "vlan", false, 0, 4095, vlan),
+    FINT(struct raw_flow, "dscp", false, 0, 63, dscp),
+    FSTR(struct raw_flow, "if", true, ifname),
+    FINT(struct raw_flow, "bytes", false, 0, INGEST_MAX_COUNT, bytes),
+    FINT(struct raw_flow, "pkts", false, 0, INGEST_MAX_COUNT, pkts),
+    FNUM(struct raw_flow, "bps", true, 0, INGEST_MAX_BPS, bps),
+    FNUM(struct raw_flow, "ce_frac", false, 0, 1, ce_frac),
+    FINT(struct raw_flow, "cnp", false, 0, INGEST_MAX_COUNT, cnp),
+    FBOOL(struct raw_flow, "fat", fat),
+    FSTR(struct raw_flow, "source", false, source),
+    FINT(struct raw_flow, "sampling", false, 1, INGEST_MAX_SAMPLING, sampling),
+};
+
+/* Checks v against f and stores it in raw; 0, or the error recorded. */
+static int check_field(const struct ctx *c, const struct field *f, const struct jsonscan_value *v, void *raw)
 {
-    va_list ap;
-    va_start(ap, fmt);
-    vffail(c, key, fmt, ap);
-    va_end(ap);
-    return rc_of(c->e);
+    char *out = (char *)raw + f->off;
+    switch (f->kind) {
+    case F_NUM: {
+        if (v->type != JSONSCAN_INTEGER && v->type != JSONSCAN_REAL)
+            return cfail(c, f->key, "must be a number");
+        double d = v->type == JSONSCAN_INTEGER ? (double)v->i : v->d;
+        if (!isfinite(d)) /* jansson refuses overflowing reals; kept in case it changes */
+            return cfail(c, f->key, "not finite");
+        if (d < f->min)
+            return cfail(c, f->key, "%s %g", d < 0 ? "negative" : "below minimum", d);
+        if (d > f->max)
+            return cfail(c, f->key, "%g exceeds the maximum %g", d, f->max);
+        memcpy(out, &d, sizeof(d));
+        return 0;
+    }
+    case F_INT: {
+        /* 1.0 and 1e3 are reals in JSON's grammar and are refused: counters
+         * and ports are never written that way. Integers beyond long long
+         * are a syntax error ("too big integer"). */
+        if (v->type == JSONSCAN_REAL)
+            return cfail(c, f->key, "must be an integer");
+        if (v->type != JSONSCAN_INTEGER)
+            return cfail(c, f->key, "must be a number");
+        if (v->i < f->imin)
+            return cfail(c, f->key, "%s %lld", v->i < 0 ? "negative" : "below minimum", v->i);
+        if (v->i > f->imax)
+            return cfail(c, f->key, "%lld exceeds the maximum %lld", v->i, f->imax);
+        uint64_t u = (uint64_t)v->i;
+        memcpy(out, &u, sizeof(u));
+        return 0;
+    }
+    case F_STR:
+        if (v->type != JSONSCAN_STRING)
+            return cfail(c, f->key, "must be a string");
+        if (v->len == 0 || v->len >= f->size)
+            return cfail(c, f->key, "length %zu not in 1..%zu", v->len, f->size - 1);
+        for (size_t i = 0; i < v->len; i++)
+            if ((unsigned char)v->s[i] <= 0x20 || (unsigned char)v->s[i] >= 0x7f)
+                return cfail(c, f->key, "invalid character");
+        memcpy(out, v->s, v->len);
+        out[v->len] = '\0';
+        return 0;
+    default: {
+        if (v->type != JSONSCAN_TRUE && v->type != JSONSCAN_FALSE)
+            return cfail(c, f->key, "must be true or false");
+        bool b = v->type == JSONSCAN_TRUE;
+        memcpy(out, &b, sizeof(b));
+        return 0;
+    }
+    }
 }
 
-/* The member, or NULL; *bad is set when it is absent and required. */
-static const json_t *member(const struct ctx *c, const json_t *o, const char *key, bool need, bool *bad)
+static int finish_link(const struct ctx *c, const void *raw, void *entry)
 {
-    const json_t *v = json_object_get(o, key);
-    *bad = !v && need && ffail(c, key, "required");
-    return v;
-}
-
-static bool want_num(const struct ctx *c, const json_t *o, const char *key, bool need, double min, double max,
-                     double *out)
-{
-    bool bad;
-    const json_t *v = member(c, o, key, need, &bad);
-    if (!v)
-        return bad;
-    if (!json_is_number(v))
-        return ffail(c, key, "must be a number");
-    double d = json_number_value(v);
-    if (!isfinite(d)) /* jansson refuses overflowing reals; kept in case it changes */
-        return ffail(c, key, "not finite");
-    if (d < min)
-        return ffail(c, key, "%s %g", d < 0 ? "negative" : "below minimum", d);
-    if (d > max)
-        return ffail(c, key, "%g exceeds the maximum %g", d, max);
-    *out = d;
-    return false;
-}
-
-/* An integer in min..max. 1.0 and 1e3 are reals in JSON's grammar and are
- * refused: counters and ports are never written that way. Integers that do
- * not fit json_int_t are a syntax error in jansson ("too big integer"). */
-static bool want_int(const struct ctx *c, const json_t *o, const char *key, bool need, json_int_t min,
-                     json_int_t max, uint64_t *out)
-{
-    bool bad;
-    const json_t *v = member(c, o, key, need, &bad);
-    if (!v)
-        return bad;
-    if (json_is_real(v))
-        return ffail(c, key, "must be an integer");
-    if (!json_is_integer(v))
-        return ffail(c, key, "must be a number");
-    json_int_t i = json_integer_value(v);
-    if (i < min)
-        return ffail(c, key, "%s %lld", i < 0 ? "negative" : "below minimum", (long long)i);
-    if (i > max)
-        return ffail(c, key, "%lld exceeds the maximum %lld", (long long)i, (long long)max);
-    *out = (uint64_t)i;
-    return false;
-}
-
-/* A name or address: 1..len-1 printable ASCII bytes without spaces. */
-static bool want_str(const struct ctx *c, const json_t *o, const char *key, bool need, char *buf, size_t len)
-{
-    bool bad;
-    const json_t *v = member(c, o, key, need, &bad);
-    if (!v)
-        return bad;
-    if (!json_is_string(v))
-        return ffail(c, key, "must be a string");
-    const char *s = json_string_value(v);
-    size_t n = json_string_length(v);
-    if (n == 0 || n >= len)
-        return ffail(c, key, "length %zu not in 1..%zu", n, len - 1);
-    for (size_t i = 0; i < n; i++)
-        if ((unsigned char)s[i] <= 0x20 || (unsigned char)s[i] >= 0x7f)
-            return ffail(c, key, "invalid character");
-    memcpy(buf, s, n + 1);
-    return false;
-}
-
-static bool want_bool(const struct ctx *c, const json_t *o, const char *key, bool *out)
-{
-    bool bad;
-    const json_t *v = member(c, o, key, false, &bad);
-    if (!v)
-        return false;
-    if (!json_is_boolean(v))
-        return ffail(c, key, "must be true or false");
-    *out = json_is_true(v);
-    return false;
-}
-
-static int parse_link(const json_t *o, const struct ctx *cp, struct ingest_link *out)
-{
-    const struct ctx c = *cp;
-    struct ingest_error *e = c.e;
-    char oper[8] = "up";
-    double rx = -1;
-    if (!json_is_object(o))
-        return cfail(&c, NULL, "must be an object");
-    if (want_str(&c, o, "if", true, out->ifname, sizeof(out->ifname)) ||
-        want_num(&c, o, "tx_bps", false, 0, INGEST_MAX_BPS, &out->tx_bps) ||
-        want_num(&c, o, "rx_bps", false, 0, INGEST_MAX_BPS, &rx) ||
-        want_int(&c, o, "drops", false, 0, INGEST_MAX_COUNT, &out->drops) ||
-        want_int(&c, o, "ce_pkts", false, 0, INGEST_MAX_COUNT, &out->ce_pkts) ||
-        want_str(&c, o, "oper", false, oper, sizeof(oper)))
-        return rc_of(e);
-    if (strcmp(oper, "up") && strcmp(oper, "down"))
-        return cfail(&c, "oper", "'%s' is not up or down", oper);
-    out->has_rx = rx >= 0;
-    out->rx_bps = rx >= 0 ? rx : 0;
-    out->down = oper[0] == 'd';
+    const struct raw_link *r = raw;
+    struct ingest_link *out = entry;
+    if (strcmp(r->oper, "up") && strcmp(r->oper, "down"))
+        return cfail(c, "oper", "'%s' is not up or down", r->oper);
+    memcpy(out->ifname, r->ifname, sizeof(out->ifname));
+    out->tx_bps = r->tx_bps;
+    out->has_rx = r->rx_bps >= 0;
+    out->rx_bps = r->rx_bps >= 0 ? r->rx_bps : 0;
+    out->drops = r->drops;
+    out->ce_pkts = r->ce_pkts;
+    out->down = r->oper[0] == 'd';
     return 0;
 }
 
-static int parse_flow(const json_t *o, const struct ctx *cp, struct ingest_flow *out)
+static int finish_flow(const struct ctx *c, const void *raw, void *entry)
 {
-    const struct ctx c = *cp;
-    struct ingest_error *e = c.e;
-    char src[48] = "", dst[48] = "", source[8] = "pcap";
-    uint64_t proto = 0, sport = 0, dport = 0, qp = 0, vlan = 0, dscp = 0, sampling = 1;
-    if (!json_is_object(o))
-        return cfail(&c, NULL, "must be an object");
-    /* src, dst, proto, if, bps are required. */
-    if (want_str(&c, o, "src", true, src, sizeof(src)) || want_str(&c, o, "dst", true, dst, sizeof(dst)) ||
-        want_int(&c, o, "proto", true, 0, 255, &proto) || want_int(&c, o, "sport", false, 0, 65535, &sport) ||
-        want_int(&c, o, "dport", false, 0, 65535, &dport) || want_int(&c, o, "qp", false, 0, 0xffffff, &qp) ||
-        want_int(&c, o, "vlan", false, 0, 4095, &vlan) || want_int(&c, o, "dscp", false, 0, 63, &dscp) ||
-        want_str(&c, o, "if", true, out->ifname, sizeof(out->ifname)) ||
-        want_int(&c, o, "bytes", false, 0, INGEST_MAX_COUNT, &out->bytes) ||
-        want_int(&c, o, "pkts", false, 0, INGEST_MAX_COUNT, &out->pkts) ||
-        want_num(&c, o, "bps", true, 0, INGEST_MAX_BPS, &out->bps) ||
-        want_num(&c, o, "ce_frac", false, 0, 1, &out->ce_frac) ||
-        want_int(&c, o, "cnp", false, 0, INGEST_MAX_COUNT, &out->cnp) || want_bool(&c, o, "fat", &out->fat) ||
-        want_str(&c, o, "source", false, source, sizeof(source)) ||
-        want_int(&c, o, "sampling", false, 1, INGEST_MAX_SAMPLING, &sampling))
-        return rc_of(e);
-    int kind = state_source_parse(source);
+    const struct raw_flow *r = raw;
+    struct ingest_flow *out = entry;
+    int kind = state_source_parse(r->source);
     if (kind < 0)
-        return cfail(&c, "source", "'%s' is not pcap, erspan or sflow", source);
+        return cfail(c, "source", "'%s' is not pcap, erspan or sflow", r->source);
     int af, af2;
     uint8_t tmp[16];
     memset(&out->k, 0, sizeof(out->k));
-    if (tf_addr_parse(src, &af, out->k.src) < 0)
-        return cfail(&c, "src", "'%s' is not an IP address", src);
-    if (tf_addr_parse(dst, &af2, tmp) < 0)
-        return cfail(&c, "dst", "'%s' is not an IP address", dst);
+    if (tf_addr_parse(r->src, &af, out->k.src) < 0)
+        return cfail(c, "src", "'%s' is not an IP address", r->src);
+    if (tf_addr_parse(r->dst, &af2, tmp) < 0)
+        return cfail(c, "dst", "'%s' is not an IP address", r->dst);
     if (af != af2)
-        return cfail(&c, NULL, "src and dst of different families");
+        return cfail(c, NULL, "src and dst of different families");
     memcpy(out->k.dst, tmp, 16);
     out->k.af = (uint8_t)af;
-    out->k.proto = (uint8_t)proto;
-    out->k.sport = (uint16_t)sport;
-    out->k.dport = (uint16_t)dport;
-    out->k.qp = (uint32_t)qp;
-    out->k.vlan = (uint16_t)vlan;
-    out->dscp = (uint8_t)dscp;
+    out->k.proto = (uint8_t)r->proto;
+    out->k.sport = (uint16_t)r->sport;
+    out->k.dport = (uint16_t)r->dport;
+    out->k.qp = (uint32_t)r->qp;
+    out->k.vlan = (uint16_t)r->vlan;
+    memcpy(out->ifname, r->ifname, sizeof(out->ifname));
+    out->dscp = (uint8_t)r->dscp;
+    out->fat = r->fat;
     out->source = (uint8_t)kind;
-    out->sampling = (uint32_t)sampling;
+    out->sampling = (uint32_t)r->sampling;
+    out->bps = r->bps;
+    out->ce_frac = r->ce_frac;
+    out->bytes = r->bytes;
+    out->pkts = r->pkts;
+    out->cnp = r->cnp;
+    return 0;
+}
+
+/* A report's "links" or "flows": what an entry holds and how it is built. */
+struct list_kind {
+    const char *name;
+    const struct field *fields;
+    size_t nfields;
+    const void *defaults;        /* the raw form before any member is read */
+    size_t raw_size, entry_size;
+    int (*finish)(const struct ctx *c, const void *raw, void *entry);
+};
+
+static const struct raw_link link_defaults = {.rx_bps = -1, .oper = "up"};
+static const struct raw_flow flow_defaults = {.source = "pcap", .sampling = 1};
+
+static const struct list_kind links_kind = {"links", link_fields, TF_ARRAY_SIZE(link_fields), &link_defaults,
+                                            sizeof(struct raw_link), sizeof(struct ingest_link), finish_link};
+static const struct list_kind flows_kind = {"flows", flow_fields, TF_ARRAY_SIZE(flow_fields), &flow_defaults,
+                                            sizeof(struct raw_flow), sizeof(struct ingest_flow), finish_flow};
+
+union raw_entry {
+    struct raw_link link;
+    struct raw_flow flow;
+};
+
+/* A list being filled: entries are malloc'd (the batch outlives the parse)
+ * and handed to the report (set_list) whatever happens, so that
+ * ingest_batch_free releases them. */
+struct list_out {
+    void *a;
+    size_t n, cap;
+};
+
+static void set_list(struct ingest_report *r, bool flows, const struct list_out *l)
+{
+    if (flows) {
+        r->flows = l->a;
+        r->nflows = l->n;
+    } else {
+        r->links = l->a;
+        r->nlinks = l->n;
+    }
+}
+
+/* Room for one more entry, zeroed (as calloc would leave it). */
+static void *list_add(struct list_out *l, size_t size)
+{
+    if (l->n == l->cap) {
+        size_t nc = l->cap ? 2 * l->cap : 16;
+        void *na = realloc(l->a, nc * size);
+        if (!na)
+            return NULL;
+        l->a = na;
+        l->cap = nc;
+    }
+    void *entry = (char *)l->a + l->n * size;
+    memset(entry, 0, size);
+    return entry;
+}
+
+/* ---- parsing: jansson (arena-allocated) ------------------------------- */
+
+static void value_of_json(const json_t *j, struct jsonscan_value *v)
+{
+    memset(v, 0, sizeof(*v));
+    switch (json_typeof(j)) {
+    case JSON_OBJECT: v->type = JSONSCAN_OBJECT; break;
+    case JSON_ARRAY: v->type = JSONSCAN_ARRAY; break;
+    case JSON_STRING:
+        v->type = JSONSCAN_STRING;
+        v->s = json_string_value(j);
+        v->len = json_string_length(j);
+        break;
+    case JSON_INTEGER:
+        v->type = JSONSCAN_INTEGER;
+        v->i = json_integer_value(j);
+        break;
+    case JSON_REAL:
+        v->type = JSONSCAN_REAL;
+        v->d = json_real_value(j);
+        break;
+    case JSON_TRUE: v->type = JSONSCAN_TRUE; break;
+    case JSON_FALSE: v->type = JSONSCAN_FALSE; break;
+    default: v->type = JSONSCAN_NULL; break;
+    }
+}
+
+/* Every field of the table, looked up in table order so that the first
+ * error in that order is the one reported. */
+static int read_fields_json(const struct ctx *c, const json_t *o, const struct field *fl, size_t n, void *raw)
+{
+    for (size_t i = 0; i < n; i++) {
+        const json_t *j = json_object_get(o, fl[i].key);
+        if (!j) {
+            if (fl[i].need)
+                return cfail(c, fl[i].key, "required");
+            continue;
+        }
+        struct jsonscan_value v;
+        value_of_json(j, &v);
+        int rc = check_field(c, &fl[i], &v, raw);
+        if (rc)
+            return rc;
+    }
     return 0;
 }
 
 /* A report's "links" or "flows": an array of objects, counted against its
  * bound before any entry is judged (413, not a field error, for a probe that
  * sends too many). *budget is how many flows the batch may still hold. */
-static int parse_list(const json_t *r, const char *at, bool flows, size_t *budget, struct ingest_report *out,
-                      struct ingest_error *e)
+static int parse_list(const json_t *r, const char *at, const struct list_kind *k, size_t *budget,
+                      struct ingest_report *out, struct ingest_error *e)
 {
-    const char *what = flows ? "flows" : "links";
-    const json_t *a = json_object_get(r, what);
+    bool flows = k == &flows_kind;
+    const json_t *a = json_object_get(r, k->name);
     if (!a)
         return 0;
     if (!json_is_array(a))
-        return fail(e, INGEST_BAD_FIELD, "%s%s%s: must be an array", at, at[0] ? "." : "", what);
+        return fail(e, INGEST_BAD_FIELD, "%s%s%s: must be an array", at, at[0] ? "." : "", k->name);
     size_t count = json_array_size(a);
     if (flows && count > *budget)
         return fail(e, INGEST_TOO_MANY, "%s%sflows: %zu entries, more than the limit (max_flows_per_report)",
@@ -273,22 +386,28 @@ static int parse_list(const json_t *r, const char *at, bool flows, size_t *budge
                     INGEST_MAX_LINKS);
     if (count == 0)
         return 0;
-    /* malloc, not the arena: the batch outlives the parse. */
-    if (!(flows ? (void *)(out->flows = calloc(count, sizeof(*out->flows)))
-                : (void *)(out->links = calloc(count, sizeof(*out->links)))))
-        return fail(e, INGEST_BAD_FIELD, "out of memory for %zu %s", count, what);
+    struct list_out l = {calloc(count, k->entry_size), 0, count};
+    if (!l.a)
+        return fail(e, INGEST_BAD_FIELD, "out of memory for %zu %s", count, k->name);
     if (flows)
         *budget -= count;
-    struct ctx c = {at, what, 0, e};
-    for (size_t i = 0; i < count; i++) {
+    struct ctx c = {at, k->name, 0, e};
+    int rc = 0;
+    for (size_t i = 0; i < count && rc == 0; i++) {
         c.idx = i;
-        const json_t *v = json_array_get(a, i);
-        int rc = flows ? parse_flow(v, &c, &out->flows[i]) : parse_link(v, &c, &out->links[i]);
-        if (rc)
-            return rc;
-        (*(flows ? &out->nflows : &out->nlinks))++;
+        const json_t *o = json_array_get(a, i);
+        union raw_entry raw;
+        memcpy(&raw, k->defaults, k->raw_size);
+        if (!json_is_object(o))
+            rc = cfail(&c, NULL, "must be an object");
+        if (rc == 0)
+            rc = read_fields_json(&c, o, k->fields, k->nfields, &raw);
+        if (rc == 0)
+            rc = k->finish(&c, &raw, list_add(&l, k->entry_size));
+        l.n += rc == 0;
     }
-    return 0;
+    set_list(out, flows, &l);
+    return rc;
 }
 
 /* One report object. at: "" for a lone report (whose own members are then
@@ -297,12 +416,10 @@ static int parse_report(const json_t *r, const char *at, size_t *budget, struct 
                         struct ingest_error *e)
 {
     const struct ctx c = {at[0] ? at : "report", NULL, 0, e};
-    if (want_str(&c, r, "probe", true, out->probe, sizeof(out->probe)) ||
-        want_num(&c, r, "ts", false, 0, 1e11, &out->ts) ||
-        want_num(&c, r, "interval_s", false, 0, 86400, &out->interval_s))
-        return rc_of(e);
-    int rc = parse_list(r, at, false, budget, out, e);
-    return rc ? rc : parse_list(r, at, true, budget, out, e);
+    int rc = read_fields_json(&c, r, report_fields, TF_ARRAY_SIZE(report_fields), out);
+    if (rc == 0)
+        rc = parse_list(r, at, &links_kind, budget, out, e);
+    return rc ? rc : parse_list(r, at, &flows_kind, budget, out, e);
 }
 
 void ingest_batch_free(struct ingest_batch *b)
@@ -341,13 +458,11 @@ static int parse_root(const json_t *root, size_t *budget, struct ingest_batch *b
     return 0;
 }
 
-int ingest_parse(const char *body, size_t len, size_t max_flows, struct ingest_batch *b,
-                 struct ingest_error *e)
+static int parse_jansson(const char *body, size_t len, size_t max_flows, struct ingest_batch *b,
+                         struct ingest_error *e)
 {
     memset(b, 0, sizeof(*b));
     memset(e, 0, sizeof(*e));
-    if (len > INGEST_MAX_BODY)
-        return fail(e, INGEST_TOO_MANY, "body: %zu bytes, more than %u", len, INGEST_MAX_BODY);
     /* The tree lives in this thread's arena for the length of the parse: one
      * bump per value instead of a malloc/free pair; everything kept is
      * copied into b (malloc'd) before the scope ends. */
@@ -369,6 +484,17 @@ int ingest_parse(const char *body, size_t len, size_t max_flows, struct ingest_b
     if (rc)
         ingest_batch_free(b);
     return rc;
+}
+
+int ingest_parse(const char *body, size_t len, size_t max_flows, struct ingest_batch *b,
+                 struct ingest_error *e)
+{
+    if (len > INGEST_MAX_BODY) {
+        memset(b, 0, sizeof(*b));
+        memset(e, 0, sizeof(*e));
+        return fail(e, INGEST_TOO_MANY, "body: %zu bytes, more than %u", len, INGEST_MAX_BODY);
+    }
+    return parse_jansson(body, len, max_flows, b, e);
 }
 
 /* An interface name, or, at a link end the topology gives no interface name
