@@ -32,11 +32,14 @@ static int fail(struct ingest_error *e, enum ingest_err kind, const char *fmt, .
     return kind == INGEST_UNKNOWN ? -ENOENT : kind == INGEST_TOO_MANY ? -E2BIG : -EINVAL;
 }
 
-/* ---- the report schema: one table per object ------------------------- */
+/* ---- the report schema: one table per object, read by both parsers ---- */
 
-/* Members are described by tables (field) and checked by one function
- * (check_field) on a parser-neutral value (struct jsonscan_value); entries
- * are built from their raw form by finish_*() once every member is in. */
+/* Two parsers fill a batch (see ingest.h): the scanner (jsonscan) for the
+ * texts it takes, jansson for every other. Both read members through the
+ * same tables and check them with the same check_field(), and entries go
+ * through the same finish_*(), so that a value is judged alike whichever
+ * parser read it; jansson alone writes the messages a client sees, since
+ * the scanner hands every text it finds wrong to jansson. */
 
 /* Where members are read: `at` is the JSON path of the enclosing object
  * ("" for the top report), so that messages read "flows[3].bps: negative -1". */
@@ -93,7 +96,7 @@ struct field {
 #define FNUM(T, k, need, lo, hi, m) {k, sizeof(k) - 1, F_NUM, need, lo, hi, 0, 0, F_AT(T, m)}
 #define FBOOL(T, k, m) {k, sizeof(k) - 1, F_BOOL, false, 0, 0, 0, 0, F_AT(T, m)}
 
-/* jansson's integers fit struct jsonscan_value's long long. */
+/* jansson's integers are what the scanner reads as long long. */
 _Static_assert(JSON_INTEGER_IS_LONG_LONG, "json_int_t is long long");
 
 /* jansson refuses nesting deeper than this while it parses (its recursion is
@@ -153,6 +156,9 @@ static const struct field flow_fields[] = {
     FINT(struct raw_flow, "sampling", false, 1, INGEST_MAX_SAMPLING, sampling),
 };
 
+/* The scanner marks the members it has seen in a 32-bit mask. */
+_Static_assert(TF_ARRAY_SIZE(flow_fields) <= 32 && TF_ARRAY_SIZE(report_fields) <= 30, "seen masks");
+
 /* Checks v against f and stores it in raw; 0, or the error recorded. */
 static int check_field(const struct ctx *c, const struct field *f, const struct jsonscan_value *v, void *raw)
 {
@@ -162,7 +168,7 @@ static int check_field(const struct ctx *c, const struct field *f, const struct 
         if (v->type != JSONSCAN_INTEGER && v->type != JSONSCAN_REAL)
             return cfail(c, f->key, "must be a number");
         double d = v->type == JSONSCAN_INTEGER ? (double)v->i : v->d;
-        if (!isfinite(d)) /* jansson refuses overflowing reals; kept in case it changes */
+        if (!isfinite(d)) /* both parsers refuse overflowing reals; kept in case that changes */
             return cfail(c, f->key, "not finite");
         if (d < f->min)
             return cfail(c, f->key, "%s %g", d < 0 ? "negative" : "below minimum", d);
@@ -318,7 +324,7 @@ static void *list_add(struct list_out *l, size_t size)
     return entry;
 }
 
-/* ---- parsing: jansson (arena-allocated) ------------------------------- */
+/* ---- parser 1: jansson (arena-allocated), any valid JSON -------------- */
 
 static void value_of_json(const json_t *j, struct jsonscan_value *v)
 {
@@ -458,7 +464,7 @@ static int parse_root(const json_t *root, size_t *budget, struct ingest_batch *b
     return 0;
 }
 
-static int parse_jansson(const char *body, size_t len, size_t max_flows, struct ingest_batch *b,
+int ingest_parse_jansson(const char *body, size_t len, size_t max_flows, struct ingest_batch *b,
                          struct ingest_error *e)
 {
     memset(b, 0, sizeof(*b));
@@ -486,6 +492,207 @@ static int parse_jansson(const char *body, size_t len, size_t max_flows, struct 
     return rc;
 }
 
+/* ---- parser 2: the scanner, no tree, the subset jsonscan takes -------- */
+
+struct scan {
+    struct jsonscan js;
+    struct ingest_error *e;      /* check_field's scratch: any error means "jansson decides" */
+    size_t budget;               /* flows the batch may still hold */
+};
+
+/* The field called key, looked for from the one after the last found:
+ * probes write members in one order, so the first compare usually hits. */
+static int field_find(const struct field *fl, size_t n, size_t *hint, const char *key, size_t klen)
+{
+    for (size_t k = 0, i = *hint; k < n; k++, i = i + 1 == n ? 0 : i + 1)
+        if (fl[i].klen == klen && memcmp(fl[i].key, key, klen) == 0) {
+            *hint = i + 1 == n ? 0 : i + 1;
+            return (int)i;
+        }
+    return -1;
+}
+
+/* One member of object obj: a field of fl checked into raw (each at most
+ * once: *seen), or an unknown one skipped. */
+static int scan_member(struct scan *sc, const struct ctx *c, uint32_t obj, const struct field *fl, size_t n,
+                       size_t *hint, uint32_t *seen, const char *key, size_t klen, void *raw)
+{
+    struct jsonscan_value v;
+    int i = field_find(fl, n, hint, key, klen), rc = jsonscan_value(&sc->js, &v);
+    if (rc < 0)
+        return rc;
+    if (i < 0) {
+        rc = jsonscan_key_unique(&sc->js, obj, key, klen);
+        return rc < 0 ? rc : jsonscan_skip(&sc->js, &v);
+    }
+    if (*seen & (1u << i))
+        return -EEXIST; /* a repeated key: jansson names it */
+    *seen |= 1u << i;
+    return check_field(c, &fl[i], &v, raw);
+}
+
+static bool have_required(const struct field *fl, size_t n, uint32_t seen)
+{
+    for (size_t i = 0; i < n; i++)
+        if (fl[i].need && !(seen & (1u << i)))
+            return false;
+    return true;
+}
+
+/* One entry of a list: an object of k's fields. */
+static int scan_entry(struct scan *sc, const struct ctx *c, const struct list_kind *k, void *entry)
+{
+    struct jsonscan_value o;
+    int rc = jsonscan_value(&sc->js, &o);
+    if (rc < 0 || o.type != JSONSCAN_OBJECT)
+        return rc < 0 ? rc : -EINVAL;
+    union raw_entry raw;
+    memcpy(&raw, k->defaults, k->raw_size);
+    uint32_t seen = 0;
+    size_t hint = 0;
+    bool more = true;
+    for (size_t i = 0; rc == 0; i++) {
+        const char *key;
+        size_t klen;
+        rc = jsonscan_member(&sc->js, i, &more, &key, &klen);
+        if (rc < 0 || !more)
+            break;
+        rc = scan_member(sc, c, o.obj, k->fields, k->nfields, &hint, &seen, key, klen, &raw);
+    }
+    if (rc == 0 && !have_required(k->fields, k->nfields, seen))
+        rc = -EINVAL;
+    return rc ? rc : k->finish(c, &raw, entry);
+}
+
+/* A report's "links" or "flows" array; beyond its bound, jansson gives the 413. */
+static int scan_list(struct scan *sc, const char *at, const struct list_kind *k, struct ingest_report *out)
+{
+    bool flows = k == &flows_kind, more = true;
+    size_t max = flows ? sc->budget : INGEST_MAX_LINKS;
+    struct jsonscan_value a;
+    int rc = jsonscan_value(&sc->js, &a);
+    if (rc < 0 || a.type != JSONSCAN_ARRAY)
+        return rc < 0 ? rc : -EINVAL;
+    struct list_out l = {0};
+    struct ctx c = {at, k->name, 0, sc->e};
+    for (size_t i = 0; rc == 0; i++) {
+        rc = jsonscan_element(&sc->js, i, &more);
+        if (rc < 0 || !more)
+            break;
+        void *entry = i < max ? list_add(&l, k->entry_size) : NULL;
+        c.idx = i;
+        rc = entry ? scan_entry(sc, &c, k, entry) : -E2BIG;
+        l.n += rc == 0;
+    }
+    set_list(out, flows, &l);
+    if (flows)
+        sc->budget -= l.n;
+    return rc;
+}
+
+static bool key_is(const char *key, size_t klen, const char *name)
+{
+    return klen == strlen(name) && memcmp(key, name, klen) == 0;
+}
+
+/* The members of report object obj, opened by the caller. lone: the body
+ * is this report, where a "reports" member would make it a batch. */
+static int scan_report(struct scan *sc, uint32_t obj, bool lone, const char *at, struct ingest_report *out)
+{
+    const struct ctx c = {at[0] ? at : "report", NULL, 0, sc->e};
+    const size_t n = TF_ARRAY_SIZE(report_fields);
+    const uint32_t links_bit = 1u << n, flows_bit = 1u << (n + 1);
+    uint32_t seen = 0;
+    size_t hint = 0;
+    bool more = true;
+    int rc = 0;
+    for (size_t i = 0; rc == 0; i++) {
+        const char *key;
+        size_t klen;
+        rc = jsonscan_member(&sc->js, i, &more, &key, &klen);
+        if (rc < 0 || !more)
+            break;
+        bool links = key_is(key, klen, "links"), flows = !links && key_is(key, klen, "flows");
+        uint32_t bit = links ? links_bit : flows ? flows_bit : 0;
+        if (seen & bit)
+            rc = -EEXIST;
+        else if (bit)
+            rc = scan_list(sc, at, links ? &links_kind : &flows_kind, out);
+        else if (lone && key_is(key, klen, "reports"))
+            rc = -EINVAL; /* a batch after all, its reports not first: jansson's */
+        else
+            rc = scan_member(sc, &c, obj, report_fields, n, &hint, &seen, key, klen, out);
+        seen |= bit;
+    }
+    return rc == 0 && !have_required(report_fields, n, seen) ? -EINVAL : rc;
+}
+
+/* {"reports": [...], ...}: the batch's members after "reports" are skipped. */
+static int scan_batch(struct scan *sc, uint32_t root, struct ingest_batch *b)
+{
+    const char *key;
+    size_t klen;
+    bool more = true;
+    struct jsonscan_value a;
+    int rc = jsonscan_member(&sc->js, 0, &more, &key, &klen);
+    if (rc == 0)
+        rc = jsonscan_key_unique(&sc->js, root, key, klen); /* "reports", should it come again */
+    if (rc == 0)
+        rc = jsonscan_value(&sc->js, &a);
+    if (rc == 0 && a.type != JSONSCAN_ARRAY)
+        rc = -EINVAL;
+    for (size_t i = 0; rc == 0; i++) {
+        rc = jsonscan_element(&sc->js, i, &more);
+        if (rc < 0 || !more)
+            break;
+        struct jsonscan_value r;
+        if (i >= INGEST_MAX_REPORTS || (rc = jsonscan_value(&sc->js, &r)) < 0 || r.type != JSONSCAN_OBJECT)
+            return rc < 0 ? rc : -EINVAL;
+        char at[32];
+        snprintf(at, sizeof(at), "reports[%zu]", i);
+        b->n++; /* counted before it is filled, so that a failure frees it */
+        rc = scan_report(sc, r.obj, false, at, &b->r[i]);
+    }
+    if (rc == 0 && b->n == 0)
+        rc = -EINVAL;
+    for (size_t i = 1; rc == 0; i++) {
+        rc = jsonscan_member(&sc->js, i, &more, &key, &klen);
+        if (rc < 0 || !more)
+            break;
+        if ((rc = jsonscan_key_unique(&sc->js, root, key, klen)) == 0 && (rc = jsonscan_value(&sc->js, &a)) == 0)
+            rc = jsonscan_skip(&sc->js, &a);
+    }
+    return rc;
+}
+
+int ingest_parse_scan(const char *body, size_t len, size_t max_flows, struct ingest_batch *b,
+                      struct ingest_error *e)
+{
+    memset(b, 0, sizeof(*b));
+    memset(e, 0, sizeof(*e));
+    struct scan sc = {.e = e, .budget = max_flows};
+    jsonscan_init(&sc.js, body, len);
+    struct jsonscan_value root;
+    int rc = jsonscan_value(&sc.js, &root);
+    if (rc == 0 && root.type != JSONSCAN_OBJECT)
+        rc = -EINVAL;
+    if (rc == 0 && jsonscan_first_key_is(&sc.js, "reports")) {
+        rc = scan_batch(&sc, root.obj, b);
+    } else if (rc == 0) {
+        b->n = 1;
+        rc = scan_report(&sc, root.obj, true, "", &b->r[0]);
+    }
+    if (rc == 0)
+        rc = jsonscan_end(&sc.js);
+    jsonscan_free(&sc.js);
+    if (rc == 0)
+        return 0;
+    ingest_batch_free(b);
+    memset(b, 0, sizeof(*b));
+    memset(e, 0, sizeof(*e));
+    return -EAGAIN;
+}
+
 int ingest_parse(const char *body, size_t len, size_t max_flows, struct ingest_batch *b,
                  struct ingest_error *e)
 {
@@ -494,7 +701,8 @@ int ingest_parse(const char *body, size_t len, size_t max_flows, struct ingest_b
         memset(e, 0, sizeof(*e));
         return fail(e, INGEST_TOO_MANY, "body: %zu bytes, more than %u", len, INGEST_MAX_BODY);
     }
-    return parse_jansson(body, len, max_flows, b, e);
+    int rc = ingest_parse_scan(body, len, max_flows, b, e);
+    return rc == -EAGAIN ? ingest_parse_jansson(body, len, max_flows, b, e) : rc;
 }
 
 /* An interface name, or, at a link end the topology gives no interface name

@@ -3,13 +3,20 @@
  *
  * Two steps so that validation never holds the state lock and is testable
  * alone: ingest_parse() turns untrusted JSON into a bounded, fully validated
- * batch (or an error naming the field, e.g. "flows[3].bps: negative -1").
- * The JSON is parsed by jansson (duplicate keys refused, nesting bounded by
- * jansson's JSON_PARSER_MAX_DEPTH, the body by INGEST_MAX_BODY) into this
- * thread's jsonarena, so that the tree costs one bump per value and is
- * released wholesale when the batch has been copied out of it;
+ * batch (or an error naming the field, e.g. "flows[3].bps: negative -1");
  * ingest_apply() resolves names against the current topology and updates
  * the state under its write lock.
+ *
+ * Parsing has two parsers behind one schema (the member tables in
+ * ingest.c). A probe's report is read by jsonscan in place, without a tree:
+ * jansson spent about 200 instructions a byte of a report building one.
+ * jsonscan takes a strict subset of JSON and hands anything else, and every
+ * text it finds wrong in any way, to the other parser: jansson (duplicate
+ * keys refused, nesting bounded by JSON_PARSER_MAX_DEPTH, the tree in this
+ * thread's jsonarena), which decides and writes the error with its place.
+ * So a text is accepted only as jansson's parse would accept it, with the
+ * same batch, and every error is jansson's (tests hold both to that). The
+ * body is bounded by INGEST_MAX_BODY before either runs.
  *
  * Mapping: a report's `probe` is a topology node; each `if` names the link
  * direction leaving that node (ingest_dir_of_if). An interface that is not one
@@ -91,6 +98,12 @@ int  ingest_dir_of_if(const struct topo *t, uint32_t node, const char *ifname, u
 /* max_flows bounds the flows of one report (and of the whole batch). */
 int  ingest_parse(const char *body, size_t len, size_t max_flows, struct ingest_batch *b,
                   struct ingest_error *e);
+/* The two parsers ingest_parse runs, for tests. The scanner returns 0 with b
+ * filled, or -EAGAIN with b empty and e clear when jansson must decide. */
+int  ingest_parse_scan(const char *body, size_t len, size_t max_flows, struct ingest_batch *b,
+                       struct ingest_error *e);
+int  ingest_parse_jansson(const char *body, size_t len, size_t max_flows, struct ingest_batch *b,
+                          struct ingest_error *e);
 void ingest_batch_free(struct ingest_batch *b);
 /* Resolves and applies (write lock taken inside). ev may be NULL. */
 int  ingest_apply(struct state *s, const struct ingest_batch *b, double now, struct events *ev,
