@@ -19,22 +19,13 @@
 #include <string.h>
 
 #include "controller/ingest.h"
+#include "tests/lib/ingest_oracle.h"
 
 static void assert_batches_equal(const struct ingest_batch *a, const struct ingest_batch *b, const char *what)
 {
-    if (a->n != b->n)
-        fail_msg("%s: %zu reports, jansson %zu", what, a->n, b->n);
-    for (size_t i = 0; i < a->n; i++) {
-        const struct ingest_report *x = &a->r[i], *y = &b->r[i];
-        if (memcmp(x->probe, y->probe, sizeof(x->probe)) || memcmp(&x->ts, &y->ts, sizeof(x->ts)) ||
-            memcmp(&x->interval_s, &y->interval_s, sizeof(x->interval_s)) || x->nlinks != y->nlinks ||
-            x->nflows != y->nflows)
-            fail_msg("%s: report %zu differs", what, i);
-        if (x->nlinks && memcmp(x->links, y->links, x->nlinks * sizeof(*x->links)))
-            fail_msg("%s: report %zu: links differ", what, i);
-        if (x->nflows && memcmp(x->flows, y->flows, x->nflows * sizeof(*x->flows)))
-            fail_msg("%s: report %zu: flows differ", what, i);
-    }
+    char why[128];
+    if (ingest_batches_differ(a, b, why, sizeof(why)))
+        fail_msg("%s: %s (scanner, then jansson)", what, why);
 }
 
 struct both {
