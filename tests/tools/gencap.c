@@ -23,14 +23,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/lib/xorshift.h"
+
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
-static uint32_t rnd(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (uint32_t)(rng >> 11);
-}
+static uint32_t rnd(void) { return (uint32_t)(xorshift64(&rng) >> 11); }
 
 static void put16(uint8_t *b, uint16_t v) { b[0] = v >> 8; b[1] = v & 0xff; }
 static void put32(uint8_t *b, uint32_t v) { put16(b, v >> 16); put16(b + 2, v & 0xffff); }

@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "common/util.h"
+#include "tests/lib/xorshift.h"
 
 struct buf {
     uint8_t b[1500];
@@ -62,8 +63,7 @@ static void patch32(struct buf *b, size_t at, uint32_t v)
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static double urand(void)
 {
-    rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
-    return (double)(rng >> 11) / 9007199254740992.0;
+    return (double)(xorshift64(&rng) >> 11) / 9007199254740992.0;
 }
 static unsigned poisson(double lambda)
 {

@@ -20,6 +20,7 @@
 
 #include "controller/ingest.h"
 #include "tests/lib/ingest_oracle.h"
+#include "tests/lib/xorshift.h"
 
 static void assert_batches_equal(const struct ingest_batch *a, const struct ingest_batch *b, const char *what)
 {
@@ -229,13 +230,7 @@ static void the_rest_is_jansson_s(void **st)
 }
 
 static uint64_t rng = 88172645463325252ull;
-static uint64_t rnd(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
+static uint64_t rnd(void) { return xorshift64(&rng); }
 
 /* Random edits of a batch (bytes deleted, replaced, inserted; spans
  * copied, which repeats members; the text cut short): whatever the scanner

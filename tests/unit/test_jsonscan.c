@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "controller/jsonscan.h"
+#include "tests/lib/xorshift.h"
 
 /* Reads one whole text, skipping every value: 0 or the scanner's code. */
 static int scan_all(const char *text, size_t len)
@@ -247,13 +248,7 @@ static void members_and_elements(void **st)
 }
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
-static uint64_t rnd(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
+static uint64_t rnd(void) { return xorshift64(&rng); }
 
 /* Random numbers of every shape against jansson's values, bit for bit:
  * short ones (the scanner's own multiply/divide), long mantissas and far

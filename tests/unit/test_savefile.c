@@ -25,6 +25,7 @@
 
 #include "probes/savefile.h"
 #include "tests/lib/savefile_oracle.h"
+#include "tests/lib/xorshift.h"
 
 /* ---- file builder ------------------------------------------------------- */
 
@@ -71,13 +72,7 @@ static void header(struct fileb *f, uint32_t magic, uint16_t major, uint16_t min
 }
 
 static uint64_t rng = 0x2545f4914f6cdd1dull;
-static uint32_t rnd(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (uint32_t)(rng >> 16);
-}
+static uint32_t rnd(void) { return (uint32_t)(xorshift64(&rng) >> 16); }
 
 static void record(struct fileb *f, uint32_t sec, uint32_t frac, uint32_t caplen, uint32_t len)
 {
