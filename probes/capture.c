@@ -168,24 +168,8 @@ int capture_next_libpcap_(struct capture *c, struct pcap_pkthdr *h, const u_char
     return r == 1 ? 1 : r == PCAP_ERROR_BREAK ? 0 : -EIO;
 }
 
-/* pcap_dispatch() for a savefile.c source: the same count, filter and
- * callback; the records are handed out in place. */
-static int dispatch_savefile(struct capture *c, int max, pcap_handler cb, u_char *user)
-{
-    struct pcap_pkthdr h;
-    const uint8_t *d;
-    int n = 0, r = 0;
-    while ((max <= 0 || n < max) && (r = capture_next(c, &h, &d)) > 0) {
-        cb(user, &h, d);
-        n++;
-    }
-    return r < 0 ? r : n;
-}
-
 int capture_dispatch(struct capture *c, int max, pcap_handler cb, u_char *user)
 {
-    if (c->sf)
-        return dispatch_savefile(c, max, cb, user);
     int n = pcap_dispatch(c->p, max, cb, user);
     if (n == PCAP_ERROR_BREAK)
         return -EINTR;

@@ -57,10 +57,11 @@ struct capture {
 int capture_open_live(struct capture *c, const char *ifname, const struct capture_opts *o);
 int capture_open_file(struct capture *c, const char *path, const struct capture_opts *o);
 
-/* Hands up to max packets to cb. Returns how many, 0 when none is ready (live)
- * or at the end of a file, -EIO on a read error, -EINTR when pcap_breakloop()
- * was called. A read error is not logged here: the probe first prints the
- * report of what was read, then the error (capture_error()). */
+/* Live sources: hands up to max packets to cb. Returns how many, 0 when none
+ * is ready, -EIO on a read error, -EINTR when pcap_breakloop() was called.
+ * Files are read with capture_next(). A read error is not logged here: the
+ * probe first prints the report of what was read, then the error
+ * (capture_error()). */
 int capture_dispatch(struct capture *c, int max, pcap_handler cb, u_char *user);
 /* Files: the next record that passes the filter, as pcap_next_ex() would
  * give it: 1 with *h and *data set (data valid until the next call), 0 at
