@@ -223,9 +223,11 @@ static json_t *dir_json(struct state *s, const struct loads *l, uint32_t d, cons
     const struct topo *t = s->topo;
     const struct state_dir *sd = &s->dirs[d];
     double u = state_dir_util(s, d, l->bps[d]);
-    return json_pack("{sI ss ss sf sf sf sI sb sb sI sb sf}", "dir", (json_int_t)d, "from",
+    const char *why = state_dir_down_reason(s, d, tf_now_real());
+    return json_pack("{sI ss ss sf sf sf sI sb so sb sI sb sf}", "dir", (json_int_t)d, "from",
                      t->nodes[topo_dir_from(t, d)].name, "to", t->nodes[topo_dir_to(t, d)].name, "util", u,
                      "bps", l->bps[d], "ce_frac", l->ce[d], "drops", (json_int_t)sd->drops, "up", sd->up,
+                     "down_reason", why ? json_string(why) : json_null(),
                      "congested", u > cfg->util || l->ce[d] > cfg->ce_frac, "fat_flows", (json_int_t)l->nfat[d],
                      "measured", sd->measured, "last_update", sd->last_update);
 }

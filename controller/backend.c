@@ -213,6 +213,17 @@ int backend_withdraw(struct backend *b, struct backend_result *res)
     return rc;
 }
 
+int backend_routing(struct backend *b, uint8_t *down, uint32_t ndirs, char *notes, size_t noteslen)
+{
+    if (notes && noteslen)
+        notes[0] = '\0';
+    if (b->kind != K_NETLINK) {
+        memset(down, 0, ndirs);
+        return -EOPNOTSUPP;
+    }
+    return nl_backend_routing(b->nl, down, ndirs, notes, noteslen);
+}
+
 bool backend_healthy(const struct backend *b) { return b->healthy; }
 const char *backend_error(const struct backend *b) { return b->err; }
 

@@ -12,8 +12,10 @@
  * rt_proto. backend_open reads that state back (reconcile on restart);
  * backend_apply changes it make-before-break (routes added/replaced, then
  * rules added, then rules deleted, then routes deleted) and, when a batch
- * fails on a switch, puts that switch back as it was. Not thread-safe: one
- * caller at a time (the controller's rebalance loop).
+ * fails on a switch, puts that switch back as it was. The netlink kind
+ * also watches each switch's routing and never keeps or installs a pin
+ * whose next hop routing withdrew (nl_backend.h, docs/routing.md). Not
+ * thread-safe: one caller at a time (the controller's rebalance loop).
  */
 #ifndef TF_BACKEND_H
 #define TF_BACKEND_H
@@ -40,6 +42,13 @@ struct backend_cfg {
     const char *plan_dir;      /* "plan" kind: output folder (must exist) */
     const char *local_name;    /* the switch whose kernel is this host's
                                   (no netns); NULL = gethostname() */
+    uint32_t routing_table;    /* netlink: the table whose routes a pin must
+                                  stay within (0 = main, where FRR installs) */
+    /* netlink: called from the backend's watcher thread (without any backend
+     * lock held) when what the switches' routing says changed: fetch it with
+     * backend_routing. Must not call into the backend itself. NULL: none. */
+    void (*on_routing)(void *arg);
+    void *on_routing_arg;
 };
 /* Defaults matching plan_opts_default(); plan_dir NULL. */
 void backend_cfg_default(struct backend_cfg *c);
@@ -53,6 +62,8 @@ struct backend_result {
                                   host name); see skipped_sw for the first */
     char skipped_sw[PLAN_SW_LEN];
     size_t round_trips;        /* netlink batches sent */
+    size_t narrowed;           /* rules, routes and next hops of the plan not
+                                  installed because routing does not offer them */
     bool rolled_back;          /* a switch failed and was restored */
     char failed_sw[PLAN_SW_LEN];
     char error[256];           /* "" on success */
@@ -70,6 +81,16 @@ int backend_apply(struct backend *b, const struct plan *want, struct backend_res
 int backend_read(struct backend *b, struct plan *have);
 /* Removes everything this backend owns, on every switch it can reach. */
 int backend_withdraw(struct backend *b, struct backend_result *res);
+/*
+ * What the switches' own routing says (netlink only; backend.h of
+ * nl_backend.h for the watch): down[ndirs] (ndirs = 2 * the topology's
+ * links) gets 1 for every link direction an interface state or a routing
+ * withdrawal makes unusable, and notes (may be NULL) the lines describing
+ * pins the backend withdrew since the last call ("" when none).
+ * -EOPNOTSUPP for the other kinds (down all 0), -ESTALE when ndirs is not
+ * this backend's topology's.
+ */
+int backend_routing(struct backend *b, uint8_t *down, uint32_t ndirs, char *notes, size_t noteslen);
 bool backend_healthy(const struct backend *b);
 /* Last error ("" when none); valid until the next call. */
 const char *backend_error(const struct backend *b);

@@ -62,6 +62,7 @@ static const struct config_key config_keys[] = {
     {"thresholds.max_moves", CK_LONG, F(max_moves), "16", 0, 100000, NULL},
     {"thresholds.stale_intervals", CK_DOUBLE, F(stale_intervals), "3", 1, 1000, NULL},
     {"thresholds.settle_intervals", CK_DOUBLE, F(settle_intervals), "2", 0, 1000, NULL},
+    {"thresholds.link_holddown", CK_DOUBLE, F(link_holddown), "3", 0, 3600, NULL},
     {"limits.max_connections", CK_LONG, F(max_connections), "1024", 1, 65536, NULL},
     {"limits.connection_timeout", CK_LONG, F(connection_timeout), "10", 1, 3600, NULL},
     {"limits.max_body", CK_LONG, F(max_body), "8388608", 1024, 268435456, NULL},

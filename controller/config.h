@@ -41,6 +41,7 @@ struct config {
     double min_move_interval;          /* seconds between two moves of one flow */
     long max_moves;                    /* per round */
     double stale_intervals;            /* probe silent this many intervals = stale */
+    double link_holddown;              /* s a direction routing gave back stays unusable */
     double settle_intervals;           /* after moves: automatic rounds make forced moves only */
     /* limits */
     long max_connections;

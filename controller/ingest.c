@@ -852,13 +852,15 @@ static void apply_link(struct state *s, uint32_t node, const struct ingest_link 
         rev->last_update = now;
     }
     bool up = !l->down;
-    if (d->up != up && ev) {
+    if (d->probe_up != up && ev) {
         const struct topo *t = s->topo;
         events_add(ev, now, up ? "link_up" : "link_down", "%s -> %s (%s %s) reported %s",
                    t->nodes[topo_dir_from(t, dir)].name, t->nodes[topo_dir_to(t, dir)].name,
                    t->nodes[node].name, l->ifname, up ? "up" : "down");
     }
-    d->up = rev->up = up;
+    d->probe_up = rev->probe_up = up;
+    state_dir_eval(s, dir, now);
+    state_dir_eval(s, dir ^ 1, now);
     res->links++;
 }
 

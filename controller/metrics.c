@@ -57,7 +57,7 @@ static void fabric(FILE *f, struct state *s, double now)
     static const char *const help[] = {"Load of a link direction over its rate.",
                                        "Rate-weighted ECN-CE fraction of the flows on a link direction.",
                                        "Bits per second on a link direction.",
-                                       "1 unless a probe reported the link down."};
+                                       "1 unless a probe or the switches' routing says the link direction is down (or it is in its hold-down)."};
     double maxu = 0;
     for (int k = 0; k < 4; k++) {
         fprintf(f, "# HELP tierflow_link_%s %s\n# TYPE tierflow_link_%s gauge\n", names[k], help[k], names[k]);

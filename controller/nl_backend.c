@@ -4,32 +4,60 @@
 #include "controller/nl_backend.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/log.h"
 #include "common/util.h"
 #include "controller/nlroute.h"
 #include "controller/planbuild.h"
+#include "controller/routing_view.h"
 #include "policy/topo.h"
+
+/* A burst of routing changes (BGP withdrawing a leaf's prefix from every
+ * switch, a link taking its routes with it) is read as one. */
+#define NL_WATCH_DEBOUNCE_MS 20
+/* Re-read every view this often even without a notification (a lost
+ * overflow, a namespace that missed its group). */
+#define NL_WATCH_RESCAN_MS 5000
 
 struct nl_sw {
     char name[PLAN_SW_LEN];
     char netns[64];
+    uint32_t node;        /* topology node, TOPO_NONE without a topology */
     struct nlroute *nl;
     struct plan have;     /* sorted; what the kernel holds of ours */
+    struct routing_view view;
+    int wfd;              /* change notifications, -1 none */
 };
 
 struct nl_backend {
     struct nlroute_own own;
+    uint32_t routing_table;
+    const struct topo *topo;
+    pthread_mutex_t mu;   /* guards sw[] (sockets, have, view), down, notes */
     struct nl_sw *sw;
     size_t nsw;
+    uint8_t *down;        /* 2 * topo->nlinks, from every view */
+    uint32_t ndirs;
+    char notes[1024];     /* pins withdrawn since the last nl_backend_routing */
+    size_t nnotes_lost;
+    void (*poke)(void *arg);
+    void *poke_arg;
+    pthread_t thr;
+    bool thr_started;
+    int stop[2];          /* the watcher's wake-up pipe */
 };
 
-static int add_switch(struct nl_backend *b, const char *name, const char *netns, char *err,
-                      size_t errlen)
+static int add_switch(struct nl_backend *b, const char *name, const char *netns, uint32_t node,
+                      char *err, size_t errlen)
 {
     struct nl_sw *v = realloc(b->sw, (b->nsw + 1) * sizeof(*v));
     if (!v)
@@ -39,15 +67,27 @@ static int add_switch(struct nl_backend *b, const char *name, const char *netns,
     memset(s, 0, sizeof(*s));
     tf_strlcpy(s->name, name, sizeof(s->name));
     tf_strlcpy(s->netns, netns, sizeof(s->netns));
+    s->node = node;
+    s->wfd = -1;
     plan_init(&s->have);
+    routing_view_init(&s->view);
     char why[200] = "";
     int rc = nlroute_open(netns, &s->nl, why, sizeof(why));
     if (!rc)
         rc = nlroute_read(s->nl, &b->own, name, &s->have, why, sizeof(why));
+    /* Subscribe before the first read of the view, so that no change falls
+     * between the two. */
+    if (!rc)
+        rc = nlroute_watch_open(netns, &s->wfd, why, sizeof(why));
+    if (!rc)
+        rc = nlroute_read_view(s->nl, b->routing_table, b->own.proto, &s->view, why, sizeof(why));
     if (rc) {
         snprintf(err, errlen, "switch %s%s%s: %s", name, netns[0] ? " in netns " : "", netns, why);
         nlroute_close(s->nl);
         plan_free(&s->have);
+        routing_view_free(&s->view);
+        if (s->wfd >= 0)
+            close(s->wfd);
         return rc;
     }
     plan_sort(&s->have);
@@ -55,14 +95,24 @@ static int add_switch(struct nl_backend *b, const char *name, const char *netns,
     return 0;
 }
 
+static void *watch_main(void *arg);
+static void check_sw(struct nl_backend *b, struct nl_sw *s);
+static bool down_refresh(struct nl_backend *b);
+
 int nl_backend_open(const struct backend_cfg *cfg, struct nl_backend **out, char *err,
                     size_t errlen)
 {
     struct nl_backend *b = calloc(1, sizeof(*b));
     if (!b)
         return -ENOMEM;
+    pthread_mutex_init(&b->mu, NULL);
+    b->stop[0] = b->stop[1] = -1;
     b->own = (struct nlroute_own){cfg->prio_min, cfg->prio_max, cfg->table_base,
                                   cfg->table_base + PLANBUILD_TABLE_SPAN - 1, cfg->rt_proto};
+    b->routing_table = cfg->routing_table ? cfg->routing_table : ROUTING_VIEW_MAIN;
+    b->topo = cfg->topo;
+    b->poke = cfg->on_routing;
+    b->poke_arg = cfg->on_routing_arg;
     char local[PLAN_SW_LEN] = "";
     if (cfg->local_name)
         tf_strlcpy(local, cfg->local_name, sizeof(local));
@@ -70,24 +120,40 @@ int nl_backend_open(const struct backend_cfg *cfg, struct nl_backend **out, char
         local[0] = '\0';
     int rc = 0;
     if (!cfg->topo) {
-        rc = local[0] ? add_switch(b, local, "", err, errlen) : 0;
+        rc = local[0] ? add_switch(b, local, "", TOPO_NONE, err, errlen) : 0;
     } else {
         const struct topo *t = cfg->topo;
+        b->ndirs = 2 * t->nlinks;
+        if (!(b->down = calloc(b->ndirs + 1, 1)))
+            rc = -ENOMEM;
         for (uint32_t i = 0; i < t->nnodes && !rc; i++) {
             const struct topo_node *nd = &t->nodes[i];
             if (nd->tier == TOPO_HOST)
                 continue;
             if (nd->netns[0])
-                rc = add_switch(b, nd->name, nd->netns, err, errlen);
+                rc = add_switch(b, nd->name, nd->netns, i, err, errlen);
             else if (local[0] && !strcmp(nd->name, local))
-                rc = add_switch(b, nd->name, "", err, errlen);
+                rc = add_switch(b, nd->name, "", i, err, errlen);
         }
     }
+    if (!rc && pipe2(b->stop, O_CLOEXEC | O_NONBLOCK) < 0)
+        rc = tf_fail(err, errlen, -errno, "pipe: %s", strerror(errno));
     if (rc) {
         nl_backend_close(b);
         return rc;
     }
-    log_info("netlink backend: %zu switch(es) reachable", b->nsw);
+    /* What is installed and no longer offered by routing goes now: the
+     * adoption at start keeps only what routing still allows. */
+    for (size_t i = 0; i < b->nsw; i++)
+        check_sw(b, &b->sw[i]);
+    down_refresh(b);
+    if (b->nsw && (rc = pthread_create(&b->thr, NULL, watch_main, b)) != 0) {
+        tf_fail(err, errlen, -rc, "watcher thread: %s", strerror(rc));
+        nl_backend_close(b);
+        return -rc;
+    }
+    b->thr_started = b->nsw > 0;
+    log_info("netlink backend: %zu switch(es) reachable, watching routing table %u", b->nsw, b->routing_table);
     *out = b;
     return 0;
 }
@@ -96,10 +162,23 @@ void nl_backend_close(struct nl_backend *b)
 {
     if (!b)
         return;
+    if (b->thr_started) {
+        ssize_t w = write(b->stop[1], "x", 1);
+        (void)w;
+        pthread_join(b->thr, NULL);
+    }
     for (size_t i = 0; i < b->nsw; i++) {
         nlroute_close(b->sw[i].nl);
         plan_free(&b->sw[i].have);
+        routing_view_free(&b->sw[i].view);
+        if (b->sw[i].wfd >= 0)
+            close(b->sw[i].wfd);
     }
+    for (int k = 0; k < 2; k++)
+        if (b->stop[k] >= 0)
+            close(b->stop[k]);
+    pthread_mutex_destroy(&b->mu);
+    free(b->down);
     free(b->sw);
     free(b);
 }
@@ -209,34 +288,47 @@ int nl_backend_apply(struct nl_backend *b, const struct plan *want, struct backe
     int rc = plan_switches(want, &names, &nnames);
     if (rc)
         return rc;
+    pthread_mutex_lock(&b->mu);
     for (size_t i = 0; i < nnames; i++)
         if (!find_sw(b, names[i]) && res->skipped++ == 0)
             tf_strlcpy(res->skipped_sw, names[i], sizeof(res->skipped_sw));
     free(names);
     int first = 0;
     for (size_t i = 0; i < b->nsw; i++) {
-        struct plan target;
+        struct plan target, narrow;
         plan_init(&target);
+        plan_init(&narrow);
+        struct routing_narrowed nn;
         rc = plan_append(&target, want, b->sw[i].name);
-        if (!rc)
-            rc = apply_sw(b, &b->sw[i], &target, res);
+        /* Never install what routing does not offer (the round may not
+         * know yet that a path failed). */
+        if (!rc && !(rc = routing_view_narrow(&b->sw[i].view, &target, &narrow, &nn))) {
+            res->narrowed += nn.routes_dropped + nn.nh_dropped + nn.rules_dropped;
+            if (nn.nh_dropped)
+                log_info("netlink backend: switch %s: not installing %s (and %zu more): routing does not offer it",
+                         b->sw[i].name, nn.first, nn.nh_dropped + nn.rules_dropped - 1);
+            rc = apply_sw(b, &b->sw[i], &narrow, res);
+        }
         plan_free(&target);
+        plan_free(&narrow);
         if (rc && !first)
             first = rc;
     }
+    pthread_mutex_unlock(&b->mu);
     return first;
 }
 
 int nl_backend_read(struct nl_backend *b, struct plan *have, char *err, size_t errlen)
 {
-    for (size_t i = 0; i < b->nsw; i++) {
-        int rc = reread(b, &b->sw[i], err, errlen);
+    int rc = 0;
+    pthread_mutex_lock(&b->mu);
+    for (size_t i = 0; i < b->nsw && !rc; i++) {
+        rc = reread(b, &b->sw[i], err, errlen);
         if (!rc)
             rc = plan_append(have, &b->sw[i].have, NULL);
-        if (rc)
-            return rc;
     }
-    return 0;
+    pthread_mutex_unlock(&b->mu);
+    return rc;
 }
 
 int nl_backend_withdraw(struct nl_backend *b, struct backend_result *res)
@@ -244,6 +336,7 @@ int nl_backend_withdraw(struct nl_backend *b, struct backend_result *res)
     struct plan empty;
     plan_init(&empty);
     int first = 0;
+    pthread_mutex_lock(&b->mu);
     for (size_t i = 0; i < b->nsw; i++) {
         struct nl_sw *s = &b->sw[i];
         char err[256] = "";
@@ -257,5 +350,152 @@ int nl_backend_withdraw(struct nl_backend *b, struct backend_result *res)
         }
         reread(b, s, err, sizeof(err));
     }
+    pthread_mutex_unlock(&b->mu);
     return first;
+}
+
+/* ---- routing watch ----------------------------------------------------------- */
+
+static void note(struct nl_backend *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void note(struct nl_backend *b, const char *fmt, ...)
+{
+    char line[320];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    log_msg(LOG_NOTICE, "netlink backend: %s", line);
+    size_t used = strlen(b->notes);
+    if (used + strlen(line) + 2 > sizeof(b->notes)) {
+        b->nnotes_lost++;
+        return;
+    }
+    snprintf(b->notes + used, sizeof(b->notes) - used, "%s\n", line);
+}
+
+/* Reads s's view again and withdraws at once whatever of ours it no longer
+ * offers. Caller holds mu. */
+static void check_sw(struct nl_backend *b, struct nl_sw *s)
+{
+    char err[256] = "";
+    if (nlroute_read_view(s->nl, b->routing_table, b->own.proto, &s->view, err, sizeof(err)) < 0) {
+        /* Keep nothing we cannot vouch for? No: an unreadable view says
+         * nothing about the paths; the installed state stays, logged. */
+        log_warn("netlink backend: switch %s: %s", s->name, err);
+        return;
+    }
+    if (s->view.nh_objects)
+        log_debug("netlink backend: switch %s uses next-hop objects: only interface state narrows its pins",
+                  s->name);
+    struct plan narrow;
+    struct routing_narrowed nn;
+    if (routing_view_narrow(&s->view, &s->have, &narrow, &nn) < 0)
+        return;
+    if (nn.routes_dropped || nn.nh_dropped || nn.rules_dropped) {
+        struct backend_result res = {0};
+        int rc = apply_sw(b, s, &narrow, &res);
+        if (rc)
+            note(b, "switch %s: routing withdrew %s, but removing tierflow's pins failed: %s", s->name, nn.first,
+                 res.error);
+        else
+            note(b, "switch %s: routing withdrew %s: removed %zu rule%s and %zu route%s that used it "
+                    "(the flows follow routing's ECMP until re-placed)",
+                 s->name, nn.first, res.rules_deleted, res.rules_deleted == 1 ? "" : "s",
+                 res.routes_deleted + res.routes_replaced, res.routes_deleted + res.routes_replaced == 1 ? "" : "s");
+    }
+    plan_free(&narrow);
+}
+
+/* Recomputes down[] from every view; true when it changed. Caller holds mu
+ * (or is the only thread, at open). */
+static bool down_refresh(struct nl_backend *b)
+{
+    if (!b->topo || !b->down)
+        return false;
+    uint8_t *d = calloc(b->ndirs + 1, 1);
+    if (!d)
+        return false;
+    for (size_t i = 0; i < b->nsw; i++)
+        if (b->sw[i].node != TOPO_NONE)
+            routing_view_down_dirs(b->topo, b->sw[i].node, &b->sw[i].view, d);
+    bool changed = memcmp(d, b->down, b->ndirs) != 0;
+    memcpy(b->down, d, b->ndirs);
+    free(d);
+    return changed;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+}
+
+static void *watch_main(void *arg)
+{
+    struct nl_backend *b = arg;
+    struct pollfd *pf = calloc(b->nsw + 1, sizeof(*pf));
+    bool *dirty = calloc(b->nsw + 1, sizeof(bool));
+    if (!pf || !dirty) {
+        log_err("netlink backend: watcher: out of memory; routing changes are seen only by rounds");
+        free(pf);
+        free(dirty);
+        return NULL;
+    }
+    pf[0] = (struct pollfd){.fd = b->stop[0], .events = POLLIN};
+    for (size_t i = 0; i < b->nsw; i++)
+        pf[i + 1] = (struct pollfd){.fd = b->sw[i].wfd, .events = POLLIN};
+    for (;;) {
+        int n = poll(pf, b->nsw + 1, NL_WATCH_RESCAN_MS);
+        if (n < 0 && errno != EINTR) {
+            log_err("netlink backend: watcher: poll: %s", strerror(errno));
+            break;
+        }
+        if (n > 0 && (pf[0].revents & POLLIN))
+            break;
+        bool any = false;
+        for (size_t i = 0; i < b->nsw; i++) {
+            dirty[i] = n == 0 || (n > 0 && (pf[i + 1].revents & (POLLIN | POLLERR)));
+            any |= dirty[i];
+        }
+        if (!any)
+            continue;
+        if (n > 0)
+            sleep_ms(NL_WATCH_DEBOUNCE_MS);
+        for (size_t i = 0; i < b->nsw; i++)
+            if (dirty[i] || n > 0)
+                dirty[i] |= nlroute_watch_drain(b->sw[i].wfd) > 0;
+        pthread_mutex_lock(&b->mu);
+        for (size_t i = 0; i < b->nsw; i++)
+            if (dirty[i])
+                check_sw(b, &b->sw[i]);
+        bool changed = down_refresh(b) || b->notes[0];
+        pthread_mutex_unlock(&b->mu);
+        if (changed && b->poke)
+            b->poke(b->poke_arg);
+    }
+    free(pf);
+    free(dirty);
+    return NULL;
+}
+
+int nl_backend_routing(struct nl_backend *b, uint8_t *down, uint32_t ndirs, char *notes, size_t noteslen)
+{
+    pthread_mutex_lock(&b->mu);
+    int rc = 0;
+    if (!b->down || ndirs != b->ndirs)
+        rc = -ESTALE;
+    else
+        memcpy(down, b->down, ndirs);
+    if (notes && noteslen) {
+        tf_strlcpy(notes, b->notes, noteslen);
+        if (b->nnotes_lost) {
+            size_t u = strlen(notes);
+            snprintf(notes + u, noteslen - u, "%zu more notes lost\n", b->nnotes_lost);
+        }
+    }
+    b->notes[0] = '\0';
+    b->nnotes_lost = 0;
+    pthread_mutex_unlock(&b->mu);
+    return rc;
 }

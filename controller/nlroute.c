@@ -51,6 +51,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "controller/routing_view.h"
 
 #ifndef FRA_DSCP
 #define FRA_DSCP 25     /* kernel 6.13+; not in older uapi headers */
@@ -73,6 +74,7 @@
 
 struct link_ent {
     int index;
+    bool up;             /* IFF_UP and IFF_RUNNING (carrier) */
     char name[IF_NAMESIZE];
 };
 
@@ -131,13 +133,15 @@ static int connect_here(struct nl_sock *sk, const char *where, char *err, size_t
     return 0;
 }
 
-/* Connects sk (creates its file descriptor) inside netns and returns the
- * thread to its own namespace; failing to return would leave every later
- * socket in the wrong kernel, so that one case aborts. */
-static int connect_in(struct nl_sock *sk, const char *netns, char *err, size_t errlen)
+/* Runs fn(arg) with the calling thread inside netns and returns it to its
+ * own namespace; failing to return would leave every later socket in the
+ * wrong kernel, so that one case aborts. Sockets made by fn stay in netns
+ * for their whole life. */
+static int in_netns(const char *netns, int (*fn)(void *arg, char *err, size_t errlen), void *arg,
+                    char *err, size_t errlen)
 {
     if (!netns || !netns[0])
-        return connect_here(sk, "", err, errlen);
+        return fn(arg, err, errlen);
     if (!netns_name_ok(netns))
         return fail(err, errlen, -EINVAL, "netns '%.64s': not a plain name", netns);
     char path[96];
@@ -155,7 +159,7 @@ static int connect_in(struct nl_sock *sk, const char *netns, char *err, size_t e
     if (setns(target, CLONE_NEWNET) < 0) {
         rc = fail(err, errlen, -errno, "setns into %s: %s", path, strerror(errno));
     } else {
-        rc = connect_here(sk, path, err, errlen);
+        rc = fn(arg, err, errlen);
         if (setns(self, CLONE_NEWNET) < 0) {
             log_err("nlroute: cannot return from netns %s: %s", netns, strerror(errno));
             abort();
@@ -164,6 +168,26 @@ static int connect_in(struct nl_sock *sk, const char *netns, char *err, size_t e
     close(target);
     close(self);
     return rc;
+}
+
+struct connect_arg {
+    struct nl_sock *sk;
+    const char *where;
+};
+
+static int connect_fn(void *p, char *err, size_t errlen)
+{
+    const struct connect_arg *a = p;
+    return connect_here(a->sk, a->where, err, errlen);
+}
+
+static int connect_in(struct nl_sock *sk, const char *netns, char *err, size_t errlen)
+{
+    char where[96] = "";
+    if (netns && netns[0])
+        snprintf(where, sizeof(where), "/run/netns/%.64s", netns);
+    struct connect_arg a = {sk, where};
+    return in_netns(netns, connect_fn, &a, err, errlen);
 }
 
 int nlroute_open(const char *netns, struct nlroute **out, char *err, size_t errlen)
@@ -840,6 +864,7 @@ static int link_cb(struct nlroute *n, struct nlmsghdr *h, void *p)
         n->links = v;
     }
     n->links[n->nlinks].index = ifi->ifi_index;
+    n->links[n->nlinks].up = (ifi->ifi_flags & IFF_UP) && (ifi->ifi_flags & IFF_RUNNING);
     tf_strlcpy(n->links[n->nlinks].name, nla_get_string(tb[IFLA_IFNAME]), IF_NAMESIZE);
     n->nlinks++;
     return 0;
@@ -871,4 +896,164 @@ int nlroute_read(struct nlroute *n, const struct nlroute_own *own, const char *s
     if (rc)
         return fail(err, errlen, rc, "reading routes of switch %s: %s", sw, strerror(-rc));
     return 0;
+}
+
+/* ---- the routing view ----------------------------------------------------- */
+
+/* Up to RTA_NH_ID (30), which older uapi headers may lack. */
+#define NLR_RTA_NH_ID 30
+#define NLR_RTA_MAX (NLR_RTA_NH_ID > RTA_MAX ? NLR_RTA_NH_ID : RTA_MAX)
+static struct nla_policy view_policy[NLR_RTA_MAX + 1] = {
+    [RTA_OIF] = {.type = NLA_U32},
+    [RTA_TABLE] = {.type = NLA_U32},
+    [NLR_RTA_NH_ID] = {.type = NLA_U32},
+};
+
+struct view_ctx {
+    uint32_t table;
+    uint8_t own_proto;
+    struct routing_view *v;
+};
+
+static void view_reset(void *p)
+{
+    struct view_ctx *c = p;
+    c->v->rt.nroutes = 0;
+    c->v->nh_objects = false;
+}
+
+/* A next hop as routing uses it: gateway of the route's family, else (an
+ * IPv6 gateway for IPv4, BGP unnumbered: RTA_VIA) only the interface. */
+static void view_nh(const struct nlroute *n, const struct plan_route *r, struct nlattr **ntb, int ifindex,
+                    struct plan_nh *nh)
+{
+    route_nh(n, r, ntb[RTA_GATEWAY], ifindex, nh);
+    if (!ntb[RTA_GATEWAY] && ntb[RTA_VIA])
+        nh->af = 0;   /* matched by interface alone (routing_view.c) */
+}
+
+static int view_route_cb(struct nlroute *n, struct nlmsghdr *h, void *p)
+{
+    struct view_ctx *c = p;
+    struct nlattr *tb[NLR_RTA_MAX + 1];
+    if (h->nlmsg_type != RTM_NEWROUTE || nlmsg_parse(h, sizeof(struct rtmsg), tb, NLR_RTA_MAX, view_policy) < 0)
+        return 0;
+    const struct rtmsg *rtm = nlmsg_data(h);
+    uint32_t table = tb[RTA_TABLE] ? nla_get_u32(tb[RTA_TABLE]) : rtm->rtm_table;
+    if ((rtm->rtm_family != AF_INET && rtm->rtm_family != AF_INET6) || table != c->table ||
+        rtm->rtm_protocol == c->own_proto || (rtm->rtm_flags & RTM_F_CLONED))
+        return 0;
+    bool nothing = rtm->rtm_type == RTN_BLACKHOLE || rtm->rtm_type == RTN_UNREACHABLE ||
+                   rtm->rtm_type == RTN_PROHIBIT;
+    if (rtm->rtm_type != RTN_UNICAST && !nothing)
+        return 0;
+    struct plan_route r = {.af = rtm->rtm_family == AF_INET6 ? 6 : 4, .dst_len = rtm->rtm_dst_len,
+                           .table = table};
+    if (r.dst_len && !get_addr(tb[RTA_DST], r.af, r.dst))
+        return 0;
+    if (tb[NLR_RTA_NH_ID] && !nothing) {
+        /* Next-hop objects: the gateways are not in the route. */
+        c->v->nh_objects = true;
+        return 0;
+    }
+    const struct nlattr *mp = tb[RTA_MULTIPATH];
+    const unsigned dead = RTNH_F_DEAD | RTNH_F_LINKDOWN;
+    if (nothing) {
+        r.nnh = 0;
+    } else if (mp) {
+        const struct rtnexthop *nh = nla_data(mp);
+        int left = nla_len(mp);
+        while (left >= (int)sizeof(*nh) && RTNH_OK(nh, left) && r.nnh < PLAN_MAX_NH) {
+            struct nlattr *ntb[RTA_MAX + 1];
+            if (nla_parse(ntb, RTA_MAX, (struct nlattr *)RTNH_DATA(nh), nh->rtnh_len - RTNH_LENGTH(0), NULL) < 0)
+                return 0;
+            if (!(nh->rtnh_flags & dead))
+                view_nh(n, &r, ntb, nh->rtnh_ifindex, &r.nh[r.nnh++]);
+            left -= RTNH_ALIGN(nh->rtnh_len);
+            nh = RTNH_NEXT(nh);
+        }
+    } else if (!(rtm->rtm_flags & dead)) {
+        int oif = tb[RTA_OIF] ? (int)nla_get_u32(tb[RTA_OIF]) : 0;
+        view_nh(n, &r, tb, oif, &r.nh[0]);
+        r.nnh = 1;
+    }
+    /* plan_add_route refuses nnh 0 (a plan route always has a next hop):
+     * a view keeps such routes as "offers nothing", so append by hand. */
+    struct plan *pl = &c->v->rt;
+    if (pl->nroutes == pl->tcap) {
+        size_t cap = pl->tcap ? 2 * pl->tcap : 64;
+        struct plan_route *v = realloc(pl->routes, cap * sizeof(*v));
+        if (!v)
+            return -ENOMEM;
+        pl->routes = v;
+        pl->tcap = cap;
+    }
+    pl->routes[pl->nroutes++] = r;
+    return 0;
+}
+
+int nlroute_read_view(struct nlroute *n, uint32_t table, uint8_t own_proto, struct routing_view *v, char *err,
+                      size_t errlen)
+{
+    routing_view_clear(v);
+    int rc = refresh_links(n, err, errlen);
+    for (size_t i = 0; !rc && i < n->nlinks; i++)
+        rc = routing_view_add_link(v, n->links[i].name, n->links[i].up);
+    if (rc)
+        return rc;
+    struct view_ctx c = {table, own_proto, v};
+    struct rtmsg rtm = {.rtm_family = AF_UNSPEC};
+    rc = dump(n, RTM_GETROUTE, &rtm, sizeof(rtm), view_route_cb, &c, view_reset);
+    if (rc)
+        return fail(err, errlen, rc, "reading routing table %u: %s", table, strerror(-rc));
+    return 0;
+}
+
+/* ---- change notifications ------------------------------------------------- */
+
+static int watch_fn(void *p, char *err, size_t errlen)
+{
+    int *out = p;
+    int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_ROUTE);
+    if (fd < 0)
+        return fail(err, errlen, -errno, "netlink socket: %s", strerror(errno));
+    struct sockaddr_nl sa = {.nl_family = AF_NETLINK,
+                             .nl_groups = RTMGRP_LINK | RTMGRP_IPV4_ROUTE | RTMGRP_IPV6_ROUTE};
+    int sz = 1 << 20;
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &sz, sizeof(sz));
+    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+        int e = errno;
+        close(fd);
+        return fail(err, errlen, -e, "netlink bind to route and link groups: %s", strerror(e));
+    }
+    *out = fd;
+    return 0;
+}
+
+int nlroute_watch_open(const char *netns, int *fd, char *err, size_t errlen)
+{
+    *fd = -1;
+    return in_netns(netns, watch_fn, fd, err, errlen);
+}
+
+int nlroute_watch_drain(int fd)
+{
+    char buf[16384];
+    int n = 0;
+    for (;;) {
+        ssize_t r = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+        if (r > 0) {
+            n++;
+            continue;
+        }
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0 && errno == ENOBUFS) {   /* overflow: something changed, we lost what */
+            n++;
+            continue;
+        }
+        if (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+            return -errno;
+        return n;
+    }
 }

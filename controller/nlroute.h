@@ -56,4 +56,20 @@ int nlroute_read(struct nlroute *n, const struct nlroute_own *own, const char *s
 int nlroute_run(struct nlroute *n, enum nlroute_op op, const struct plan *p, uint8_t proto,
                 size_t *done, size_t *round_trips, char *err, size_t errlen);
 
+struct routing_view;
+/* The routing view of this kernel (routing_view.h): routing table `table`
+ * (ROUTING_VIEW_MAIN for FRR's), without routes of protocol own_proto, with
+ * only live next hops, and every interface's oper state. v is cleared
+ * first. */
+int nlroute_read_view(struct nlroute *n, uint32_t table, uint8_t own_proto, struct routing_view *v,
+                      char *err, size_t errlen);
+
+/* A non-blocking netlink socket in netns subscribed to link and route
+ * changes (IPv4 and IPv6); *fd for poll(2), close(2) it when done. */
+int nlroute_watch_open(const char *netns, int *fd, char *err, size_t errlen);
+/* Reads every pending notification; returns how many there were (a lost
+ * overflow counts as one), or -errno. The content is not kept: a
+ * notification only says that the view must be read again. */
+int nlroute_watch_drain(int fd);
+
 #endif

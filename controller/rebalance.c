@@ -535,3 +535,54 @@ static int run_round(struct rebalance *rb, double now, bool dry_run, bool automa
     pthread_mutex_unlock(&rb->mu);
     return rc;
 }
+
+/* At most this many routing events per sync; a spine going down turns many
+ * directions at once and one line says the rest. */
+#define REBALANCE_ROUTING_EVENTS 16
+
+int rebalance_routing(struct rebalance *rb, double now)
+{
+    pthread_mutex_lock(&rb->mu);   /* the backend is ours to call only under mu */
+    struct state *s = rb->st;
+    uint32_t nd = rb->be ? 2 * s->topo->nlinks : 0;
+    uint8_t *down = nd ? calloc(nd + 1, 1) : NULL;
+    char notes[2048];
+    int rc = down ? backend_routing(rb->be, down, nd, notes, sizeof(notes)) : -EOPNOTSUPP;
+    if (rc < 0) {
+        pthread_mutex_unlock(&rb->mu);
+        free(down);
+        return rc == -EOPNOTSUPP ? 0 : rc;
+    }
+    int went_down = 0, evs = 0, more = 0;
+    pthread_rwlock_wrlock(&s->lock);
+    const struct topo *t = s->topo;
+    for (uint32_t d = 0; d < nd; d++) {
+        if (!state_dir_set_route_down(s, d, down[d], now))
+            continue;
+        went_down += down[d];
+        if (evs++ >= REBALANCE_ROUTING_EVENTS) {
+            more++;
+            continue;
+        }
+        if (down[d])
+            events_add(rb->ev, now, "routing_down", "%s -> %s: the switches' routing withdrew it (interface down "
+                       "or path lost); pins on it are removed and it is not used", nm(t, topo_dir_from(t, d)),
+                       nm(t, topo_dir_to(t, d)));
+        else
+            events_add(rb->ev, now, "routing_up", "%s -> %s: routing offers it again; usable after %.1f s hold-down",
+                       nm(t, topo_dir_from(t, d)), nm(t, topo_dir_to(t, d)), s->link_holddown);
+    }
+    pthread_rwlock_unlock(&s->lock);
+    if (more)
+        events_add(rb->ev, now, "routing_down", "%d more direction changes from routing not listed", more);
+    for (char *line = notes, *nl; *line; line = nl + 1) {
+        if (!(nl = strchr(line, '\n')))
+            break;
+        *nl = '\0';
+        events_add(rb->ev, now, "pins_withdrawn", "%s", line);
+        went_down++;
+    }
+    pthread_mutex_unlock(&rb->mu);
+    free(down);
+    return went_down;
+}

@@ -65,6 +65,12 @@ int  rebalance_run(struct rebalance *rb, double now, bool dry_run, json_t **out)
  * makes only forced moves (flows on a failed link or an out-of-policy path);
  * moving others on stale loads is what made the fabric oscillate. */
 int  rebalance_auto(struct rebalance *rb, double now);
+/* Takes what the switches' routing says from the backend (backend_routing)
+ * into the state's link directions (state_dir_set_route_down), with an
+ * event per change and per pin the backend withdrew. Returns how many
+ * directions went down plus pins withdrawn (> 0: a round now would help),
+ * 0 for backends without a routing watch, or -errno. */
+int  rebalance_routing(struct rebalance *rb, double now);
 /* Copy of the last summary and backend health. */
 struct rebalance_summary rebalance_last(struct rebalance *rb, bool *healthy, char *err, size_t errlen);
 /* plan as JSON {"switches": [{"node", "rules", "routes"}]} (new reference). */

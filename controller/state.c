@@ -98,7 +98,7 @@ struct topo *state_set_topo(struct state *s, struct topo *t)
         return t; /* caller frees the rejected one; state unchanged */
     }
     for (uint32_t i = 0; i < 2 * t->nlinks; i++) {
-        d[i].up = true;
+        d[i].up = d[i].probe_up = true;
         d[i].probe = TOPO_NONE;
     }
     free(s->dirs);
@@ -467,10 +467,53 @@ void state_dir_loads(const struct state *s, double now, double *bps, double *ce,
     free(fce);
 }
 
+bool state_dir_eval(struct state *s, uint32_t dir, double now)
+{
+    struct state_dir *d = &s->dirs[dir];
+    bool held = d->route_up_at > 0 && now - d->route_up_at < s->link_holddown;
+    if (d->route_up_at > 0 && !held)
+        d->route_up_at = 0;   /* the hold-down is over: nothing left to time */
+    bool up = d->probe_up && !d->route_down && !held;
+    bool changed = up != d->up;
+    d->up = up;
+    return changed;
+}
+
+bool state_dir_set_route_down(struct state *s, uint32_t dir, bool down, double now)
+{
+    struct state_dir *d = &s->dirs[dir];
+    if (d->route_down == down)
+        return false;
+    if (!down)
+        d->route_up_at = now;
+    d->route_down = down;
+    state_dir_eval(s, dir, now);
+    s->gen++;
+    return true;
+}
+
+const char *state_dir_down_reason(const struct state *s, uint32_t dir, double now)
+{
+    const struct state_dir *d = &s->dirs[dir];
+    if (!d->probe_up)
+        return "probe";
+    if (d->route_down)
+        return "routing";
+    if (d->route_up_at > 0 && now - d->route_up_at < s->link_holddown)
+        return "holddown";
+    return NULL;
+}
+
 int state_tick(struct state *s, double now, state_probe_cb cb, void *arg)
 {
     int changed = 0;
     pthread_rwlock_wrlock(&s->lock);
+    bool dirs_changed = false;
+    for (uint32_t d = 0; d < 2 * s->topo->nlinks; d++)
+        if (s->dirs[d].route_up_at > 0)
+            dirs_changed |= state_dir_eval(s, d, now);
+    if (dirs_changed)
+        s->gen++;
     for (uint32_t n = 0; n < s->topo->nnodes; n++) {
         struct state_probe *p = &s->probes[n];
         if (p->last_seen <= 0)

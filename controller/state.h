@@ -44,7 +44,13 @@ struct state_dir {
     double bps;                  /* measured tx rate leaving `from` */
     double ce_frac;              /* rate-weighted CE fraction of the flows seen on it */
     uint64_t drops;
-    bool up;                     /* false once a probe reported oper down */
+    /* up: usable for placement: a probe says it is up, routing does not
+     * say it is down, and routing has said it is up for link_holddown
+     * seconds (state_dir_eval). Either source saying down is enough. */
+    bool up;
+    bool probe_up;               /* false once a probe reported oper down */
+    bool route_down;             /* the route backend's watch says unusable */
+    double route_up_at;          /* when routing last gave it back (0 never lost) */
     bool measured;               /* a probe reported this direction */
     uint32_t probe;              /* node index of the probe that measured it */
     double last_update;
@@ -122,6 +128,7 @@ struct state {
     size_t njobs;
     uint32_t cls_gen;
     double stale_after;          /* seconds */
+    double link_holddown;        /* seconds a direction routing gave back stays down */
     double start;
     uint64_t reports_total, reports_rejected;
 };
@@ -193,6 +200,16 @@ bool state_flow_stale(const struct state *s, const struct state_flow *f, double 
 void state_dir_loads(const struct state *s, double now, double *bps, double *ce, uint32_t *nfat);
 static inline double state_dir_util(const struct state *s, uint32_t dir, double bps)
 { double g = topo_dir_gbps(s->topo, dir); return g > 0 ? bps / (g * 1e9) : 0; }
+
+/* Recomputes dirs[dir].up from its sources (see struct state_dir); true
+ * when it changed. Write lock. */
+bool state_dir_eval(struct state *s, uint32_t dir, double now);
+/* Sets what routing says of a direction and re-evaluates it; true when
+ * route_down changed. Write lock. */
+bool state_dir_set_route_down(struct state *s, uint32_t dir, bool down, double now);
+/* Why a direction is not up: "probe", "routing", "holddown", or NULL when
+ * it is up. Read lock. */
+const char *state_dir_down_reason(const struct state *s, uint32_t dir, double now);
 
 /* Periodic housekeeping (write lock taken inside): marks probes stale or
  * alive (calls back for each transition), ages flows out. Returns how many

@@ -12,6 +12,7 @@
 #include <getopt.h>
 #include <libgen.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,6 +85,7 @@ static int find_shared(const char *rel_share, const char *rel_src, char *out, si
 }
 
 struct daemon {
+    pthread_t main_thread;       /* takes the signals, runs the rounds */
     struct config cfg;
     struct state st;
     struct events ev;
@@ -114,10 +116,22 @@ static int load_policy(const struct config *c, struct topo **t, struct classes *
     return 0;
 }
 
-static int open_backend(const struct config *c, const struct topo *t, struct backend **be, char *err, size_t errlen)
+/* The backend's watcher saw routing change: wake the main loop, which
+ * takes it in and runs a round at once (SIGUSR1 is blocked everywhere and
+ * taken by sigtimedwait, like every other signal here). */
+static void routing_poke(void *arg)
+{
+    struct daemon *d = arg;
+    pthread_kill(d->main_thread, SIGUSR1);
+}
+
+static int open_backend(struct daemon *d, const struct config *c, const struct topo *t, struct backend **be,
+                        char *err, size_t errlen)
 {
     struct backend_cfg bc;
     backend_cfg_default(&bc);
+    bc.on_routing = routing_poke;
+    bc.on_routing_arg = d;
     bc.topo = t;
     bc.prio_min = (uint32_t)c->rule_prio_min;
     bc.prio_max = (uint32_t)c->rule_prio_max;
@@ -139,7 +153,7 @@ static void reload(struct daemon *d)
         return;
     }
     pthread_mutex_lock(&d->rb.mu);
-    if (open_backend(&d->cfg, t, &be, err, sizeof(err)) < 0) {
+    if (open_backend(d, &d->cfg, t, &be, err, sizeof(err)) < 0) {
         pthread_mutex_unlock(&d->rb.mu);
         events_add(&d->ev, now, "reload_failed", "backend: %s; keeping the old topology and policy", err);
         classes_free(cls);
@@ -287,6 +301,7 @@ int main(int argc, char **argv)
     sigaddset(&set, SIGHUP);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGUSR1);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
 
@@ -302,7 +317,9 @@ int main(int argc, char **argv)
         return 1;
     }
     d.st.classes = d.cls;
-    if (open_backend(&d.cfg, d.st.topo, &d.be, err, sizeof(err)) < 0) {
+    d.st.link_holddown = d.cfg.link_holddown;
+    d.main_thread = pthread_self();
+    if (open_backend(&d, &d.cfg, d.st.topo, &d.be, err, sizeof(err)) < 0) {
         log_err("backend %s: %s", d.cfg.backend, err);
         return 1;
     }
@@ -346,7 +363,10 @@ int main(int argc, char **argv)
     if ((prio == -1 && errno) || setpriority(PRIO_PROCESS, tid, prio + REBALANCE_NICE) < 0)
         log_warn("setpriority: %s (rebalance rounds keep the workers' priority)", strerror(errno));
 
-    double next = tf_now_mono() + d.cfg.interval;
+    /* What routing says at start (pins it no longer offers were already
+     * removed when the backend opened). */
+    rebalance_routing(&d.rb, tf_now_real());
+    double next = tf_now_mono() + d.cfg.interval, last_poke_round = 0;
     for (;;) {
         double wait = next - tf_now_mono();
         if (wait < 0)
@@ -356,6 +376,19 @@ int main(int argc, char **argv)
         if (sig == SIGHUP) {
             log_info("SIGHUP: reloading topology and policy");
             reload(&d);
+            rebalance_routing(&d.rb, tf_now_real());
+            continue;
+        }
+        if (sig == SIGUSR1) {
+            /* Routing withdrew something: re-place the flows now rather
+             * than at the next tick (at most one extra round per 100 ms,
+             * however fast a link flaps). */
+            now = tf_now_real();
+            if (rebalance_routing(&d.rb, now) > 0 && tf_now_mono() - last_poke_round >= 0.1) {
+                last_poke_round = tf_now_mono();
+                state_tick(&d.st, now, probe_cb, &d);
+                rebalance_auto(&d.rb, now);
+            }
             continue;
         }
         if (sig == SIGTERM || sig == SIGINT) {
@@ -368,6 +401,7 @@ int main(int argc, char **argv)
         if (next < tf_now_mono())
             next = tf_now_mono() + d.cfg.interval;
         now = tf_now_real();
+        rebalance_routing(&d.rb, now);   /* in case a wake-up was lost */
         state_tick(&d.st, now, probe_cb, &d);
         rebalance_auto(&d.rb, now);
     }
