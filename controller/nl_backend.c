@@ -303,7 +303,7 @@ int nl_backend_apply(struct nl_backend *b, const struct plan *want, struct backe
         /* Never install what routing does not offer (the round may not
          * know yet that a path failed). */
         if (!rc && !(rc = routing_view_narrow(&b->sw[i].view, &target, &narrow, &nn))) {
-            res->narrowed += nn.routes_dropped + nn.nh_dropped + nn.rules_dropped;
+            res->narrowed += nn.nh_dropped + nn.rules_dropped;   /* a route that lost all its next hops is counted by them */
             if (nn.nh_dropped)
                 log_info("netlink backend: switch %s: not installing %s (and %zu more): routing does not offer it",
                          b->sw[i].name, nn.first, nn.nh_dropped + nn.rules_dropped - 1);

@@ -7,6 +7,9 @@
  *
  * State planted by the test (other priorities, other protocols, also in
  * tierflow's own table and priority ranges) must survive every operation.
+ * The main table stands for the switch's routing (FRR would put it there):
+ * 10.0.2.0/24 over both spines, proto bgp; the backend installs only what
+ * it offers, and the last tests take paths away from it.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -96,6 +99,8 @@ static void ns_remove(void)
     "{\"a\": \"L2\", \"b\": \"S1\", \"gbps\": 100, \"a_if\": \"eth1\", \"a_ip\": \"10.2.1.1\", \"b_ip\": \"10.2.1.0\", \"b_if\": \"l2\"}," \
     "{\"a\": \"L2\", \"b\": \"S2\", \"gbps\": 100, \"a_if\": \"eth2\", \"a_ip\": \"10.2.2.1\", \"b_ip\": \"10.2.2.0\", \"b_if\": \"l2\"}]}"
 
+static int routing_full(void);
+
 static int group_setup(void **state)
 {
     (void)state;
@@ -120,6 +125,8 @@ static int group_setup(void **state)
            "ip -n %s rule add pref 19999 from 10.9.9.3 table 7700 protocol 77 && "
            "ip -n %s route add 10.99.0.0/16 via 10.1.1.0 table 7700 proto static && "
            "ip -n %s route add 10.98.0.0/16 via 10.1.2.0 proto static", ns, ns, ns, ns, ns))
+        return -1;
+    if (routing_full())
         return -1;
     char json[4096];
     snprintf(json, sizeof(json), TOPO_FMT, ns);
@@ -146,6 +153,15 @@ static bool foreign_intact(void)
            shows("rule show", "19999:\tfrom 10.9.9.3 lookup 7700 proto 77") &&
            shows("route show table 7700", "10.99.0.0/16 via 10.1.1.0 dev eth1 proto static") &&
            shows("route show", "10.98.0.0/16 via 10.1.2.0 dev eth2 proto static");
+}
+
+/* What routing offers: L2's prefix over both spines; 10.0.9.0/24 over a
+ * gateway the kernel takes only with onlink (the rollback test's bad
+ * route needs routing to offer it, so that the kernel is what refuses). */
+static int routing_full(void)
+{
+    return sh("ip -n %s route replace 10.0.2.0/24 proto bgp nexthop via 10.1.1.0 dev eth1 nexthop via 10.1.2.0 dev eth2 && "
+              "ip -n %s route replace 10.0.9.0/24 proto bgp via 203.0.113.9 dev eth1 onlink", ns, ns);
 }
 
 #define NEED_ROOT() do { if (!is_root) { fprintf(stderr, "# SKIP: needs root for network namespaces\n"); skip(); } } while (0)
@@ -313,16 +329,17 @@ static void test_rollback(void **state)
     assert_non_null(strstr(res.error, "10.0.9.0/24 table 7702"));
     assert_false(backend_healthy(b));
     assert_installed(b, &before);
-    /* A next hop on a missing device fails before it is sent. */
+    /* A next hop on a missing device is no next hop routing offers: it is
+     * left out (counted), the rest goes in. */
     plan_free(&want);
-    build(&want, sp2, 4, true);
+    build(&want, sp, 3, true);
     struct plan_route nodev = bad;
     nodev.nh[0] = (struct plan_nh){.af = 4, .via = {10, 1, 1, 0}, .weight = 1};
     tf_strlcpy(nodev.nh[0].dev, "nosuch0", sizeof(nodev.nh[0].dev));
     assert_int_equal(plan_add_route(&want, &nodev), 0);
-    assert_true(backend_apply(b, &want, &res) < 0);
-    assert_true(res.rolled_back);
-    assert_non_null(strstr(res.error, "nosuch0"));
+    memset(&res, 0, sizeof(res));
+    assert_int_equal(backend_apply(b, &want, &res), 0);
+    assert_int_equal(res.narrowed, 1);
     assert_installed(b, &before);
     assert_true(foreign_intact());
     plan_free(&want);
@@ -376,6 +393,167 @@ static void test_unreachable_switch_skipped(void **state)
     backend_close(b);
 }
 
+static int pokes;
+static void on_routing(void *arg)
+{
+    (void)arg;
+    __atomic_add_fetch(&pokes, 1, __ATOMIC_SEQ_CST);
+}
+
+static struct backend *open_watched(void)
+{
+    struct backend_cfg cfg;
+    backend_cfg_default(&cfg);
+    cfg.topo = topo;
+    cfg.on_routing = on_routing;
+    struct backend *b;
+    char err[256] = "";
+    int rc = backend_open("netlink", &cfg, &b, err, sizeof(err));
+    if (rc)
+        fprintf(stderr, "# backend_open: %s\n", err);
+    assert_int_equal(rc, 0);
+    return b;
+}
+
+/* Rules of ours in the kernel that look up table (counted by iproute2). */
+static int rules_to(int table)
+{
+    char *out = capture("ip -n %s rule show | grep -c 'to 10.0.2.1 .*lookup %d proto 77'", ns, table);
+    int n = atoi(out);
+    free(out);
+    return n;
+}
+
+/* Waits up to 3 s for the watcher to bring table's rules to want. */
+static bool wait_rules(int table, int want)
+{
+    for (int i = 0; i < 300; i++) {
+        if (rules_to(table) == want)
+            return true;
+        usleep(10000);
+    }
+    return false;
+}
+
+static uint32_t dir_of(const char *from, const char *to)
+{
+    uint32_t d = 0;
+    assert_int_equal(topo_dir_between(topo, topo_node_by_name(topo, from), topo_node_by_name(topo, to), &d), 0);
+    return d;
+}
+
+/* A round that does not know a path is gone cannot install a pin on it. */
+static void test_narrow_on_apply(void **state)
+{
+    (void)state;
+    NEED_ROOT();
+    assert_int_equal(sh("ip -n %s route replace 10.0.2.0/24 proto bgp via 10.1.1.0 dev eth1", ns), 0);
+    struct backend *b = open_nl();
+    struct backend_result res = {0};
+    assert_int_equal(backend_withdraw(b, &res), 0);
+    struct plan want;
+    int sp[2] = {0, 1};   /* flow 0 over S1, flow 1 over S2 (not offered) */
+    build(&want, sp, 2, false);
+    memset(&res, 0, sizeof(res));
+    assert_int_equal(backend_apply(b, &want, &res), 0);
+    assert_int_equal(res.narrowed, 2);   /* S2's route and the rule that needed it */
+    assert_int_equal(rules_to(7700), 1);
+    assert_int_equal(rules_to(7701), 0);
+    assert_true(shows("route show table 7700", "10.0.2.0/24 via 10.1.1.0 dev eth1 proto 77"));
+    assert_int_equal(routing_full(), 0);
+    /* Offered again: the same plan goes in whole. */
+    usleep(100000);
+    memset(&res, 0, sizeof(res));
+    assert_int_equal(backend_apply(b, &want, &res), 0);
+    assert_int_equal(res.narrowed, 0);
+    assert_int_equal(rules_to(7701), 1);
+    plan_free(&want);
+    backend_close(b);
+}
+
+/* Routing withdraws a next hop (BGP lost L2 over S2), then a link goes
+ * down: the watcher removes the pins that used them without any apply,
+ * pokes the caller, and says which directions are down. */
+static void test_watch_withdraws(void **state)
+{
+    (void)state;
+    NEED_ROOT();
+    assert_int_equal(routing_full(), 0);
+    struct backend *b = open_watched();
+    struct plan want;
+    int sp[3] = {0, 1, 1};
+    build(&want, sp, 3, false);
+    struct backend_result res = {0};
+    assert_int_equal(backend_apply(b, &want, &res), 0);
+    assert_int_equal(rules_to(7700), 1);
+    assert_int_equal(rules_to(7701), 2);
+    uint32_t nd = 2 * topo->nlinks;
+    uint8_t down[64];
+    char notes[1024];
+    assert_int_equal(backend_routing(b, down, nd, notes, sizeof(notes)), 0);
+    for (uint32_t d = 0; d < nd; d++)
+        assert_int_equal(down[d], 0);
+    assert_int_equal(backend_routing(b, down, nd + 2, NULL, 0), -ESTALE);
+
+    int before = __atomic_load_n(&pokes, __ATOMIC_SEQ_CST);
+    assert_int_equal(sh("ip -n %s route replace 10.0.2.0/24 proto bgp via 10.1.1.0 dev eth1", ns), 0);
+    assert_true(wait_rules(7701, 0));
+    assert_int_equal(rules_to(7700), 1);
+    assert_false(shows("route show table 7701", "10.0.2.0/24"));
+    for (int i = 0; i < 100 && __atomic_load_n(&pokes, __ATOMIC_SEQ_CST) == before; i++)
+        usleep(10000);
+    assert_true(__atomic_load_n(&pokes, __ATOMIC_SEQ_CST) > before);
+    assert_int_equal(backend_routing(b, down, nd, notes, sizeof(notes)), 0);
+    fprintf(stderr, "# notes: %s", notes);
+    assert_non_null(strstr(notes, "switch L1: routing withdrew 10.0.2.0/24 table 7701 via 10.1.2.0 dev eth2"));
+    assert_int_equal(down[dir_of("S2", "L2")], 1);   /* propagated: S2 lost L2 */
+    assert_int_equal(down[dir_of("S1", "L2")], 0);
+    assert_int_equal(down[dir_of("L1", "S2")], 0);   /* L1's own link to S2 is fine */
+    /* The backend's own read agrees with the kernel. */
+    struct plan have;
+    assert_int_equal(backend_read(b, &have), 0);
+    for (size_t i = 0; i < have.nrules; i++)
+        assert_int_not_equal(have.rules[i].table, 7701);
+    plan_free(&have);
+    /* A round that still wants the withdrawn pins gets only the rest. */
+    memset(&res, 0, sizeof(res));
+    assert_int_equal(backend_apply(b, &want, &res), 0);
+    assert_int_equal(rules_to(7701), 0);
+    assert_true(res.narrowed > 0);
+
+    /* Local link down: S1's pin goes too, both directions of L1-S1 down. */
+    assert_int_equal(routing_full(), 0);
+    usleep(100000);
+    assert_int_equal(backend_apply(b, &want, &res), 0);
+    assert_int_equal(rules_to(7701), 2);
+    assert_int_equal(sh("ip -n %s link set eth1 down", ns), 0);
+    assert_true(wait_rules(7700, 0));
+    assert_int_equal(rules_to(7701), 2);
+    usleep(50000);
+    assert_int_equal(backend_routing(b, down, nd, notes, sizeof(notes)), 0);
+    assert_int_equal(down[dir_of("L1", "S1")], 1);
+    assert_int_equal(down[dir_of("S1", "L1")], 1);
+    assert_int_equal(down[dir_of("L1", "S2")], 0);
+    /* Up again: nothing of ours comes back by itself (the next round
+     * decides), and the directions are up. */
+    assert_int_equal(sh("ip -n %s link set eth1 up && ip -n %s link set p1 up", ns, ns), 0);
+    assert_int_equal(routing_full(), 0);
+    for (int i = 0; i < 100; i++) {
+        usleep(20000);
+        assert_int_equal(backend_routing(b, down, nd, NULL, 0), 0);
+        if (!down[dir_of("L1", "S1")])
+            break;
+    }
+    assert_int_equal(down[dir_of("L1", "S1")], 0);
+    assert_int_equal(rules_to(7700), 0);
+    /* The kernel flushed the foreign route through eth1 with the link; plant
+     * it again for the tests after this one. */
+    sh("ip -n %s route replace 10.99.0.0/16 via 10.1.1.0 table 7700 proto static", ns);
+    assert_true(foreign_intact());
+    plan_free(&want);
+    backend_close(b);
+}
+
 /* The tests run in a child so that the namespace goes even when a
  * sanitizer ends the child without running atexit handlers. */
 int main(void)
@@ -395,6 +573,8 @@ int main(void)
         cmocka_unit_test(test_rollback),
         cmocka_unit_test(test_withdraw),
         cmocka_unit_test(test_unreachable_switch_skipped),
+        cmocka_unit_test(test_narrow_on_apply),
+        cmocka_unit_test(test_watch_withdraws),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
