@@ -7,10 +7,15 @@
 #   tc      a line for `tc -n NETNS -batch`
 #   sysctl  a key=value for `sysctl -w` inside NETNS
 #
-# Routes: a host has a default route via its leaf. Every router reaches each
-# leaf prefix below it through every downlink that leads to it (ECMP when
-# there are several) and everything else through ECMP over all its uplinks.
-# Args: $mbit, $seed.
+# Routes: a host has a default route via its leaf. With $routing "static",
+# every router reaches each leaf prefix below it through every downlink that
+# leads to it (ECMP when there are several) and everything else through ECMP
+# over all its uplinks. With "bgp" the switches get no fabric routes here:
+# their FRR (frr.jq) learns them; a leaf only gets a blackhole for its own
+# prefix, so that BGP's `network` passes its import check and so that an
+# address of the prefix no host has is dropped at the leaf instead of
+# bouncing off a spine (the hosts' /32s are more specific and win).
+# Args: $mbit, $seed, $routing.
 . as $t
 | (reduce range(0; $t.tiers|length) as $i ({}; .[$t.tiers[$i]] = $i)) as $tix
 | (reduce $t.nodes[] as $n ({}; .[$n.name] = $n)) as $node
@@ -51,11 +56,15 @@
             "ip\t\($ns)\taddr add \(.ip)/32 dev \(.if)",
             "ip\t\($ns)\troute add \(.peer_ip)/32 dev \(.if) scope link proto static"
           else "ip\t\($ns)\taddr add \(.ip)/31 dev \(.if)" end),
-        (if .tier == "leaf" then empty else
-           below($n)[] as $lf
-           | [downs($n)[] | select(below(.peer) | index($lf))] as $via
-           | "ip\t\($ns)\troute add \($node[$lf].prefix) proto static \(mp($via))" end),
-        (ups($n) as $u | if ($u|length) > 0 then "ip\t\($ns)\troute add default proto static \(mp($u))" else empty end)
+        (if $routing == "bgp" then
+           (if .tier == "leaf" then "ip\t\($ns)\troute add blackhole \(.prefix) proto static" else empty end)
+         else
+           (if .tier == "leaf" then empty else
+              below($n)[] as $lf
+              | [downs($n)[] | select(below(.peer) | index($lf))] as $via
+              | "ip\t\($ns)\troute add \($node[$lf].prefix) proto static \(mp($via))" end),
+           (ups($n) as $u | if ($u|length) > 0 then "ip\t\($ns)\troute add default proto static \(mp($u))" else empty end)
+         end)
       end),
      ($adj[$n][]? | "tc\t\($ns)\tqdisc replace dev \(.if) root handle 1: htb default 1",
                     "tc\t\($ns)\tclass add dev \(.if) parent 1: classid 1:1 htb rate \($mbit)mbit ceil \($mbit)mbit quantum 60000"),

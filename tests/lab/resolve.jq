@@ -9,8 +9,20 @@
 # (.254) on every host port. Router-to-router links get a /31 each from
 # 10.254.0.0/16 in file order (a = even address, b = odd).
 #
+# Routing ($routing "bgp", docs/lab.md "Routing: BGP by default"): every
+# switch gets a 4-byte private ASN after RFC 7938 and a router id, recorded in
+# .lab.bgp for frr.jq. Leaf i (1-based, file order) is 4201000000 + i; the top
+# switch tier shares 4200000000; in a 3-tier fabric the spines of pod p share
+# 4200000000 + p (p = 1, 2, ... in order of first appearance). The sharing
+# is what keeps paths valley-free: a leaf that re-advertises what one spine
+# sent it to another spine of the same group is rejected as an AS loop. A
+# spine's pod is its "pod" field, or else the set of leaves below it (the
+# spines of one pod serve the same leaves). Router ids are 10.255.X.Y with
+# X.Y the switch's 1-based index: an identifier only, never routed.
+#
 # Args: $prefix (namespace prefix), $mbit, $seed (numbers), $id, $mgmtnet
-# (first three octets of the management /24), $mgmtif (root-side if prefix).
+# (first three octets of the management /24), $mgmtif (root-side if prefix),
+# $routing ("bgp" or "static").
 def ip2int: split(".") | map(tonumber) | .[0]*16777216 + .[1]*65536 + .[2]*256 + .[3];
 def int2ip: [(. / 16777216 | floor) % 256, (. / 65536 | floor) % 256, (. / 256 | floor) % 256, . % 256] | map(tostring) | join(".");
 def pfx_base: split("/") | (.[0] | ip2int) as $a | (.[1] | tonumber) as $l
@@ -74,7 +86,28 @@ def sanitize: gsub("[^A-Za-z0-9_.-]"; "") | .[0:13];
 # The emulated links run at the shaped rate, so that is their capacity (the
 # controller computes utilisation from it); the file's figure is kept aside.
 | .links = [.links[] | (if .gbps != null and .gbps != ($mbit / 1000) then .nominal_gbps = .gbps else . end) | .gbps = ($mbit / 1000)]
-| .lab = {id: $id, netns_prefix: $prefix, mbit: $mbit, seed: $seed,
+| .lab = {id: $id, netns_prefix: $prefix, mbit: $mbit, seed: $seed, routing: $routing,
           mgmt: {controller: "\($mgmtnet).1", if: "mgmt0",
                  nodes: (reduce range(0; $sw|length) as $i ({};
                    .[$sw[$i]] = {addr: "\($mgmtnet).\($i + 2)", root_if: "\($mgmtif)\($i + 1)"}))}}
+| if $routing != "bgp" then . else
+    . as $r
+    | ($r.tiers | map(select(. != "host")) | last) as $top
+    | ([$r.nodes[] | select(.tier == "leaf") | .name]) as $lvs
+    # leaves below each middle-tier switch, for spines without a "pod" field
+    | (reduce $r.links[] as $l ({};
+         if $tierof[$l.a] == "leaf" then .[$l.b] += [$l.a]
+         elif $tierof[$l.b] == "leaf" then .[$l.a] += [$l.b] else . end)) as $leavesof
+    | ([$r.nodes[] | select(.tier != "host" and .tier != "leaf" and .tier != $top)
+        | if .pod != null then "pod:\(.pod)" else ($leavesof[.name] // [] | sort | join(",")) end]
+       | reduce .[] as $k ([]; if index([$k]) then . else . + [$k] end)) as $pods
+    | .lab.bgp = {
+        asn: (reduce $r.nodes[] as $n ({};
+          if $n.tier == "host" then .
+          elif $n.tier == "leaf" then .[$n.name] = 4201000000 + ($lvs | index($n.name)) + 1
+          elif $n.tier == $top then .[$n.name] = 4200000000
+          else (if $n.pod != null then "pod:\($n.pod)" else ($leavesof[$n.name] // [] | sort | join(",")) end) as $k
+            | .[$n.name] = 4200000000 + ($pods | index($k)) + 1 end)),
+        router_id: (reduce range(0; $sw|length) as $i ({};
+          .[$sw[$i]] = ("10.255.\(($i + 1) / 256 | floor).\(($i + 1) % 256)")))}
+  end
