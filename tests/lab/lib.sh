@@ -144,3 +144,39 @@ tf_bin() {
   done
   command -v "$1" 2>/dev/null
 }
+
+# ---- routing (lab BGP)
+# For labs that route with BGP (`lab up --routing bgp`, the default): FIB
+# queries read the kernel (what forwards), not FRR.
+#   lab_routing                       bgp or static (.lab.routing of $LAB_TOPO)
+#   lab_nexthops NODE PREFIX          live next hops of PREFIX in NODE's main-table FIB
+#                                     (0 when absent; "dead"/"linkdown" ones do not count)
+#   lab_wait_nexthops NODE PREFIX N SECS [T0]   until it has N; prints the milliseconds
+#                                     since T0 (date +%s%N; default: now), polled every
+#                                     10 ms; fails after SECS
+#   lab_vtysh NODE CMD...             vtysh -c CMD ... against NODE's router
+#   lab_bgp_established NODE          every BGP session of NODE is Established
+lab_routing() { jq -r '.lab.routing // "static"' "$LAB_TOPO"; }
+_lab_count_nexthops() {
+  awk '{ k = split($0, seg, /nexthop /)
+         if (k == 1) { if ($0 ~ / via | dev / && $0 !~ /dead|linkdown|blackhole|unreachable/) n++ }
+         else for (i = 2; i <= k; i++) if (seg[i] !~ /dead|linkdown/) n++ }
+       END { print n + 0 }'
+}
+lab_nexthops() { ip -n "$("$LAB" netns "$1")" -4 -o route show exact "$2" | _lab_count_nexthops; }
+lab_wait_nexthops() {
+  local ns t0=${5:-} now; ns=$("$LAB" netns "$1") || return 1
+  [ -n "$t0" ] || t0=$(date +%s%N)
+  while :; do
+    [ "$(ip -n "$ns" -4 -o route show exact "$2" | _lab_count_nexthops)" = "$3" ] && break
+    now=$(date +%s%N)
+    [ $(( (now - t0) / 1000000 )) -lt $(( $4 * 1000 )) ] || return 1
+    sleep 0.01
+  done
+  echo $(( ($(date +%s%N) - t0) / 1000000 ))
+}
+lab_vtysh() { local n=$1; shift; "$LAB" vtysh "$n" -- "$@"; }
+lab_bgp_established() {
+  lab_vtysh "$1" 'show bgp ipv4 unicast summary json' 2>/dev/null \
+    | jq -e '(.peers | length) > 0 and all(.peers[]; .state == "Established")' >/dev/null
+}
