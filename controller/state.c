@@ -309,6 +309,14 @@ bool state_loc_cached(struct state *s, const struct state_flow_key *k, uint32_t 
     return l->ndirs > 0;
 }
 
+static bool dirs_down(const struct state *s, const uint32_t *dirs, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (!s->dirs[dirs[i]].up)
+            return true;
+    return false;
+}
+
 void state_flow_place(struct state *s, struct state_flow *f, const struct state_loc *l)
 {
     f->src_node = l->src_node;
@@ -325,6 +333,17 @@ void state_flow_place(struct state *s, struct state_flow *f, const struct state_
         (uint64_t)f->pin != l->first) {
         state_flow_set_path(s, f, f->pin);
         return;
+    }
+    /* A report whose interval straddles a failure still names the dead
+     * egress; a flow the controller has since pinned onto a live path is
+     * there now (believing the report made the next round move it again). */
+    if (f->pin >= 0 && f->egress != TOPO_NONE && !s->dirs[f->egress].up) {
+        uint32_t pd[TOPO_MAX_HOPS];
+        int n = topo_path_dirs(s->topo, l->src_node, l->dst_node, (uint64_t)f->pin, pd, TOPO_MAX_HOPS);
+        if (n > 0 && !dirs_down(s, pd, n)) {
+            state_flow_set_path(s, f, f->pin);
+            return;
+        }
     }
     f->path = (int64_t)l->first;
     memcpy(f->dirs, l->dirs, sizeof(f->dirs));
