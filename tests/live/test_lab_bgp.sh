@@ -175,7 +175,7 @@ t_check "restart: tierflow's rule and route and the foreign route untouched" dif
 t_eq "restart: the tierflow route is still proto 77 in table 7700" 1 "$("$LAB" exec L1 -- ip route show table 7700 proto 77 | grep -c .)"
 
 # ---- 4. down, and the static fabric -----------------------------------------
-ALL=(); for n in "${LEAVES[@]}" "${SPINES[@]}"; do ALL+=($("$LAB" router pids "$n")); done
+ALL=(); for n in "${LEAVES[@]}" "${SPINES[@]}"; do while read -r p; do ALL+=("$p"); done < <("$LAB" router pids "$n"); done
 t_eq "every switch runs zebra and bgpd" $(( 2 * (${#LEAVES[@]} + ${#SPINES[@]}) )) "${#ALL[@]}"
 "$LAB" down
 t_check "lab down stopped every router" gone "${ALL[@]}"
