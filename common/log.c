@@ -21,6 +21,11 @@ static const char *const log_names[] = {
     [LOG_INFO] = "info", [LOG_DEBUG] = "debug",
 };
 
+bool log_enabled(int level)
+{
+    return level <= log_max;
+}
+
 void log_init(const char *ident, int max_level, bool use_syslog)
 {
     log_ident = ident ? ident : log_ident;

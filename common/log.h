@@ -16,6 +16,8 @@ void log_init(const char *ident, int max_level, bool use_syslog);
 /* Parses "error|warning|notice|info|debug"; returns the level or -EINVAL. */
 int log_level_parse(const char *name);
 void log_msg(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Whether a message of level would be written (to skip building it). */
+bool log_enabled(int level);
 
 #define log_err(...)   log_msg(LOG_ERR, __VA_ARGS__)
 #define log_warn(...)  log_msg(LOG_WARNING, __VA_ARGS__)

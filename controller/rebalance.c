@@ -335,6 +335,16 @@ out:
     return rc;
 }
 
+/* "L1 S2 L2", for logs. */
+static void path_str(const struct topo *t, uint32_t src, uint32_t dst, uint64_t idx, char *buf, size_t len)
+{
+    uint32_t dirs[TOPO_MAX_HOPS];
+    int n = topo_path_dirs(t, src, dst, idx, dirs, TOPO_MAX_HOPS);
+    size_t u = (size_t)snprintf(buf, len, "%s", n > 0 ? nm(t, src) : "?");
+    for (int i = 0; i < n && u < len; i++)
+        u += (size_t)snprintf(buf + u, len - u, " %s", nm(t, topo_dir_to(t, dirs[i])));
+}
+
 static void record_pins(struct rebalance *rb, const struct round *r, const uint32_t *path, double now)
 {
     struct state *s = rb->st;
@@ -350,6 +360,13 @@ static void record_pins(struct rebalance *rb, const struct round *r, const uint3
         struct state_flow *f = state_flow_find(s, &r->f[i].k);
         if (!f) /* aged out since the snapshot (reloads wait for mu) */
             continue;
+        if (log_enabled(LOG_DEBUG)) {
+            char from[160], to[160];
+            path_str(r->t, r->f[i].src, r->f[i].dst, (uint64_t)r->f[i].path, from, sizeof(from));
+            path_str(r->t, r->f[i].src, r->f[i].dst, path[i], to, sizeof(to));
+            log_debug("rebalance: flow %016llx %u->%u %.3f Gb/s%s: %s => %s", (unsigned long long)r->f[i].id,
+                      r->f[i].k.sport, r->f[i].k.dport, r->f[i].gbps, r->f[i].on_hot ? " (contended)" : "", from, to);
+        }
         f->pin = path[i];
         state_flow_set_path(s, f, path[i]);
         f->pinned = true;
