@@ -200,10 +200,11 @@ static json_t *view_status(struct api *a, double now)
     bool healthy;
     char berr[256];
     struct rebalance_summary rs = rebalance_last(a->rb, &healthy, berr, sizeof(berr));
-    json_t *last = rs.valid ? json_pack("{sf sI sf sf sb sb sf sI}", "ts", rs.ts, "moved", (json_int_t)rs.moved,
+    json_t *last = rs.valid ? json_pack("{sf sI sf sf sb sb sf sI so}", "ts", rs.ts, "moved", (json_int_t)rs.moved,
                                         "max_util_before", rs.util_before, "max_util_after", rs.util_after,
                                         "dry_run", rs.dry_run, "applied", rs.applied, "duration_s",
-                                        rs.duration_s, "congested", (json_int_t)rs.congested)
+                                        rs.duration_s, "congested", (json_int_t)rs.congested, "error",
+                                        rs.error[0] ? json_string(rs.error) : json_null())
                             : json_null();
     return json_pack("{ss sf sf sf so s{sI sI sI so} s{sI sI sI} so so s{sI sI} s{ss sb so}}",
                      "version", TF_VERSION, "uptime_s", now - a->start, "now", tf_now_real(), "interval_s",

@@ -18,6 +18,24 @@
 
 enum kind { K_NONE, K_PLAN, K_NETLINK };
 
+/* One row per kind: its name and whether it acts outside the daemon. */
+static const struct kind_def {
+    const char *name;
+    bool acts;
+} kinds[] = {[K_NONE] = {"none", false}, [K_PLAN] = {"plan", true}, [K_NETLINK] = {"netlink", true}};
+
+/* NULL means none (the default); -EINVAL names the unknown kind. */
+static int kind_parse(const char *kind, enum kind *k, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+        if (!kind ? i == K_NONE : !strcmp(kind, kinds[i].name)) {
+            *k = (enum kind)i;
+            return 0;
+        }
+    snprintf(err, errlen, "backend '%.32s': not one of netlink, plan, none", kind);
+    return -EINVAL;
+}
+
 struct backend {
     enum kind kind;
     struct backend_cfg cfg;
@@ -59,17 +77,10 @@ int backend_open(const char *kind, const struct backend_cfg *cfg, struct backend
                  char *err, size_t errlen)
 {
     enum kind k;
-    if (!kind || !strcmp(kind, "none"))
-        k = K_NONE;
-    else if (!strcmp(kind, "plan"))
-        k = K_PLAN;
-    else if (!strcmp(kind, "netlink"))
-        k = K_NETLINK;
-    else {
-        snprintf(err, errlen, "backend '%.32s': not one of netlink, plan, none", kind);
-        return -EINVAL;
-    }
-    int rc = cfg_check(cfg, err, errlen);
+    int rc = kind_parse(kind, &k, err, errlen);
+    if (rc)
+        return rc;
+    rc = cfg_check(cfg, err, errlen);
     if (rc)
         return rc;
     struct backend *b = calloc(1, sizeof(*b));
@@ -225,12 +236,22 @@ int backend_routing(struct backend *b, uint8_t *down, uint32_t ndirs, char *note
 }
 
 bool backend_healthy(const struct backend *b) { return b->healthy; }
+bool backend_acts(const struct backend *b) { return kinds[b->kind].acts; }
+
+int backend_check_topo(const char *kind, const struct topo *t, char *err, size_t errlen)
+{
+    enum kind k;
+    int rc = kind_parse(kind, &k, err, errlen);
+    if (rc || !kinds[k].acts)
+        return rc;
+    char why[200];
+    if ((rc = planbuild_check_topo(t, why, sizeof(why))))
+        snprintf(err, errlen, "backend %s cannot program this topology: %s", kinds[k].name, why);
+    return rc;
+}
 const char *backend_error(const struct backend *b) { return b->err; }
 
-const char *backend_kind(const struct backend *b)
-{
-    return b->kind == K_NETLINK ? "netlink" : b->kind == K_PLAN ? "plan" : "none";
-}
+const char *backend_kind(const struct backend *b) { return kinds[b->kind].name; }
 
 void backend_close(struct backend *b)
 {

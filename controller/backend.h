@@ -92,6 +92,15 @@ int backend_withdraw(struct backend *b, struct backend_result *res);
  */
 int backend_routing(struct backend *b, uint8_t *down, uint32_t ndirs, char *notes, size_t noteslen);
 bool backend_healthy(const struct backend *b);
+/* Whether this kind changes anything outside tierflowd (netlink: switches;
+ * plan: files for the switches' automation). "none" does not: a round it
+ * accepted is not "applied" (docs/api.md). */
+bool backend_acts(const struct backend *b);
+/* Whether kind (as backend_open takes it) can act on topology t: the kinds
+ * that act need every uplink of a multi-uplink switch to name its
+ * interface and next-hop address (planbuild_check_topo); -EINVAL with err
+ * naming the kind and the first link lacking one, or an unknown kind. */
+int backend_check_topo(const char *kind, const struct topo *t, char *err, size_t errlen);
 /* Last error ("" when none); valid until the next call. */
 const char *backend_error(const struct backend *b);
 const char *backend_kind(const struct backend *b);

@@ -35,7 +35,8 @@ static int uplink_index(const struct topo *t, uint32_t node, uint32_t link)
 }
 
 /* The next hop for leaving node `from` upward by link: the far end's
- * address, out of the near end's interface. */
+ * address, out of the near end's interface. want_af 0 takes either family
+ * (the topology check, which has no flow to match). */
 static int uplink_nh(const struct topo *t, uint32_t link, uint8_t want_af, struct plan_nh *nh,
                      char *err, size_t errlen)
 {
@@ -49,7 +50,7 @@ static int uplink_nh(const struct topo *t, uint32_t link, uint8_t want_af, struc
     memset(nh, 0, sizeof(*nh));
     if (tf_prefix_parse(l->hi_ip, &af, nh->via, &plen) < 0)
         return fail(err, errlen, "link %s-%s: bad address '%s'", a, b, l->hi_ip);
-    if (af != want_af)
+    if (want_af && af != want_af)
         return fail(err, errlen, "link %s-%s: next hop %s is not IPv%u", a, b, l->hi_ip, want_af);
     if (tf_strlcpy(nh->dev, l->lo_if, sizeof(nh->dev)) >= sizeof(nh->dev))
         return fail(err, errlen, "link %s-%s: interface name '%s' too long", a, b, l->lo_if);
@@ -187,6 +188,22 @@ static int build_class(const struct topo *t, const struct plan_opts *o,
         tf_strlcpy(r.sw, leaf->name, sizeof(r.sw));
         if (plan_add_rule(out, &r))
             return -ENOMEM;
+    }
+    return 0;
+}
+
+int planbuild_check_topo(const struct topo *t, char *err, size_t errlen)
+{
+    struct plan_nh nh;
+    for (uint32_t n = 0; n < t->nnodes; n++) {
+        const struct topo_node *sw = &t->nodes[n];
+        if (sw->tier == TOPO_HOST || sw->up_count < 2)
+            continue;   /* no choice to pin there: build_flow skips it too */
+        for (uint32_t k = 0; k < sw->up_count; k++) {
+            int rc = uplink_nh(t, t->up_links[sw->up_first + k], 0, &nh, err, errlen);
+            if (rc)
+                return rc;
+        }
     }
     return 0;
 }

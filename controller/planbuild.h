@@ -73,4 +73,13 @@ int plan_build(const struct topo *t, const struct plan_opts *o,
                const struct planbuild_class *classes, size_t nclasses,
                struct plan *out, char *err, size_t errlen);
 
+/*
+ * Whether every hop a plan can need is expressible: each upward link of a
+ * switch with more than one uplink has an interface at its lower end and an
+ * address at its upper end (the next hop of that link's table). -EINVAL with
+ * err naming the first link that lacks one (the same message a round gets
+ * from plan_build); backends that program switches need this at start.
+ */
+int planbuild_check_topo(const struct topo *t, char *err, size_t errlen);
+
 #endif

@@ -391,6 +391,26 @@ static json_t *path_names(const struct topo *t, uint32_t src, uint32_t dst, uint
 
 static int run_round(struct rebalance *rb, double now, bool dry_run, bool automatic, json_t **out);
 
+/* A round that could not build or apply its plan: the backend is unhealthy
+ * with the reason and the error counter moves every time, but the event
+ * (and the log line) is written once per distinct cause, so that a
+ * topology that can never be programmed does not fill the ring every
+ * interval. Called under mu (fail_cause is the round's). */
+static void round_failed(struct rebalance *rb, double now, const char *why)
+{
+    pthread_mutex_lock(&rb->sum_mu);
+    rb->be_healthy = false;
+    tf_strlcpy(rb->be_error, why, sizeof(rb->be_error));
+    pthread_mutex_unlock(&rb->sum_mu);
+    if (rb->m)
+        atomic_fetch_add(&rb->m->backend_errors, 1);
+    if (!strcmp(rb->fail_cause, why))
+        return;
+    tf_strlcpy(rb->fail_cause, why, sizeof(rb->fail_cause));
+    log_warn("rebalance: %s (installed routes kept)", why);
+    events_add(rb->ev, now, "backend_error", "%s; installed routes kept", why);
+}
+
 int rebalance_run(struct rebalance *rb, double now, bool dry_run, json_t **out)
 {
     return run_round(rb, now, dry_run, false, out);
@@ -476,25 +496,34 @@ static int run_round(struct rebalance *rb, double now, bool dry_run, bool automa
     int arc = rc;
     if (rc == 0 && !cr)
         rc = -ENOMEM;
-    if (rc == 0 && (rc = build_plan(rb, &r, path, cr, &plan, err, sizeof(err))) < 0)
-        log_warn("rebalance: plan: %s", err);
+    bool acts = rb->be && backend_acts(rb->be);
+    if (rc == 0 && (rc = build_plan(rb, &r, path, cr, &plan, err, sizeof(err))) < 0) {
+        char why[sizeof(err)];
+        snprintf(why, sizeof(why), "plan: %.240s", err);
+        tf_strlcpy(err, why, sizeof(err));
+        if (acts && !dry_run)
+            round_failed(rb, now, err);
+        else
+            log_warn("rebalance: %s", err);
+    }
     if (arc < 0)
         moved = 0;
-    bool applied = false;
+    bool accepted = false, applied = false;
     if (rc == 0 && !dry_run) {
         struct backend_result br = {0};
         int ar = rb->be ? backend_apply(rb->be, &plan, &br) : 0;
-        pthread_mutex_lock(&rb->sum_mu);
-        rb->be_healthy = ar == 0 && (!rb->be || backend_healthy(rb->be));
-        tf_strlcpy(rb->be_error, ar < 0 ? (br.error[0] ? br.error : backend_error(rb->be)) : "", sizeof(rb->be_error));
-        pthread_mutex_unlock(&rb->sum_mu);
         if (ar < 0) {
             rc = ar;
-            snprintf(err, sizeof(err), "backend: %.200s", rb->be_error);
-            atomic_fetch_add(&rb->m->backend_errors, 1);
-            events_add(rb->ev, now, "backend_error", "%s; installed routes kept", err);
+            snprintf(err, sizeof(err), "backend: %.200s", br.error[0] ? br.error : backend_error(rb->be));
+            round_failed(rb, now, err);
         } else {
-            applied = rb->be != NULL;
+            pthread_mutex_lock(&rb->sum_mu);
+            rb->be_healthy = !rb->be || backend_healthy(rb->be);
+            rb->be_error[0] = '\0';
+            pthread_mutex_unlock(&rb->sum_mu);
+            rb->fail_cause[0] = '\0';   /* the next failure is news again */
+            accepted = true;
+            applied = acts;
             record_pins(rb, &r, path, now);
             if (moved)
                 rb->settle_until = now + c->settle_intervals * c->interval;
@@ -505,7 +534,7 @@ static int run_round(struct rebalance *rb, double now, bool dry_run, bool automa
     }
     double dur = tf_now_mono() - t0;
     if (!dry_run)
-        metrics_round(rb->m, dur, applied || !rb->be ? moved : 0);
+        metrics_round(rb->m, dur, accepted ? moved : 0);
     if (moved && (rc == 0 || dry_run)) {
         char msg[160];
         snprintf(msg, sizeof(msg), "%s%u flow%s, max util %.2f -> %.2f", dry_run ? "would move " : "moved ", moved,
@@ -517,6 +546,8 @@ static int run_round(struct rebalance *rb, double now, bool dry_run, bool automa
                                          .duration_s = dur, .util_before = before,
                                          .util_after = after, .moved = dry_run || rc == 0 ? moved : 0,
                                          .congested = (uint32_t)json_array_size(r.congested)};
+    if (rc < 0 && !dry_run)
+        tf_strlcpy(rb->sum.error, err[0] ? err : strerror(-rc), sizeof(rb->sum.error));
     pthread_mutex_unlock(&rb->sum_mu);
 
     if (out) {

@@ -35,6 +35,7 @@ struct rebalance_summary {
     bool valid, dry_run, applied;
     double ts, duration_s, util_before, util_after;
     uint32_t moved, congested;
+    char error[256];             /* why a round that was to act did not ("" = it did) */
 };
 
 struct rebalance {
@@ -49,6 +50,8 @@ struct rebalance {
     struct rebalance_summary sum;
     bool be_healthy;
     char be_error[256];
+    char fail_cause[256];        /* the last failure an event was written for
+                                    ("" after a round that acted); under mu */
     double settle_until;         /* automatic rounds make forced moves only until then */
 };
 

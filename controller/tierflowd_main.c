@@ -285,6 +285,19 @@ int main(int argc, char **argv)
         log_err("token_file %s: unreadable, or not 1..255 printable characters", d.cfg.token_file);
         return 2;
     }
+    /* A backend that acts needs every uplink's interface and next hop; without
+     * them each round fails (visibly: backend unhealthy, backend_error), so
+     * the check refuses the configuration and a start warns. */
+    if (backend_check_topo(d.cfg.backend, t, err, sizeof(err)) < 0) {
+        if (check) {
+            fprintf(stderr, "tierflowd: %s\n", err);
+            topo_free(t);
+            classes_free(d.cls);
+            free(d.cls);
+            return 2;
+        }
+        log_warn("%s: every round that pins a flow will fail", err);
+    }
     if (check) {
         printf("tierflowd: configuration OK (topology '%s': %u nodes, %u links; %u classes)\n", t->name, t->nnodes,
                t->nlinks, d.cls->n);

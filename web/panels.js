@@ -24,9 +24,14 @@ export function renderHeader(st) {
   chip('hdr-backend', `Backend: ${b.name} ${b.healthy ? 'healthy' : `failing${b.error ? `: ${b.error}` : ''}`}`, b.healthy ? 'ok' : 'bad', b.error || '');
   const r = st.last_rebalance;
   if (!r) chip('hdr-rebalance', 'Last rebalance: never', 'unknown');
-  else {
+  else if (!r.dry_run && r.error) {
+    // A round that could not act must not read as a result: no arrow.
+    chip('hdr-rebalance', `Last rebalance: ${ago(r.ts, st.now)} · not applied: ${r.error}`, 'bad',
+      `at ${clock(r.ts)}; installed routes kept`);
+  } else {
+    const note = r.dry_run ? ' (dry run)' : r.applied ? '' : ` (nothing programmed: backend ${b.name})`;
     chip('hdr-rebalance',
-      `Last rebalance: ${ago(r.ts, st.now)} · ${r.moved} moved · max ${pct(r.max_util_before)} → ${pct(r.max_util_after)}${r.dry_run ? ' (dry run)' : ''}`,
+      `Last rebalance: ${ago(r.ts, st.now)} · ${r.moved} moved · max ${pct(r.max_util_before)} → ${pct(r.max_util_after)}${note}`,
       'unknown', `at ${clock(r.ts)}, ${r.congested} congested direction(s), took ${(r.duration_s * 1000).toFixed(1)} ms`);
   }
 }

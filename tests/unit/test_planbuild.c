@@ -180,12 +180,34 @@ static void test_errors_name_the_input(void **state)
     plan_free(&p);
 }
 
+/* The topology check a backend that acts runs at start names the first
+ * uplink it cannot express, as a round would, and passes a full topology. */
+static void test_check_topo(void **state)
+{
+    (void)state;
+    char err[256] = "";
+    assert_int_equal(planbuild_check_topo(topo, err, sizeof(err)), 0);
+    struct topo_link *l = NULL;
+    for (uint32_t i = 0; i < topo->nlinks && !l; i++)
+        if (!strcmp(topo->nodes[topo->links[i].lo].name, "L2") && !strcmp(topo->nodes[topo->links[i].hi].name, "S3"))
+            l = &topo->links[i];
+    assert_non_null(l);
+    char saved[16];
+    memcpy(saved, l->lo_if, sizeof(saved));
+    l->lo_if[0] = '\0';
+    assert_int_equal(planbuild_check_topo(topo, err, sizeof(err)), -EINVAL);
+    assert_string_equal(err, "link L2-S3: no interface at the lower end (a_if/b_if) for the next hop");
+    memcpy(l->lo_if, saved, sizeof(saved));
+    assert_int_equal(planbuild_check_topo(topo, err, sizeof(err)), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pinned_flows),
         cmocka_unit_test(test_classes),
         cmocka_unit_test(test_errors_name_the_input),
+        cmocka_unit_test(test_check_topo),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

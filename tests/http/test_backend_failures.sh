@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# A backend that cannot act shows it (issue 14, item 3 and 4), against a
+# real daemon (sanitizer build) on loopback:
+#   --check-config refuses a plan or netlink backend on a topology whose
+#   uplinks lack interfaces and addresses (naming the first such link) and
+#   accepts backend none there;
+#   with --backend plan on such a topology every round that must pin a flow
+#   fails: the rebalance answers applied false with the reason, /status says
+#   the backend is not healthy and why (last_rebalance.error too), every
+#   failed round counts in tierflow_backend_errors_total, but the event is
+#   written once for that cause, not once a round; after a reload to a
+#   topology with addresses a round acts (files written, healthy again), and
+#   the same failure coming back is an event again;
+#   --backend none accepts the round and answers applied false.
+# timeout: 180
+set -u
+. "$(dirname "$0")/../lib/tap.sh"
+D=$TF_BIN/tierflowd; G=$TF_TOOLS/report_gen; TOPO=$TF_BIN/tierflow-topo
+[ -x "$D" ] && [ -x "$G" ] && [ -x "$TOPO" ] || { t_skip all "needs $D, $G and $TOPO (make san tools)"; t_done; }
+W=$(mktemp -d); PID=
+stop() { [ -n "$PID" ] && { kill "$PID" 2>/dev/null; wait "$PID" 2>/dev/null; }; PID=; }
+trap 'stop; rm -rf "$W"' EXIT
+port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
+wait_up() { for i in $(seq 100); do curl -sf "$1/api/v1/status" >/dev/null && return 0; kill -0 $PID 2>/dev/null || return 1; sleep 0.1; done; return 1; }
+nevents() { curl -s "$U/api/v1/events" | jq "[.events[]|select(.kind==\"$1\")]|length"; }
+wait_event() { for i in $(seq 100); do [ "$(nevents "$1")" -ge "$2" ] && return 0; sleep 0.1; done; return 1; }
+errors_total() { curl -s "$U/metrics" | awk '$1=="tierflow_backend_errors_total"{print $2}'; }
+
+# Generated without addresses (tierflow-topo), and with them (report_gen).
+"$TOPO" leafspine:leaves=2,spines=4,hosts=4,gbps=100 > "$W/bare.json"
+"$G" --topology leafspine:leaves=2,spines=4,hosts=4,gbps=100 --emit-topology "$W/addressed.json"
+mkdir "$W/plans"
+
+# ---- --check-config ------------------------------------------------------
+for k in plan netlink; do
+  "$D" --topology "$W/bare.json" --backend $k --plan-dir "$W/plans" --check-config >"$W/out" 2>&1; rc=$?
+  t_eq "--check-config --backend $k on a bare topology exits 2" 2 "$rc"
+  t_check "... naming the backend and the first link without an address" \
+    grep -q "backend $k cannot program this topology: link L1-S1: no address at the upper end" "$W/out"
+done
+t_check "--check-config --backend none on a bare topology passes" \
+  "$D" --topology "$W/bare.json" --backend none --check-config
+t_check "--check-config --backend plan on an addressed topology passes" \
+  "$D" --topology "$W/addressed.json" --backend plan --plan-dir "$W/plans" --check-config
+
+# ---- plan backend on a bare topology --------------------------------------
+PORT=$(port); U=http://127.0.0.1:$PORT
+cp "$W/bare.json" "$W/topo.json"
+"$D" --topology "$W/topo.json" --listen 127.0.0.1:$PORT --backend plan --plan-dir "$W/plans" \
+     --interval 3600 2>"$W/log" & PID=$!
+wait_up "$U" || { t_fail "daemon starts" "$(tail -3 "$W/log")"; t_done; }
+t_check "the start warns that rounds will fail" grep -q "backend plan cannot program this topology" "$W/log"
+"$G" --topology "$W/topo.json" --flows 4 --congest L1-S1 --post $U/api/v1/reports >/dev/null
+for i in 1 2 3; do curl -s -X POST "$U/api/v1/rebalance" > "$W/rb$i"; done
+t_check "a round that cannot build its plan is not applied and says why" \
+  jq -e '(.applied|not) and (.error|test("^plan: link L1-S[1-4]: no address"))' "$W/rb1"
+curl -s "$U/api/v1/status" > "$W/status"
+t_check "/status: backend not healthy, with the reason" \
+  jq -e '(.backend.healthy|not) and (.backend.error|test("link L1-S[1-4]"))' "$W/status"
+t_check "/status: last_rebalance not applied, with the reason" \
+  jq -e '(.last_rebalance.applied|not) and (.last_rebalance.error|test("link L1-S[1-4]"))' "$W/status"
+t_eq "three failed rounds count three backend errors" 3 "$(errors_total)"
+t_eq "one backend_error event for one cause" 1 "$(nevents backend_error)"
+t_check "no plan files were written" test ! -e "$W/plans/plan.json"
+
+# Reload to a topology with addresses: the next round acts.
+cp "$W/addressed.json" "$W/topo.json"
+kill -HUP $PID
+t_check "reload event" wait_event reload 1
+"$G" --topology "$W/topo.json" --flows 4 --congest L1-S1 --post $U/api/v1/reports >/dev/null
+curl -s -X POST "$U/api/v1/rebalance" > "$W/rb4"
+t_check "with addresses the round is applied" jq -e '.applied and .error==null and .moved>=1' "$W/rb4"
+t_check "... and the plan files are written" test -s "$W/plans/plan.json"
+t_check "/status: healthy again" \
+  jq -e '.backend.healthy and .backend.error==null and .last_rebalance.applied and .last_rebalance.error==null' \
+  <(curl -s "$U/api/v1/status")
+# Back to the bare topology: the same cause after a success is news again.
+cp "$W/bare.json" "$W/topo.json"
+kill -HUP $PID
+t_check "second reload event" wait_event reload 2
+"$G" --topology "$W/topo.json" --flows 4 --congest L1-S1 --post $U/api/v1/reports >/dev/null
+curl -s -X POST "$U/api/v1/rebalance" >/dev/null
+t_eq "the failure after a success is a second event" 2 "$(nevents backend_error)"
+t_eq "and a fourth error counted" 4 "$(errors_total)"
+stop
+
+# ---- backend none ----------------------------------------------------------
+PORT=$(port); U=http://127.0.0.1:$PORT
+"$D" --topology "$W/addressed.json" --listen 127.0.0.1:$PORT --backend none --interval 3600 2>"$W/log" & PID=$!
+wait_up "$U" || { t_fail "daemon none starts" "$(tail -3 "$W/log")"; t_done; }
+"$G" --topology "$W/addressed.json" --flows 4 --congest L1-S1 --post $U/api/v1/reports >/dev/null
+curl -s -X POST "$U/api/v1/rebalance" > "$W/rbn"
+t_check "none: the round moves flows but is not applied" jq -e '.moved>=1 and (.applied|not) and .error==null' "$W/rbn"
+t_check "none: /status says not applied, healthy, no error" \
+  jq -e '(.last_rebalance.applied|not) and .last_rebalance.error==null and .backend.healthy' <(curl -s "$U/api/v1/status")
+t_eq "none: no backend errors" 0 "$(errors_total)"
+stop
+t_done
