@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/reportspec.h"
 #include "common/util.h"
 #include "controller/config.h"
 #include "controller/events.h"
@@ -301,7 +302,7 @@ static json_t *flow_json(struct state *s, const struct state_flow *f, double now
                           "pinned", f->pinned, "fat", f->fat,
                           "probe", node_name(t, f->probe) ? node_name(t, f->probe) : "",
                           "if", f->ifname, "last_seen", f->last_seen, "moves", (json_int_t)f->moves,
-                          "stale", state_flow_stale(s, f, now), "source", state_source_name(f->source),
+                          "stale", state_flow_stale(s, f, now), "source", reportspec_source_name(f->source),
                           "sampling", (json_int_t)f->sampling, "estimated", f->sampling > 1);
     return o;
 }

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/reportspec.h"
 #include "common/util.h"
 #include "controller/events.h"
 #include "controller/jsonarena.h"
@@ -198,11 +199,10 @@ static int check_field(const struct ctx *c, const struct field *f, const struct 
             return cfail(c, f->key, "must be a string");
         if (v->len == 0 || v->len >= f->size)
             return cfail(c, f->key, "length %zu not in 1..%zu", v->len, f->size - 1);
-        for (size_t i = 0; i < v->len; i++)
-            if ((unsigned char)v->s[i] <= 0x20 || (unsigned char)v->s[i] >= 0x7f)
-                return cfail(c, f->key, "invalid character");
         memcpy(out, v->s, v->len);
         out[v->len] = '\0';
+        if (memchr(v->s, '\0', v->len) || !reportspec_name_ok(out, f->size - 1))
+            return cfail(c, f->key, "invalid character");
         return 0;
     default: {
         if (v->type != JSONSCAN_TRUE && v->type != JSONSCAN_FALSE)
@@ -234,7 +234,7 @@ static int finish_flow(const struct ctx *c, const void *raw, void *entry)
 {
     const struct raw_flow *r = raw;
     struct ingest_flow *out = entry;
-    int kind = state_source_parse(r->source);
+    int kind = reportspec_source_parse(r->source);
     if (kind < 0)
         return cfail(c, "source", "'%s' is not pcap, erspan or sflow", r->source);
     int af, af2;

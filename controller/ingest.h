@@ -38,7 +38,7 @@ struct events;
 
 #define INGEST_MAX_REPORTS 64
 #define INGEST_MAX_LINKS 256
-#define INGEST_NAME_LEN 32
+#define INGEST_NAME_LEN (REPORTSPEC_PROBE_MAX + 1)
 #define INGEST_MAX_BPS 1e13     /* 10 Tb/s: above any port made */
 #define INGEST_MAX_COUNT 1000000000000000000LL /* 1e18 */
 #define INGEST_MAX_SAMPLING (1 << 30) /* 1-in-N; switches go to 2^24 or so */

@@ -119,21 +119,6 @@ struct topo *state_set_topo(struct state *s, struct topo *t)
     return old;
 }
 
-static const char *const source_names[STATE_SRC_N] = {"pcap", "erspan", "sflow"};
-
-int state_source_parse(const char *name)
-{
-    for (int i = 0; i < STATE_SRC_N; i++)
-        if (strcmp(name, source_names[i]) == 0)
-            return i;
-    return -EINVAL;
-}
-
-const char *state_source_name(int source)
-{
-    return source >= 0 && source < STATE_SRC_N ? source_names[source] : "pcap";
-}
-
 uint64_t state_flow_id(const struct state_flow_key *k)
 {
     /* FNV-1a over the fields (not the struct, which has padding). */

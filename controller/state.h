@@ -29,12 +29,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/reportspec.h"
 #include "policy/job.h"
 #include "policy/topo.h"
 
 struct classes;
 
-#define STATE_IF_LEN 16
+#define STATE_IF_LEN (REPORTSPEC_IF_MAX + 1)
 #define STATE_UNMAPPED_MAX 8
 #define STATE_AGE_OUT 10.0       /* drop flows silent for this many stale periods */
 #define STATE_MAX_JOBS 64
@@ -72,11 +73,9 @@ struct state_flow_key {
 };
 
 /* How a probe saw a flow (DESIGN 2.3 `source`): captured in full, mirrored,
- * or sampled 1-in-N (docs/telemetry.md). */
-enum state_source { STATE_SRC_PCAP, STATE_SRC_ERSPAN, STATE_SRC_SFLOW, STATE_SRC_N };
-/* "pcap" -> STATE_SRC_PCAP ..., -EINVAL for anything else. */
-int  state_source_parse(const char *name);
-const char *state_source_name(int source);
+ * or sampled 1-in-N (docs/telemetry.md); names in common/reportspec.h. */
+enum state_source { STATE_SRC_PCAP = REPORTSPEC_SRC_PCAP, STATE_SRC_ERSPAN = REPORTSPEC_SRC_ERSPAN,
+                    STATE_SRC_SFLOW = REPORTSPEC_SRC_SFLOW, STATE_SRC_N = REPORTSPEC_SRC_N };
 
 struct state_flow {
     struct state_flow_key k;

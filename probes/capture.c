@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/reportspec.h"
 #include "common/util.h"
 #include "probes/decode.h"
 #include "probes/savefile.h"
@@ -124,11 +125,29 @@ int capture_open_live(struct capture *c, const char *ifname, const struct captur
     return 0;
 }
 
+/* A file's pseudo-interface is the report's `if`, so it must be a name the
+ * controller takes (common/reportspec.h): the base name without its last
+ * extension, bytes outside the name alphabet as '_', cut to the bound. */
+static void file_if_name(const char *path, char out[REPORTSPEC_IF_MAX + 1])
+{
+    const char *base = strrchr(path, '/');
+    base = base && base[1] ? base + 1 : path;
+    const char *dot = strrchr(base, '.');
+    size_t n = dot && dot != base ? (size_t)(dot - base) : strlen(base);
+    if (n > REPORTSPEC_IF_MAX)
+        n = REPORTSPEC_IF_MAX;
+    for (size_t i = 0; i < n; i++)
+        out[i] = (unsigned char)base[i] <= 0x20 || (unsigned char)base[i] >= 0x7f ? '_' : base[i];
+    out[n] = '\0';
+    if (!n)
+        tf_strlcpy(out, "file", REPORTSPEC_IF_MAX + 1);
+}
+
 int capture_open_file(struct capture *c, const char *path, const struct capture_opts *o)
 {
-    char err[PCAP_ERRBUF_SIZE] = "";
-    const char *base = strrchr(path, '/');
-    capture_init(c, path, base && base[1] ? base + 1 : path);
+    char err[PCAP_ERRBUF_SIZE] = "", name[REPORTSPEC_IF_MAX + 1];
+    file_if_name(path, name);
+    capture_init(c, path, name);
     c->offline = true;
     c->p = pcap_open_offline(path, err);
     if (!c->p) {

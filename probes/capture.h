@@ -40,7 +40,7 @@ struct capture_opts {
 
 struct capture {
     pcap_t *p;
-    char name[CAPTURE_NAME_LEN]; /* interface, or the file's base name */
+    char name[CAPTURE_NAME_LEN]; /* interface, or the file's pseudo-interface (capture_open_file) */
     const char *src;      /* what the user gave (-i or -r argument) */
     int dlt;
     int fd;               /* selectable fd, -1 for files */

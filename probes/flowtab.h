@@ -33,6 +33,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/reportspec.h"
 #include "probes/decode.h"
 
 struct flow_key {
@@ -65,7 +66,7 @@ struct flow {
     bool     fat;
 };
 
-enum { FLOW_SRC_PCAP = 0, FLOW_SRC_ERSPAN = 1, FLOW_SRC_SFLOW = 2 };
+enum { FLOW_SRC_PCAP = REPORTSPEC_SRC_PCAP, FLOW_SRC_ERSPAN = REPORTSPEC_SRC_ERSPAN, FLOW_SRC_SFLOW = REPORTSPEC_SRC_SFLOW };
 
 struct flowtab_stats {
     uint64_t inserted, evicted, expired, full_drops;

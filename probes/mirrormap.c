@@ -90,9 +90,9 @@ static int parse_entries(struct mirrormap *m, json_t *arr, int kind, char *err, 
         }
         k.id = (uint32_t)v;
         const char *ns = json_string_value(node), *is = json_string_value(ifn);
-        if (!*ns || strlen(ns) >= sizeof(m->ports[0].node) || !*is ||
-            strlen(is) >= sizeof(m->ports[0].ifname)) {
-            snprintf(err, errlen, "%s[%zu]: \"node\" must be 1..31 and \"if\" 1..15 characters", sect, i);
+        if (!reportspec_name_ok(ns, REPORTSPEC_PROBE_MAX) || !reportspec_name_ok(is, REPORTSPEC_IF_MAX)) {
+            snprintf(err, errlen, "%s[%zu]: \"node\" must be 1..%d and \"if\" 1..%d printable characters "
+                     "without spaces", sect, i, REPORTSPEC_PROBE_MAX, REPORTSPEC_IF_MAX);
             return -EINVAL;
         }
         double gbps = 0;

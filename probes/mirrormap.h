@@ -24,12 +24,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/reportspec.h"
+
 #define MIRRORMAP_MAX 4096
 #define MIRRORMAP_NONE UINT32_MAX
 
 struct mirrormap_port {
-    char node[32];
-    char ifname[16];
+    char node[REPORTSPEC_PROBE_MAX + 1];
+    char ifname[REPORTSPEC_IF_MAX + 1];
     double link_gbps;         /* 0 when not given */
 };
 

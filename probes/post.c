@@ -7,6 +7,7 @@
 
 #include <curl/curl.h>
 #include <errno.h>
+#include <jansson.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -83,6 +84,9 @@ struct post {
     bool stopping;            /* under mu: drain, then exit */
     atomic_bool abort_now;    /* read by curl's progress callback */
     uint64_t errors, sent;    /* under mu */
+    uint64_t rejected;        /* under mu: 4xx answers, dropped unretried */
+    char body[POST_ANSWER_MAX + 1]; /* the answer to the current attempt, cut */
+    size_t body_len;
     CURL *curl;
     struct curl_slist *hdrs;
     char url[POST_URL_MAX];
@@ -96,29 +100,60 @@ static int post_progress(void *u, curl_off_t a, curl_off_t b, curl_off_t c, curl
     return atomic_load(&((struct post *)u)->abort_now) ? 1 : 0;
 }
 
-static size_t post_discard(char *ptr, size_t sz, size_t n, void *u)
+/* Keeps the first POST_ANSWER_MAX bytes of the answer (the error object the
+ * controller sends is far shorter) and discards the rest. */
+static size_t post_keep(char *ptr, size_t sz, size_t n, void *u)
 {
-    (void)ptr, (void)u;
-    return sz * n;
+    struct post *p = u;
+    size_t len = sz * n, room = POST_ANSWER_MAX - p->body_len;
+    size_t k = len < room ? len : room;
+    memcpy(p->body + p->body_len, ptr, k);
+    p->body_len += k;
+    p->body[p->body_len] = '\0';
+    return len;
 }
 
-/* One attempt: 0 on a 2xx answer. */
+/* The controller's reason from {"error": {"message": ...}}, else the answer
+ * itself (cut), so the log says why a report was refused. */
+static void post_reason(const struct post *p, char *out, size_t len)
+{
+    json_t *o = json_loadb(p->body, p->body_len, 0, NULL);
+    const char *m = json_string_value(json_object_get(json_object_get(o, "error"), "message"));
+    snprintf(out, len, "%s", m ? m : p->body_len ? p->body : "(no message)");
+    json_decref(o);
+}
+
+int post_status_class(long status)
+{
+    if (status >= 200 && status <= 299)
+        return 0;
+    return status >= 400 && status <= 499 ? -EBADMSG : -EAGAIN;
+}
+
+/* One attempt: 0 on a 2xx answer, -EBADMSG when the controller refused the
+ * report (4xx: the same report would be refused again), -EAGAIN when
+ * another attempt may succeed (network error, 5xx, anything else). */
 static int post_once(struct post *p, const char *json)
 {
+    p->body_len = 0;
+    p->body[0] = '\0';
     curl_easy_setopt(p->curl, CURLOPT_POSTFIELDS, json);
     curl_easy_setopt(p->curl, CURLOPT_POSTFIELDSIZE, (long)strlen(json));
     CURLcode rc = curl_easy_perform(p->curl);
     if (rc != CURLE_OK) {
         log_warn("post %s: %s", p->url, curl_easy_strerror(rc));
-        return -EIO;
+        return -EAGAIN;
     }
     long status = 0;
     curl_easy_getinfo(p->curl, CURLINFO_RESPONSE_CODE, &status);
-    if (status < 200 || status > 299) {
-        log_warn("post %s: HTTP status %ld", p->url, status);
-        return -EPROTO;
+    int r = post_status_class(status);
+    if (r) {
+        char why[POST_ANSWER_MAX + 1];
+        post_reason(p, why, sizeof(why));
+        log_warn("post %s: HTTP status %ld: %s%s", p->url, status, why,
+                 r == -EBADMSG ? " (report dropped: the controller refuses it)" : "");
     }
-    return 0;
+    return r;
 }
 
 /* Sleeps for ms unless asked to abort; false when aborted. */
@@ -158,13 +193,15 @@ static void *post_thread(void *arg)
                 break;
             if (t)
                 wait *= 2;
-            if ((r = post_once(p, json)) == 0)
+            if ((r = post_once(p, json)) != -EAGAIN)
                 break;
         }
         free(json);
         pthread_mutex_lock(&p->mu);
         if (r == 0)
             p->sent++;
+        else if (r == -EBADMSG)
+            p->rejected++;
         else
             p->errors++;
         pthread_mutex_unlock(&p->mu);
@@ -208,7 +245,8 @@ static int post_setup_curl(struct post *p, const struct post_opts *o)
     curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
     curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, post_progress);
     curl_easy_setopt(c, CURLOPT_XFERINFODATA, p);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, post_discard);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, post_keep);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, p);
     curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
     return 0;
 }
@@ -254,11 +292,13 @@ void post_submit(struct post *p, char *json)
     pthread_mutex_unlock(&p->mu);
 }
 
-void post_counters(struct post *p, uint64_t *dropped, uint64_t *errors, uint64_t *sent)
+void post_counters(struct post *p, uint64_t *dropped, uint64_t *errors, uint64_t *rejected, uint64_t *sent)
 {
     pthread_mutex_lock(&p->mu);
     *dropped = p->q.dropped;
     *errors = p->errors;
+    if (rejected)
+        *rejected = p->rejected;
     if (sent)
         *sent = p->sent;
     pthread_mutex_unlock(&p->mu);

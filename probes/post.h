@@ -4,9 +4,12 @@
  *
  * Reports pass through a bounded FIFO (post_queue). When it is full the
  * oldest report is dropped and counted: a fresh report is worth more to the
- * controller than a stale one. Each report is tried up to post_opts.retries
- * + 1 times with exponential backoff; a report that still fails is counted
- * as an error and dropped. Non-2xx answers are logged with their status.
+ * controller than a stale one. A report the controller refuses (4xx: bad
+ * report, token, size) would be refused again: it is dropped at once and
+ * counted as rejected, with the controller's error message in the log. On a
+ * network error or a 5xx it is tried up to post_opts.retries + 1 times with
+ * exponential backoff; a report that still fails is counted as an error and
+ * dropped.
  *
  * Invariants: the capture thread only ever takes the queue mutex for a
  * push (O(1), no I/O under the lock); the sender owns the report it is
@@ -22,6 +25,7 @@
 
 #define POST_PATH "/api/v1/reports"
 #define POST_URL_MAX 1024
+#define POST_ANSWER_MAX 512   /* bytes of an error answer kept for the log */
 
 /* The bounded FIFO of JSON strings, usable (and tested) on its own. */
 struct post_queue {
@@ -57,8 +61,12 @@ int post_url(const char *base, char *out, size_t len);
 int post_start(struct post **out, const struct post_opts *o);
 /* Queues a report (takes ownership of json). Never blocks on I/O. */
 void post_submit(struct post *p, char *json);
-/* Counters for the report's stats. */
-void post_counters(struct post *p, uint64_t *dropped, uint64_t *errors, uint64_t *sent);
+/* Counters for the report's stats: dropped from a full queue, failed after
+ * every retry, refused by the controller (4xx); rejected and sent may be NULL. */
+void post_counters(struct post *p, uint64_t *dropped, uint64_t *errors, uint64_t *rejected, uint64_t *sent);
+/* What an HTTP status means for a report: 0 accepted (2xx), -EBADMSG
+ * refused for good (4xx: drop it), -EAGAIN worth another attempt. */
+int post_status_class(long status);
 /* Sends what is queued until deadline_s (seconds from now), then aborts any
  * transfer, joins the thread and frees everything. */
 void post_stop(struct post *p, double deadline_s);

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/reportspec.h"
 #include "common/util.h"
 #include "probes/capture.h"
 #include "probes/decode.h"
@@ -147,7 +148,7 @@ static void fill_stats(struct probe *pr)
     }
     pr->st.pcap_drops = drops;
     if (pr->post)
-        post_counters(pr->post, &pr->st.post_dropped, &pr->st.post_errors, NULL);
+        post_counters(pr->post, &pr->st.post_dropped, &pr->st.post_errors, &pr->st.post_rejected, NULL);
 }
 
 /* One print path for every report: stdout, and the controller when set. */
@@ -484,6 +485,7 @@ static int parse_opts(int argc, char **argv, struct probe_opts *o)
         tf_strlcpy(o->node, "probe", sizeof(o->node));
     o->node[sizeof(o->node) - 1] = '\0';
     int c, r = 0;
+    bool node_given = false;
     opterr = 0;
     while (r == 0 && (c = getopt_long(argc, argv, ":i:r:", long_opts, NULL)) != -1) {
         const char *a = optarg, *n = argv[optind - 1];
@@ -491,8 +493,8 @@ static int parse_opts(int argc, char **argv, struct probe_opts *o)
         case 'i':
             if (o->nifs == PROBE_MAX_IF)
                 r = bad_opt("-i", a, "too many interfaces (at most 64)");
-            else if (!*a || strlen(a) >= CAPTURE_NAME_LEN || strchr(a, '/'))
-                r = bad_opt("-i", a, "not an interface name");
+            else if (!reportspec_name_ok(a, REPORTSPEC_IF_MAX) || strchr(a, '/'))
+                r = bad_opt("-i", a, "not an interface name (1..15 printable characters)");
             else
                 o->ifs[o->nifs++] = a;
             break;
@@ -501,10 +503,12 @@ static int parse_opts(int argc, char **argv, struct probe_opts *o)
             o->file = a;
             break;
         case O_NODE:
-            if (!*a || strlen(a) >= REPORT_NAME_LEN)
-                r = bad_opt("--node", a, "must be 1..63 characters");
+            if (!reportspec_name_ok(a, REPORTSPEC_PROBE_MAX))
+                r = bad_opt("--node", a, "must be 1..31 printable ASCII characters without spaces "
+                                         "(a topology node name, as the controller takes it)");
             else
                 tf_strlcpy(o->node, a, sizeof(o->node));
+            node_given = true;
             break;
         case O_CTL: o->controller = a; break;
         case O_TOKEN: o->token_file = a; break;
@@ -556,6 +560,11 @@ static int parse_opts(int argc, char **argv, struct probe_opts *o)
         usage(stderr);
         return 2;
     }
+    /* The host name stands in for --node; one the controller would refuse
+     * must not become a report that is sent and refused every interval. */
+    if (!node_given && o->controller && !reportspec_name_ok(o->node, REPORTSPEC_PROBE_MAX))
+        return bad_opt("--node", o->node, "the host name is not a usable node name (1..31 printable "
+                                          "ASCII characters without spaces): give --node");
     if (o->token_file && !o->controller)
         return bad_opt("--token-file", o->token_file, "needs --controller");
     if (o->interval < 0)

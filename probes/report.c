@@ -9,9 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/reportspec.h"
 #include "common/util.h"
-
-static const char *const report_src_names[] = {"pcap", "erspan", "sflow"};
 
 int report_snap_take(struct report_snap *s, struct flowtab *ft)
 {
@@ -199,8 +198,7 @@ static json_t *flow_json(const struct report_flow *f)
               jset(o, "cnp", json_integer((json_int_t)f->cnp)) |
               jset(o, "fat", json_boolean(f->fat)) |
               jset(o, "ect_frac", json_real(f->ect_frac)) |
-              jset(o, "source", json_string(f->source < TF_ARRAY_SIZE(report_src_names)
-                                                ? report_src_names[f->source] : "?")) |
+              jset(o, "source", json_string(reportspec_source_name(f->source))) |
               jset(o, "sampling", json_integer(f->sampling));
     if (f->key.vlan[1])
         bad |= jset(o, "vlan_inner", json_integer(f->key.vlan[1]));
@@ -261,7 +259,8 @@ static json_t *stats_json(const struct report_stats *s)
            jset(o, "evicted", json_integer((json_int_t)s->evicted)) |
            jset(o, "pcap_drops", json_integer((json_int_t)s->pcap_drops)) |
            jset(o, "post_dropped", json_integer((json_int_t)s->post_dropped)) |
-           jset(o, "post_errors", json_integer((json_int_t)s->post_errors));
+           jset(o, "post_errors", json_integer((json_int_t)s->post_errors)) |
+           jset(o, "post_rejected", json_integer((json_int_t)s->post_rejected));
     if (s->tel.has_telemetry)
         bad |= jset(o, "telemetry", telemetry_json(&s->tel));
     if (bad) {
@@ -352,11 +351,12 @@ static void print_table(const struct report *r, FILE *out)
                 (unsigned long long)f->cnp, f->fat ? "yes" : "");
     }
     fprintf(out, "  stats: pkts %llu bytes %llu unparsed %llu truncated %llu evicted %llu "
-                 "pcap_drops %llu post_dropped %llu post_errors %llu\n",
+                 "pcap_drops %llu post_dropped %llu post_errors %llu post_rejected %llu\n",
             (unsigned long long)s->pkts, (unsigned long long)s->bytes,
             (unsigned long long)s->unparsed, (unsigned long long)s->truncated,
             (unsigned long long)s->evicted, (unsigned long long)s->pcap_drops,
-            (unsigned long long)s->post_dropped, (unsigned long long)s->post_errors);
+            (unsigned long long)s->post_dropped, (unsigned long long)s->post_errors,
+            (unsigned long long)s->post_rejected);
 }
 
 int report_print(const struct report *r, enum report_fmt fmt, FILE *out)

@@ -54,7 +54,7 @@ struct report_telemetry {
 
 struct report_stats {
     uint64_t pkts, bytes, unparsed, truncated, evicted, pcap_drops;
-    uint64_t post_dropped, post_errors;
+    uint64_t post_dropped, post_errors, post_rejected;
     uint64_t roce_opcodes[256]; /* BTH opcode histogram of decoded RoCEv2 frames */
     struct report_telemetry tel;
 };

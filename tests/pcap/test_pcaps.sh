@@ -207,8 +207,8 @@ t_eq "--controller must be http(s)" "1" "$(cli -r "$D/p4aqm_ecn_org1.pcap" --con
 t_eq "--help exits 0" "0" "$("$P" --help >/dev/null 2>&1; echo $?)"
 t_check "--version names the program" bash -c "'$P' --version | grep -q '^tierflow-probe '"
 t_eq "unknown interface: exit 1, error names it" "1" \
-  "$(cli -i tfprb-no-such-if0 | cut -d: -f1)"
-t_check "unknown interface message names it" grep -q 'tfprb-no-such-if0' "$T/err"
+  "$(cli -i tfprb-noif0 | cut -d: -f1)"
+t_check "unknown interface message names it" grep -q 'tfprb-noif0' "$T/err"
 
 t_eq "missing --token-file: exit 1" "1" \
   "$(cli -r "$D/p4aqm_ecn_org1.pcap" --controller http://127.0.0.1:9 --token-file "$T/no-token" | cut -d: -f1)"

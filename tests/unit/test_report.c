@@ -108,7 +108,7 @@ static void test_json_contract(void **state)
 
     json_t *st = json_object_get(o, "stats");
     const char *keys[] = {"pkts", "bytes", "unparsed", "truncated", "evicted", "pcap_drops",
-                          "post_dropped", "post_errors"};
+                          "post_dropped", "post_errors", "post_rejected"};
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
         assert_true(json_is_integer(json_object_get(st, keys[i])));
     assert_int_equal(json_integer_value(json_object_get(
@@ -231,7 +231,7 @@ static void test_post_unreachable(void **state)
     for (int i = 0; i < 300 && errors + dropped < 5; i++) {
         struct timespec ts = {0, 10 * 1000000L};
         nanosleep(&ts, NULL);
-        post_counters(p, &dropped, &errors, &sent);
+        post_counters(p, &dropped, &errors, NULL, &sent);
     }
     assert_int_equal(sent, 0);
     assert_int_equal(dropped + errors, 5);
