@@ -174,9 +174,11 @@ int backend_apply(struct backend *b, const struct plan *want, struct backend_res
         rc = nl_backend_apply(b->nl, want, res);
     } else {
         rc = count_diff(want, &b->last, res);
-        if (!rc && b->kind == K_PLAN)
-            rc = plan_backend_write(b->plan_dir, want, &b->last, b->cfg.rt_proto, res->error,
-                                    sizeof(res->error));
+        if (!rc && b->kind == K_PLAN) {
+            struct planbatch_opts po = {.proto = b->cfg.rt_proto, .prio_min = b->cfg.prio_min,
+                                        .table_base = b->cfg.table_base};
+            rc = plan_backend_write(b->plan_dir, want, &b->last, &po, res->error, sizeof(res->error));
+        }
     }
     if (!rc) {
         struct plan copy;

@@ -1,6 +1,7 @@
 /*
  * plan: see plan.h. Growable arrays, a canonical order, a merge-style diff
- * over two sorted plans, and the two text forms (JSON and `ip -batch`).
+ * over two sorted plans, and the JSON form (the `ip -batch` forms are
+ * planbatch.c's).
  * Writers check every fprintf through ferror at the end, so a full disk is
  * reported, not a truncated file silently accepted.
  */
@@ -380,86 +381,4 @@ int plan_write_json(const struct plan *p, FILE *f)
     }
     fputs("]}\n", f);
     return ferror(f) ? -EIO : 0;
-}
-
-/* Interface and switch names reach a shell-like parser: refuse anything
- * that is not a plain token rather than quote it. */
-static bool token_ok(const char *s, size_t max)
-{
-    for (size_t i = 0; i < max && s[i]; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c <= ' ' || c >= 0x7f || c == '"' || c == '\'' || c == '\\' || c == '#')
-            return false;
-    }
-    return true;
-}
-
-static int rule_line(FILE *f, const struct plan_rule *r, bool del, uint8_t proto)
-{
-    char b[64];
-    fprintf(f, "rule %s pref %u", del ? "del" : "add", r->prio);
-    if (r->src_len)
-        fprintf(f, " from %s/%u", addr(r->af, r->src, b), r->src_len);
-    else if (r->af == 6)
-        fputs(" from ::/0", f);    /* the family comes from the address */
-    if (r->dst_len)
-        fprintf(f, " to %s/%u", addr(r->af, r->dst, b), r->dst_len);
-    if (r->ipproto)
-        fprintf(f, " ipproto %u", r->ipproto);
-    if (r->sport)
-        fprintf(f, " sport %u", r->sport);
-    if (r->dport)
-        fprintf(f, " dport %u", r->dport);
-    if (r->fwmark)
-        fprintf(f, " fwmark 0x%x/0x%x", r->fwmark, r->fwmask ? r->fwmask : 0xffffffffu);
-    if (r->dscp >= 0)
-        fprintf(f, " dscp %d", r->dscp);  /* iproute2 >= 6.13; older: tc/nft mark */
-    fprintf(f, " table %u protocol %u\n", r->table, proto);
-    return 0;
-}
-
-static int route_line(FILE *f, const struct plan_route *r, bool del, uint8_t proto)
-{
-    char b[64];
-    fprintf(f, "route %s table %u proto %u %s/%u", del ? "del" : "replace", r->table,
-            proto, addr(r->af, r->dst, b), r->dst_len);
-    if (del) {
-        fputc('\n', f);
-        return 0;
-    }
-    for (int k = 0; k < r->nnh; k++) {
-        const struct plan_nh *h = &r->nh[k];
-        if (!token_ok(h->dev, sizeof(h->dev)))
-            return -EINVAL;
-        if (r->nnh > 1)
-            fputs(" nexthop", f);
-        if (h->af)
-            fprintf(f, " via %s", addr(h->af, h->via, b));
-        if (h->dev[0])
-            fprintf(f, " dev %s", h->dev);
-        if (r->nnh > 1)
-            fprintf(f, " weight %u", h->weight);
-    }
-    fputc('\n', f);
-    return 0;
-}
-
-int plan_write_ipbatch(const struct plan *p, const char *sw, FILE *f, bool del, uint8_t proto)
-{
-    int rc = 0;
-    /* add: tables filled before rules point at them; del: the reverse. */
-    for (int pass = 0; pass < 2 && !rc; pass++) {
-        bool rules = (pass == 0) == del;
-        size_t n = rules ? p->nrules : p->nroutes;
-        for (size_t i = 0; i < n && !rc; i++) {
-            const char *rsw = rules ? p->rules[i].sw : p->routes[i].sw;
-            if (sw && strcmp(rsw, sw))
-                continue;
-            rc = rules ? rule_line(f, &p->rules[i], del, proto)
-                       : route_line(f, &p->routes[i], del, proto);
-        }
-    }
-    if (!rc && ferror(f))
-        rc = -EIO;
-    return rc;
 }

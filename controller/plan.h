@@ -100,10 +100,5 @@ int plan_switches(const struct plan *p, char (**out)[PLAN_SW_LEN], size_t *n);
 /* {"rules": [...], "routes": [...]}: one object, fields named as in the
  * structs, addresses as text. */
 int plan_write_json(const struct plan *p, FILE *f);
-/* `ip -batch` lines for one switch (sw NULL = all, no filtering). With del,
- * the delete commands (rules first, then routes) instead of the adds
- * (routes first, then rules): the make-before-break order. proto is the
- * route protocol number every route and rule carries. */
-int plan_write_ipbatch(const struct plan *p, const char *sw, FILE *f, bool del, uint8_t proto);
 
 #endif

@@ -14,6 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "controller/planbatch.h"
+
 typedef int (*writer_fn)(FILE *f, const void *ctx);
 
 static int write_atomic(const char *dir, const char *name, writer_fn fn, const void *ctx,
@@ -66,21 +68,32 @@ static int write_json(FILE *f, const void *ctx)
 }
 
 struct batch_ctx {
-    const struct plan *p;
+    const struct plan *p, *prev;
     const char *sw;
-    uint8_t proto;
+    const struct planbatch_opts *o;
 };
 
-static int write_batch(FILE *f, const void *ctx)
+static int write_transition(FILE *f, const void *ctx)
 {
     const struct batch_ctx *c = ctx;
-    fprintf(f, "# tierflow plan for switch %s: run with ip -force -batch FILE\n", c->sw);
-    return plan_write_ipbatch(c->p, c->sw, f, false, c->proto);
+    fprintf(f, "# tierflow: switch %s from the previous plan to this one (ip -batch FILE; "
+               "applying it again changes nothing)\n", c->sw);
+    return planbatch_transition(c->p, c->prev, c->sw, c->o, f);
+}
+
+static int write_full(FILE *f, const void *ctx)
+{
+    const struct batch_ctx *c = ctx;
+    fprintf(f, "# tierflow: switch %s to this plan from any state of tierflow's own rules and "
+               "routes (ip -batch FILE)\n", c->sw);
+    return planbatch_full(c->p, c->sw, c->o, f);
 }
 
 static bool file_name_ok(const char *s)
 {
-    if (!s[0] || s[0] == '.')
+    size_t n = strlen(s);
+    /* "X.full" would share X's full-state file name */
+    if (!s[0] || s[0] == '.' || (n >= 5 && !strcmp(s + n - 5, ".full")))
         return false;
     for (const char *c = s; *c; c++)
         if (*c == '/' || (unsigned char)*c <= ' ' || (unsigned char)*c >= 0x7f)
@@ -89,14 +102,15 @@ static bool file_name_ok(const char *s)
 }
 
 int plan_backend_write(const char *dir, const struct plan *p, const struct plan *prev,
-                       uint8_t proto, char *err, size_t errlen)
+                       const struct planbatch_opts *o, char *err, size_t errlen)
 {
     if (!dir || !dir[0]) {
         snprintf(err, errlen, "plan backend: no output folder (plan_dir)");
         return -EINVAL;
     }
-    struct plan all;
+    struct plan all, empty;
     plan_init(&all);
+    plan_init(&empty);
     char (*names)[PLAN_SW_LEN] = NULL;
     size_t n = 0;
     int rc = plan_append(&all, p, NULL);
@@ -112,9 +126,12 @@ int plan_backend_write(const char *dir, const struct plan *p, const struct plan 
             break;
         }
         char fname[PLAN_SW_LEN + 16];
+        struct batch_ctx c = {p, prev ? prev : &empty, names[i], o};
+        snprintf(fname, sizeof(fname), "%s.full.ipbatch", names[i]);
+        rc = write_atomic(dir, fname, write_full, &c, err, errlen);
         snprintf(fname, sizeof(fname), "%s.ipbatch", names[i]);
-        struct batch_ctx c = {p, names[i], proto};
-        rc = write_atomic(dir, fname, write_batch, &c, err, errlen);
+        if (!rc)
+            rc = write_atomic(dir, fname, write_transition, &c, err, errlen);
     }
     free(names);
     /* plan.json last: a reader that sees it also sees every script. */

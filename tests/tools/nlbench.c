@@ -18,6 +18,7 @@
 
 #include "common/util.h"
 #include "controller/backend.h"
+#include "controller/planbatch.h"
 
 static void make_plan(struct plan *p, size_t n)
 {
@@ -57,7 +58,7 @@ int main(int argc, char **argv)
             char path[4096];
             snprintf(path, sizeof(path), "%s.%s", argv[2], del ? "del" : "add");
             FILE *f = fopen(path, "w");
-            if (!f || plan_write_ipbatch(&p, NULL, f, del, BACKEND_RT_PROTO_DEFAULT) || fclose(f)) {
+            if (!f || planbatch_write(&p, NULL, f, del, BACKEND_RT_PROTO_DEFAULT) || fclose(f)) {
                 fprintf(stderr, "nlbench: %s: %s\n", path, strerror(errno));
                 return 1;
             }

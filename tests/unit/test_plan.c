@@ -15,6 +15,7 @@
 #include "common/util.h"
 #include "controller/backend.h"
 #include "controller/plan.h"
+#include "controller/planbatch.h"
 
 static struct plan_rule rule(const char *sw, uint32_t prio, uint32_t table, uint16_t sport)
 {
@@ -46,7 +47,7 @@ static char *render(const struct plan *p, int mode, const char *sw)
     if (mode == 0)
         assert_int_equal(plan_write_json(p, f), 0);
     else
-        assert_int_equal(plan_write_ipbatch(p, sw, f, mode == 2, 77), 0);
+        assert_int_equal(planbatch_write(p, sw, f, mode == 2, 77), 0);
     fclose(f);
     return buf;
 }
@@ -205,7 +206,7 @@ static void test_ipbatch(void **state)
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
-    assert_int_equal(plan_write_ipbatch(&q, NULL, f, false, 77), -EINVAL);
+    assert_int_equal(planbatch_write(&q, NULL, f, false, 77), -EINVAL);
     fclose(f);
     free(buf);
     plan_free(&q);
@@ -268,13 +269,31 @@ static void test_plan_and_none_backends(void **state)
     assert_int_equal(tf_read_file(path, 1 << 20, &text, &len), 0);
     assert_non_null(strstr(text, "\"switch\": \"L2\", \"prio\": 20001"));
     free(text);
-    /* L2 loses everything: its script is rewritten empty. */
+    /* A rule is added only after a flush of exactly it, so the file can be
+     * applied again. */
+    snprintf(path, sizeof(path), "%s/L1.ipbatch", dir);
+    assert_int_equal(tf_read_file(path, 1 << 20, &text, &len), 0);
+    const char *flush = strstr(text, "rule flush pref 20000 from 10.0.1.1/32 to 10.0.2.1/32 ipproto 6 sport 1 ");
+    assert_non_null(flush);
+    assert_true(flush < strstr(text, "rule add pref 20000 from 10.0.1.1/32 to 10.0.2.1/32 ipproto 6 sport 1 "));
+    free(text);
+    /* L2 loses everything: its transition removes its rule (by an exact
+     * flush: a no-op when applied again), its full-state file flushes every
+     * priority and adds nothing. */
     p.nrules = 1;
     assert_int_equal(backend_apply(b, &p, &res), 0);
     assert_int_equal(res.rules_deleted, 1);
     snprintf(path, sizeof(path), "%s/L2.ipbatch", dir);
     assert_int_equal(tf_read_file(path, 1 << 20, &text, &len), 0);
     assert_null(strstr(text, "rule add"));
+    assert_non_null(strstr(text, "rule flush pref 20001 from 10.0.1.1/32 to 10.0.2.1/32 ipproto 6 sport 2 "
+                                 "dport 5001 table 7701 protocol 77\n"));
+    free(text);
+    snprintf(path, sizeof(path), "%s/L2.full.ipbatch", dir);
+    assert_int_equal(tf_read_file(path, 1 << 20, &text, &len), 0);
+    assert_null(strstr(text, "rule add"));
+    assert_non_null(strstr(text, "rule flush pref 20511 protocol 77\n"));
+    assert_non_null(strstr(text, "route replace table 7955 proto 77 throw 0.0.0.0/32\nroute flush table 7955 proto 77\n"));
     free(text);
     struct plan have;
     assert_int_equal(backend_read(b, &have), 0);

@@ -13,30 +13,15 @@
 
 #include "controller/planbuild.h"
 #include "policy/topo.h"
+#include "tests/lib/topo_2x4.h"
 
 static struct topo *topo;
 
-/* L{1,2} x S{1..4}; uplink k of leaf l is eth(k+1), 10.l.k.1 <-> 10.l.k.0. */
 static int setup(void **state)
 {
     (void)state;
     char json[8192];
-    size_t n = 0;
-    n += (size_t)snprintf(json + n, sizeof(json) - n,
-        "{\"name\": \"t\", \"tiers\": [\"host\", \"leaf\", \"spine\"], \"nodes\": ["
-        "{\"name\": \"H1\", \"tier\": \"host\", \"addr\": \"10.0.1.1\"},"
-        "{\"name\": \"H2\", \"tier\": \"host\", \"addr\": \"10.0.2.1\"},"
-        "{\"name\": \"L1\", \"tier\": \"leaf\", \"prefix\": \"10.0.1.0/24\"},"
-        "{\"name\": \"L2\", \"tier\": \"leaf\", \"prefix\": \"10.0.2.0/24\"},"
-        "{\"name\": \"S1\", \"tier\": \"spine\"}, {\"name\": \"S2\", \"tier\": \"spine\"},"
-        "{\"name\": \"S3\", \"tier\": \"spine\"}, {\"name\": \"S4\", \"tier\": \"spine\"}],"
-        "\"links\": [{\"a\": \"H1\", \"b\": \"L1\", \"gbps\": 100}, {\"a\": \"H2\", \"b\": \"L2\", \"gbps\": 100}");
-    for (int l = 1; l <= 2; l++)
-        for (int s = 1; s <= 4; s++)
-            n += (size_t)snprintf(json + n, sizeof(json) - n,
-                ", {\"a\": \"L%d\", \"b\": \"S%d\", \"gbps\": 100, \"a_if\": \"eth%d\", \"b_if\": \"l%d\","
-                " \"a_ip\": \"10.%d.%d.1\", \"b_ip\": \"10.%d.%d.0\"}", l, s, s, l, l, s, l, s);
-    snprintf(json + n, sizeof(json) - n, "]}");
+    topo_2x4_json(json, sizeof(json));
     char err[256];
     int rc = topo_from_json(json, strlen(json), "test", &topo, err, sizeof(err));
     if (rc)
