@@ -122,6 +122,7 @@ struct snap {
     int cls;
     int64_t path, pin;
     bool movable, on_hot;
+    bool hold;                   /* unpinned, to be pinned where it is (degraded fabric) */
     uint32_t dirs[TOPO_MAX_HOPS];
     int ndirs;
 };
@@ -133,6 +134,7 @@ struct round {
     uint32_t *nfat;
     uint8_t *down, *hot;
     uint32_t nhot;               /* contended directions: the assignment runs only if > 0 */
+    bool degraded;               /* some direction is down (probe, routing or hold-down) */
     struct snap *f;
     size_t n;
     json_t *congested;
@@ -173,6 +175,7 @@ static int snapshot(struct rebalance *rb, double now, struct round *r)
     state_dir_loads(s, now, r->bps, r->ce, r->nfat);
     for (uint32_t d = 0; d < r->nd; d++) {
         r->down[d] = !s->dirs[d].up;
+        r->degraded |= r->down[d];
         r->bg[d] = r->bps[d] / 1e9;
     }
     for (size_t i = 0; i < s->nflows; i++) {
@@ -314,7 +317,8 @@ static int build_plan(struct rebalance *rb, const struct round *r, const uint32_
         goto out;
     for (size_t i = 0; i < r->n; i++) {
         const struct snap *f = &r->f[i];
-        int64_t p = path[i] != ASSIGN_NO_PATH && (int64_t)path[i] != f->path ? (int64_t)path[i] : f->pin;
+        int64_t p = path[i] != ASSIGN_NO_PATH && (int64_t)path[i] != f->path ? (int64_t)path[i]
+                    : f->hold ? f->path : f->pin;
         if (p < 0)
             continue;
         int nd = topo_path_dirs(r->t, f->src, f->dst, (uint64_t)p, dirs[n], TOPO_MAX_HOPS);
@@ -345,16 +349,47 @@ static void path_str(const struct topo *t, uint32_t src, uint32_t dst, uint64_t 
         u += (size_t)snprintf(buf + u, len - u, " %s", nm(t, topo_dir_to(t, dirs[i])));
 }
 
+/*
+ * While the fabric is degraded (a link down, or back but in its hold-down:
+ * a flapping link), every fat flow the round leaves where it is gets pinned
+ * there. Routing changes its ECMP groups with every withdrawal and return,
+ * and a kernel multipath group re-hashes existing flows when a next hop
+ * comes back: unpinned flows would be thrown onto the flapping link each
+ * time it returns and lose packets when it goes again. Pinned, they stay on
+ * live paths whatever routing does (the backend still drops any pin routing
+ * withdraws). A hold is not a move: no move counter, no min_move_interval.
+ */
+static void mark_holds(struct round *r, const uint32_t *path)
+{
+    for (size_t i = 0; r->degraded && i < r->n; i++) {
+        struct snap *f = &r->f[i];
+        if (f->pin >= 0 || f->path < 0 || (path[i] != ASSIGN_NO_PATH && (int64_t)path[i] != f->path))
+            continue;
+        bool live = true;
+        for (int j = 0; j < f->ndirs; j++)
+            live &= !r->down[f->dirs[j]];
+        f->hold = live;
+    }
+}
+
 static void record_pins(struct rebalance *rb, const struct round *r, const uint32_t *path, double now)
 {
     struct state *s = rb->st;
     size_t n = 0;
     for (size_t i = 0; i < r->n; i++)
-        n += path[i] != ASSIGN_NO_PATH && (int64_t)path[i] != r->f[i].path;
+        n += (path[i] != ASSIGN_NO_PATH && (int64_t)path[i] != r->f[i].path) || r->f[i].hold;
     if (n == 0) /* nothing to write: do not block ingest, do not invalidate views */
         return;
     pthread_rwlock_wrlock(&s->lock);
     for (size_t i = 0; i < r->n; i++) {
+        if (r->f[i].hold) {
+            struct state_flow *f = state_flow_find(s, &r->f[i].k);
+            if (f && f->path == r->f[i].path) {
+                f->pin = f->path;
+                f->pinned = true;
+            }
+            continue;
+        }
         if (path[i] == ASSIGN_NO_PATH || (int64_t)path[i] == r->f[i].path)
             continue;
         struct state_flow *f = state_flow_find(s, &r->f[i].k);
@@ -494,6 +529,8 @@ static int run_round(struct rebalance *rb, double now, bool dry_run, bool automa
     /* The assignment stands even when no plan can express it (a topology
      * without interface addresses): report it, but pin nothing. */
     int arc = rc;
+    if (rc == 0 && !dry_run)
+        mark_holds(&r, path);
     if (rc == 0 && !cr)
         rc = -ENOMEM;
     bool acts = rb->be && backend_acts(rb->be);

@@ -165,6 +165,18 @@ int routing_view_narrow(const struct routing_view *v, const struct plan *in, str
     return 0;
 }
 
+/* Whether any route of the view lists nh. */
+static bool uses_nh(const struct routing_view *v, const struct plan_nh *nh)
+{
+    if (v->nh_objects)
+        return true;
+    for (size_t i = 0; i < v->rt.nroutes; i++)
+        for (int k = 0; k < v->rt.routes[i].nnh; k++)
+            if (nh_match(&v->rt.routes[i].nh[k], nh))
+                return true;
+    return false;
+}
+
 /* The interface of link l at node (its end there), "" when unnamed. */
 static const char *if_at(const struct topo *t, uint32_t l, uint32_t node)
 {
@@ -197,6 +209,13 @@ void routing_view_down_dirs(const struct topo *t, uint32_t node, const struct ro
             continue;
         nh.af = (uint8_t)af;
         tf_strlcpy(nh.dev, ul->lo_if, sizeof(nh.dev));
+        /* Routing uses Y for nothing at all: the session to Y is down (or
+         * not up yet after the link returned), which says nothing about
+         * what lies beyond Y; routing does not use this uplink. */
+        if (!uses_nh(v, &nh)) {
+            down[2 * l] = 1;
+            continue;
+        }
         const struct topo_node *y = &t->nodes[ul->hi];
         for (uint32_t j = 0; j < y->down_count; j++) {
             uint32_t dl = t->down_links[y->down_first + j];

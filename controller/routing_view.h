@@ -78,7 +78,11 @@ int routing_view_narrow(const struct routing_view *v, const struct plan *in, str
  * What a switch's view says about the fabric, in topology directions
  * (2*link up, 2*link+1 down), OR-ed into down[2*nlinks]:
  *   - a link of node whose interface at node is not up: both directions;
- *   - an uplink to Y whose interface is up, for a remote leaf D that Y is
+ *   - an uplink to Y whose interface is up but that routing uses for no
+ *     route at all (the BGP session to Y is down, or not up yet after the
+ *     link came back): the direction node -> Y, and nothing is inferred
+ *     beyond Y;
+ *   - an uplink to Y that routing uses, for a remote leaf D that Y is
  *     linked to directly: when routing no longer offers Y for D's prefix,
  *     the direction Y -> D (what BGP propagated: Y lost D). Farther losses
  *     (a core that lost a pod) are known only from the switches that see

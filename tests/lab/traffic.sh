@@ -5,6 +5,7 @@
 #                                patterns stride:I, staggered:EDGE_P,POD_P, random, randbij
 #   tf_start URL TOKEN GBPS      tierflowd (netlink backend) + a probe on every
 #                                leaf's and spine's uplinks; needs CTL and PROBE set
+#                                (TF_CTL_ARGS: more tierflowd options, e.g. --log-level debug)
 #   tf_stop                      stop them (tierflowd withdraws its routes)
 #   e2e_run PAIRS_FILE ECMP_S SETTLE_S TF_S
 #        runs the pairs as iperf3 flows; ECMP for ECMP_S seconds, then tierflow
@@ -58,7 +59,7 @@ tf_start() {
     done
   fi
   lab_bg tierflowd "$CTL" --topology "$LAB_TOPO" --backend netlink --listen "$mgmt:$port" \
-    --token-file "$token" --interval 1 --withdraw-on-exit >>"$LAB_TMP/tierflowd.log" 2>&1
+    --token-file "$token" --interval 1 --withdraw-on-exit ${TF_CTL_ARGS:-} >>"$LAB_TMP/tierflowd.log" 2>&1
   for node in "${!TF_PROBE_IFS[@]}"; do
     a=(); for u in ${TF_PROBE_IFS[$node]}; do a+=(-i "$u"); done
     [ ${#a[@]} -gt 0 ] || continue

@@ -215,10 +215,19 @@ static void test_down_dirs(void **state)
     routing_view_down_dirs(t, l1, &v, down);
     for (uint32_t d = 0; d < nd; d++)
         assert_int_equal(down[d], 0);
-    /* S2 withdrawn for L2's prefix: S2 -> L2 is what failed. */
+    /* S2 withdrawn for L2's prefix, and routing uses S2 for nothing else:
+     * the session to S2 is what is down (L1 -> S2), nothing beyond. */
     for (size_t i = 0; i < v.rt.nroutes; i++)
         if (v.rt.routes[i].dst_len == 24)
             v.rt.routes[i].nnh = 1;   /* keeps eth1 (sorted first) */
+    routing_view_down_dirs(t, l1, &v, down);
+    assert_int_equal(down[dir(t, "L1", "S2")], 1);
+    assert_int_equal(down[dir(t, "S2", "L2")], 0);
+    assert_int_equal(down[dir(t, "S2", "L1")], 0);
+    /* S2 still carries another prefix: then it is S2 that lost L2. */
+    struct plan_nh s2[1] = {nh4(10, 1, 2, 0, "eth2")};
+    rt(&v, 9, 24, 1, s2);
+    memset(down, 0, sizeof(down));
     routing_view_down_dirs(t, l1, &v, down);
     assert_int_equal(down[dir(t, "S2", "L2")], 1);
     assert_int_equal(down[dir(t, "S1", "L2")], 0);
