@@ -190,8 +190,10 @@ int backend_apply(struct backend *b, const struct plan *want, struct backend_res
     }
     if (rc && !res->error[0])
         snprintf(res->error, sizeof(res->error), "%s", strerror(-rc));
-    tf_strlcpy(b->err, res->error, sizeof(b->err));
-    b->healthy = rc == 0;
+    /* The rest of the plan is installed, but what a switch cannot express
+     * is not: that is not healthy, and says which switch and selector. */
+    tf_strlcpy(b->err, rc ? res->error : res->unsupported, sizeof(b->err));
+    b->healthy = rc == 0 && !res->unsupported[0];
     return rc;
 }
 

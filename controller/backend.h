@@ -64,6 +64,11 @@ struct backend_result {
     size_t round_trips;        /* netlink batches sent */
     size_t narrowed;           /* rules, routes and next hops of the plan not
                                   installed because routing does not offer them */
+    size_t refused;            /* rules of the plan not installed because a
+                                  switch's kernel does not keep one of their
+                                  selectors (netlink: FRA_DSCP before 6.13) */
+    char unsupported[200];     /* the first such switch and selector, "" none:
+                                  the backend is then not healthy */
     bool rolled_back;          /* a switch failed and was restored */
     char failed_sw[PLAN_SW_LEN];
     char error[256];           /* "" on success */

@@ -36,6 +36,8 @@ struct nl_sw {
     struct plan have;     /* sorted; what the kernel holds of ours */
     struct routing_view view;
     int wfd;              /* change notifications, -1 none */
+    unsigned unsupported; /* plan_sel bits this kernel does not keep (probed at
+                             open, or seen dropped on a read-back) */
 };
 
 struct nl_backend {
@@ -56,6 +58,62 @@ struct nl_backend {
     int stop[2];          /* the watcher's wake-up pipe */
 };
 
+/* Read-back comparison: for every rule of sent that got (a kernel's rules,
+ * sorted here) lacks, the rules of got that are it without some selectors
+ * go into widened; returns the selectors they lost (0: none widened). */
+static unsigned find_widened(const struct plan *sent, struct plan *got, struct plan *widened)
+{
+    unsigned lost = 0;
+    plan_sort(got);
+    for (size_t i = 0; i < sent->nrules; i++) {
+        const struct plan_rule *r = &sent->rules[i];
+        if (bsearch(r, got->rules, got->nrules, sizeof(*r), (int (*)(const void *, const void *))plan_rule_cmp))
+            continue;
+        for (size_t j = 0; j < got->nrules; j++) {
+            unsigned d = plan_rule_dropped(r, &got->rules[j]);
+            if (d && !(d & PLAN_SEL_OTHER) && plan_add_rule(widened, &got->rules[j]) == 0)
+                lost |= d;
+        }
+    }
+    return lost;
+}
+
+/* Whether s's kernel keeps a FRA_DSCP selector (kernels before 6.13 skip
+ * the unknown attribute and install the rule without it). Probed with a
+ * rule that can match nothing (from 255.255.255.255) at tierflow's last
+ * priority and table, read back and removed at once. A kernel that refuses
+ * the rule outright does not keep it either. */
+static void probe_dscp(struct nl_backend *b, struct nl_sw *s)
+{
+    struct plan probe, got, widened;
+    plan_init(&probe);
+    plan_init(&got);
+    plan_init(&widened);
+    struct plan_rule r = {.prio = b->own.prio_max, .table = b->own.table_max, .af = 4, .src_len = 32,
+                          .src = {255, 255, 255, 255}, .dscp = 63};
+    tf_strlcpy(r.sw, s->name, sizeof(r.sw));
+    char why[256] = "";
+    size_t done = 0, rt = 0;
+    int rc = plan_add_rule(&probe, &r);
+    if (!rc)
+        rc = nlroute_run(s->nl, NLROUTE_RULE_ADD, &probe, b->own.proto, &done, &rt, why, sizeof(why));
+    if (!rc)
+        rc = nlroute_read(s->nl, &b->own, s->name, &got, why, sizeof(why));
+    if (!rc && find_widened(&probe, &got, &widened))
+        s->unsupported |= PLAN_SEL_DSCP;
+    else if (rc)
+        s->unsupported |= PLAN_SEL_DSCP;
+    /* Whatever form it took, it goes. */
+    if (plan_append(&widened, &probe, NULL) == 0)
+        nlroute_run(s->nl, NLROUTE_RULE_DEL, &widened, b->own.proto, &done, &rt, why, sizeof(why));
+    if (s->unsupported & PLAN_SEL_DSCP)
+        log_warn("netlink backend: switch %s: its kernel does not keep the DSCP rule selector (FRA_DSCP, "
+                 "kernel 6.13+)%s%s: DSCP class rules are refused there", s->name, rc ? ": " : "", rc ? why : "");
+    plan_free(&probe);
+    plan_free(&got);
+    plan_free(&widened);
+}
+
 static int add_switch(struct nl_backend *b, const char *name, const char *netns, uint32_t node,
                       char *err, size_t errlen)
 {
@@ -73,6 +131,8 @@ static int add_switch(struct nl_backend *b, const char *name, const char *netns,
     routing_view_init(&s->view);
     char why[200] = "";
     int rc = nlroute_open(netns, &s->nl, why, sizeof(why));
+    if (!rc)
+        probe_dscp(b, s);
     if (!rc)
         rc = nlroute_read(s->nl, &b->own, name, &s->have, why, sizeof(why));
     /* Subscribe before the first read of the view, so that no change falls
@@ -253,12 +313,76 @@ static int sync_sw(struct nl_backend *b, struct nl_sw *s, struct plan *target,
     return rc;
 }
 
+static void note_unsupported(struct backend_result *res, const struct nl_sw *s, unsigned sels, size_t n,
+                             const char *what)
+{
+    res->refused += n;
+    if (!res->unsupported[0])
+        snprintf(res->unsupported, sizeof(res->unsupported),
+                 "switch %s: its kernel does not keep the rule selector %s: %zu rule%s %s", s->name,
+                 plan_sel_name(sels), n, n == 1 ? "" : "s", what);
+}
+
+/* After an install: every rule sent is read back and compared selector by
+ * selector; a rule the kernel installed broader than asked (it skipped an
+ * attribute it does not know) is deleted at once and the selector marked
+ * unsupported on this switch, so that no later round sends it again.
+ * Returns whether s->have was read from the kernel. */
+static bool verify_rules(struct nl_backend *b, struct nl_sw *s, const struct plan *target,
+                         struct backend_result *res)
+{
+    struct plan got, widened;
+    plan_init(&got);
+    plan_init(&widened);
+    char why[256] = "";
+    unsigned lost = 0;
+    if (nlroute_read(s->nl, &b->own, s->name, &got, why, sizeof(why)) == 0)
+        lost = find_widened(target, &got, &widened);
+    if (lost) {
+        size_t done = 0, rt = 0;
+        int rc = nlroute_run(s->nl, NLROUTE_RULE_DEL, &widened, b->own.proto, &done, &rt, why, sizeof(why));
+        log_err("netlink backend: switch %s: the kernel dropped %s from %zu rule%s: %s", s->name,
+                plan_sel_name(lost), widened.nrules, widened.nrules == 1 ? "" : "s",
+                rc ? why : "deleted at once");
+        s->unsupported |= lost;
+        note_unsupported(res, s, lost, widened.nrules, rc ? "installed broader, deleting failed" : "installed "
+                         "broader than asked were deleted; rules needing it are refused");
+        reread(b, s, why, sizeof(why));
+    }
+    plan_free(&got);
+    plan_free(&widened);
+    return lost != 0;
+}
+
+/* Takes out of target the rules that need a selector s's kernel does not
+ * keep: they are refused, not installed broader. */
+static void refuse_unsupported(const struct nl_sw *s, struct plan *target, struct backend_result *res)
+{
+    size_t w = 0, n = 0;
+    unsigned sels = 0;
+    for (size_t i = 0; i < target->nrules; i++) {
+        unsigned need = plan_rule_sels(&target->rules[i]) & s->unsupported;
+        if (need) {
+            n++;
+            sels |= need;
+        } else {
+            target->rules[w++] = target->rules[i];
+        }
+    }
+    target->nrules = w;
+    if (n)
+        note_unsupported(res, s, sels, n, "needing it refused (a DSCP class needs kernel 6.13+ there)");
+}
+
 static int apply_sw(struct nl_backend *b, struct nl_sw *s, struct plan *target,
                     struct backend_result *res)
 {
     char err[256] = "";
+    size_t added = res->rules_added;
     int rc = sync_sw(b, s, target, res, err, sizeof(err));
     if (!rc) {
+        if (res->rules_added > added && verify_rules(b, s, target, res))
+            return 0;
         plan_free(&s->have);
         return plan_copy(&s->have, target);
     }
@@ -307,6 +431,7 @@ int nl_backend_apply(struct nl_backend *b, const struct plan *want, struct backe
             if (nn.nh_dropped)
                 log_info("netlink backend: switch %s: not installing %s (and %zu more): routing does not offer it",
                          b->sw[i].name, nn.first, nn.nh_dropped + nn.rules_dropped - 1);
+            refuse_unsupported(&b->sw[i], &narrow, res);
             rc = apply_sw(b, &b->sw[i], &narrow, res);
         }
         plan_free(&target);

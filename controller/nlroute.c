@@ -743,46 +743,54 @@ static void read_reset(void *p)
     c->out->nroutes = c->base_routes;
 }
 
+int nlroute_rule_parse(const struct nlmsghdr *h, struct plan_rule *r, uint8_t *proto)
+{
+    struct nlattr *tb[NLR_FRA_MAX + 1];
+    if (h->nlmsg_type != RTM_NEWRULE ||
+        nlmsg_parse((struct nlmsghdr *)h, sizeof(struct fib_rule_hdr), tb, NLR_FRA_MAX, rule_policy) < 0)
+        return -EINVAL;
+    const struct fib_rule_hdr *frh = nlmsg_data(h);
+    if ((frh->family != AF_INET && frh->family != AF_INET6) || frh->action != FR_ACT_TO_TBL)
+        return -EINVAL;
+    *r = (struct plan_rule){.af = frh->family == AF_INET6 ? 6 : 4, .dscp = -1,
+                            .src_len = frh->src_len, .dst_len = frh->dst_len, .table = frh->table};
+    *proto = tb[FRA_PROTOCOL] ? nla_get_u8(tb[FRA_PROTOCOL]) : 0;
+    if (tb[FRA_PRIORITY])
+        r->prio = nla_get_u32(tb[FRA_PRIORITY]);
+    if (tb[FRA_TABLE])
+        r->table = nla_get_u32(tb[FRA_TABLE]);
+    if ((r->src_len && !get_addr(tb[FRA_SRC], r->af, r->src)) ||
+        (r->dst_len && !get_addr(tb[FRA_DST], r->af, r->dst)))
+        return -EINVAL;
+    if (tb[FRA_IP_PROTO])
+        r->ipproto = nla_get_u8(tb[FRA_IP_PROTO]);
+    r->sport = get_port(tb[FRA_SPORT_RANGE]);
+    r->dport = get_port(tb[FRA_DPORT_RANGE]);
+    if (tb[FRA_FWMARK])
+        r->fwmark = nla_get_u32(tb[FRA_FWMARK]);
+    if (tb[FRA_FWMASK])
+        r->fwmask = nla_get_u32(tb[FRA_FWMASK]);
+    if (r->fwmask == 0xffffffffu || !r->fwmark)
+        r->fwmask = 0;   /* canonical: 0 = exact mark */
+    if (tb[FRA_DSCP])
+        r->dscp = nla_get_u8(tb[FRA_DSCP]);
+    else if (frh->tos)
+        r->dscp = frh->tos >> 2;
+    return 0;
+}
+
 static int rule_cb(struct nlroute *n, struct nlmsghdr *h, void *p)
 {
     (void)n;
     struct read_ctx *c = p;
-    struct nlattr *tb[NLR_FRA_MAX + 1];
-    if (h->nlmsg_type != RTM_NEWRULE ||
-        nlmsg_parse(h, sizeof(struct fib_rule_hdr), tb, NLR_FRA_MAX, rule_policy) < 0)
+    struct plan_rule r;
+    uint8_t proto;
+    if (nlroute_rule_parse(h, &r, &proto) < 0)
         return 0;
-    const struct fib_rule_hdr *frh = nlmsg_data(h);
-    if ((frh->family != AF_INET && frh->family != AF_INET6) || frh->action != FR_ACT_TO_TBL)
-        return 0;
-    struct plan_rule r = {.af = frh->family == AF_INET6 ? 6 : 4, .dscp = -1,
-                          .src_len = frh->src_len, .dst_len = frh->dst_len,
-                          .table = frh->table};
-    uint8_t proto = tb[FRA_PROTOCOL] ? nla_get_u8(tb[FRA_PROTOCOL]) : 0;
-    if (tb[FRA_PRIORITY])
-        r.prio = nla_get_u32(tb[FRA_PRIORITY]);
-    if (tb[FRA_TABLE])
-        r.table = nla_get_u32(tb[FRA_TABLE]);
     /* Ownership: priority range AND protocol AND one of our tables. */
     if (r.prio < c->own->prio_min || r.prio > c->own->prio_max || proto != c->own->proto ||
         r.table < c->own->table_min || r.table > c->own->table_max)
         return 0;
-    if ((r.src_len && !get_addr(tb[FRA_SRC], r.af, r.src)) ||
-        (r.dst_len && !get_addr(tb[FRA_DST], r.af, r.dst)))
-        return 0;
-    if (tb[FRA_IP_PROTO])
-        r.ipproto = nla_get_u8(tb[FRA_IP_PROTO]);
-    r.sport = get_port(tb[FRA_SPORT_RANGE]);
-    r.dport = get_port(tb[FRA_DPORT_RANGE]);
-    if (tb[FRA_FWMARK])
-        r.fwmark = nla_get_u32(tb[FRA_FWMARK]);
-    if (tb[FRA_FWMASK])
-        r.fwmask = nla_get_u32(tb[FRA_FWMASK]);
-    if (r.fwmask == 0xffffffffu || !r.fwmark)
-        r.fwmask = 0;   /* canonical: 0 = exact mark */
-    if (tb[FRA_DSCP])
-        r.dscp = nla_get_u8(tb[FRA_DSCP]);
-    else if (frh->tos)
-        r.dscp = frh->tos >> 2;
     tf_strlcpy(r.sw, c->sw, sizeof(r.sw));
     return plan_add_rule(c->out, &r) == -ENOMEM ? -ENOMEM : 0;
 }

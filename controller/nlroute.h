@@ -56,6 +56,14 @@ int nlroute_read(struct nlroute *n, const struct nlroute_own *own, const char *s
 int nlroute_run(struct nlroute *n, enum nlroute_op op, const struct plan *p, uint8_t proto,
                 size_t *done, size_t *round_trips, char *err, size_t errlen);
 
+struct nlmsghdr;
+/* One RTM_NEWRULE message (a dump entry) in plan form, sw left empty, and
+ * its FRA_PROTOCOL: -EINVAL for anything that is not a to-table IPv4/IPv6
+ * rule with well-formed attributes. Every selector the kernel returned is
+ * read (FRA_DSCP included), so comparing it with what was sent
+ * (plan_rule_dropped) shows a selector the kernel skipped. */
+int nlroute_rule_parse(const struct nlmsghdr *h, struct plan_rule *r, uint8_t *proto);
+
 struct routing_view;
 /* The routing view of this kernel (routing_view.h): routing table `table`
  * (ROUTING_VIEW_MAIN for FRR's), without routes of protocol own_proto, with

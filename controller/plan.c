@@ -133,6 +133,49 @@ int plan_rule_cmp(const struct plan_rule *a, const struct plan_rule *b)
     return 0;
 }
 
+unsigned plan_rule_sels(const struct plan_rule *r)
+{
+    return (r->src_len ? PLAN_SEL_SRC : 0) | (r->dst_len ? PLAN_SEL_DST : 0) |
+           (r->ipproto ? PLAN_SEL_IPPROTO : 0) | (r->sport ? PLAN_SEL_SPORT : 0) |
+           (r->dport ? PLAN_SEL_DPORT : 0) | (r->fwmark ? PLAN_SEL_FWMARK : 0) |
+           (r->dscp >= 0 ? PLAN_SEL_DSCP : 0);
+}
+
+unsigned plan_rule_dropped(const struct plan_rule *sent, const struct plan_rule *got)
+{
+    if (strncmp(sent->sw, got->sw, sizeof(sent->sw)) || sent->prio != got->prio ||
+        sent->table != got->table || sent->af != got->af)
+        return PLAN_SEL_OTHER;
+    unsigned s = plan_rule_sels(sent), g = plan_rule_sels(got);
+    if (g & ~s)
+        return PLAN_SEL_OTHER;
+    /* Each selector got kept must be the one sent. */
+    size_t n = sent->af == 4 ? 4 : 16;
+    if (((g & PLAN_SEL_SRC) && (got->src_len != sent->src_len || memcmp(got->src, sent->src, n))) ||
+        ((g & PLAN_SEL_DST) && (got->dst_len != sent->dst_len || memcmp(got->dst, sent->dst, n))) ||
+        ((g & PLAN_SEL_IPPROTO) && got->ipproto != sent->ipproto) ||
+        ((g & PLAN_SEL_SPORT) && got->sport != sent->sport) ||
+        ((g & PLAN_SEL_DPORT) && got->dport != sent->dport) ||
+        ((g & PLAN_SEL_FWMARK) && (got->fwmark != sent->fwmark ||
+                                   (got->fwmask ? got->fwmask : 0xffffffffu) !=
+                                       (sent->fwmask ? sent->fwmask : 0xffffffffu))) ||
+        ((g & PLAN_SEL_DSCP) && got->dscp != sent->dscp))
+        return PLAN_SEL_OTHER;
+    return s & ~g;
+}
+
+const char *plan_sel_name(unsigned sels)
+{
+    static const char *const names[] = {"source prefix (FRA_SRC)", "destination prefix (FRA_DST)",
+                                        "IP protocol (FRA_IP_PROTO)", "source port (FRA_SPORT_RANGE)",
+                                        "destination port (FRA_DPORT_RANGE)", "firewall mark (FRA_FWMARK)",
+                                        "dscp (FRA_DSCP)"};
+    for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (sels & (1u << i))
+            return names[i];
+    return "?";
+}
+
 int plan_route_key_cmp(const struct plan_route *a, const struct plan_route *b)
 {
     int c = strncmp(a->sw, b->sw, sizeof(a->sw));

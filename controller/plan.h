@@ -84,6 +84,27 @@ int plan_route_key_cmp(const struct plan_route *a, const struct plan_route *b);
 bool plan_route_equal(const struct plan_route *a, const struct plan_route *b);
 bool plan_equal(const struct plan *a, const struct plan *b);
 
+/* A rule's selectors as bits. */
+enum plan_sel {
+    PLAN_SEL_SRC = 1u << 0, PLAN_SEL_DST = 1u << 1, PLAN_SEL_IPPROTO = 1u << 2,
+    PLAN_SEL_SPORT = 1u << 3, PLAN_SEL_DPORT = 1u << 4, PLAN_SEL_FWMARK = 1u << 5,
+    PLAN_SEL_DSCP = 1u << 6,
+    PLAN_SEL_OTHER = 1u << 31   /* not the same rule at all */
+};
+/* The selectors r has. */
+unsigned plan_rule_sels(const struct plan_rule *r);
+/*
+ * What a kernel did to a rule it was sent: 0 when got is sent; the
+ * selectors sent has and got lacks when got is sent without them and
+ * otherwise equal (same switch, priority, table and family): a kernel that
+ * skipped an attribute it does not know installed that broader rule;
+ * PLAN_SEL_OTHER when got is another rule (any field differs, or got has a
+ * selector sent lacks).
+ */
+unsigned plan_rule_dropped(const struct plan_rule *sent, const struct plan_rule *got);
+/* "dscp (FRA_DSCP)" ... for the lowest bit of sels; "?" for none. */
+const char *plan_sel_name(unsigned sels);
+
 /*
  * What turns have into want: add gets the rules missing from have and the
  * routes that are missing or whose next hops differ (install with replace);

@@ -253,6 +253,11 @@ static void test_install_and_read(void **state)
     assert_int_equal(res.routes_added, want.nroutes);
     assert_true(res.round_trips >= 2);
     assert_int_equal(res.skipped, 0);
+    /* This kernel keeps FRA_DSCP (the probe at open said so, and the
+     * read-back after the install found every selector): nothing refused. */
+    assert_int_equal(res.refused, 0);
+    assert_string_equal(res.unsupported, "");
+    assert_true(backend_healthy(b));
     assert_installed(b, &want);
     /* What iproute2 sees. */
     assert_true(shows("rule show", "20000:\tfrom 10.0.1.1 to 10.0.2.1 ipproto tcp sport 1000 dport 5001 lookup 7700 proto 77"));
