@@ -531,21 +531,57 @@ static void check_sw(struct nl_backend *b, struct nl_sw *s)
     plan_free(&narrow);
 }
 
+/* Whether switch node is watched by this backend. */
+static bool watched(const struct nl_backend *b, uint32_t node)
+{
+    for (size_t i = 0; i < b->nsw; i++)
+        if (b->sw[i].node == node)
+            return true;
+    return false;
+}
+
+/* How many switches must infer y -> d before it counts: two when at least
+ * two watched switches other than d hang below y (one switch's view may be
+ * a session still filling), else the one there is. */
+static unsigned quorum(const struct nl_backend *b, uint32_t y, uint32_t d)
+{
+    const struct topo *t = b->topo;
+    const struct topo_node *yn = &t->nodes[y];
+    unsigned n = 0;
+    for (uint32_t j = 0; j < yn->down_count && n < 2; j++) {
+        uint32_t x = t->links[t->down_links[yn->down_first + j]].lo;
+        n += x != d && watched(b, x);
+    }
+    return n >= 2 ? 2 : 1;
+}
+
 /* Recomputes down[] from every view; true when it changed. Caller holds mu
- * (or is the only thread, at open). */
+ * (or is the only thread, at open). A switch watched here speaks for its own
+ * links (its interfaces); inferences about it from others are not needed. */
 static bool down_refresh(struct nl_backend *b)
 {
     if (!b->topo || !b->down)
         return false;
-    uint8_t *d = calloc(b->ndirs + 1, 1);
-    if (!d)
+    uint8_t *d = calloc(b->ndirs + 1, 1), *inf = calloc(b->ndirs + 1, 1);
+    if (!d || !inf) {
+        free(d);
+        free(inf);
         return false;
+    }
     for (size_t i = 0; i < b->nsw; i++)
         if (b->sw[i].node != TOPO_NONE)
-            routing_view_down_dirs(b->topo, b->sw[i].node, &b->sw[i].view, d);
+            routing_view_down_dirs(b->topo, b->sw[i].node, &b->sw[i].view, d, inf);
+    for (uint32_t k = 0; k < b->ndirs; k++) {
+        if (!inf[k] || d[k])
+            continue;
+        uint32_t y = topo_dir_from(b->topo, k), to = topo_dir_to(b->topo, k);
+        if (!watched(b, y) && inf[k] >= quorum(b, y, to))
+            d[k] = 1;
+    }
     bool changed = memcmp(d, b->down, b->ndirs) != 0;
     memcpy(b->down, d, b->ndirs);
     free(d);
+    free(inf);
     return changed;
 }
 

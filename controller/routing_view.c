@@ -183,7 +183,8 @@ static const char *if_at(const struct topo *t, uint32_t l, uint32_t node)
     return t->links[l].lo == node ? t->links[l].lo_if : t->links[l].hi_if;
 }
 
-void routing_view_down_dirs(const struct topo *t, uint32_t node, const struct routing_view *v, uint8_t *down)
+void routing_view_down_dirs(const struct topo *t, uint32_t node, const struct routing_view *v, uint8_t *down,
+                            uint8_t *inferred)
 {
     const struct topo_node *sw = &t->nodes[node];
     /* Local: every link of node whose interface here is not up. */
@@ -223,8 +224,8 @@ void routing_view_down_dirs(const struct topo *t, uint32_t node, const struct ro
             const struct topo_node *dn = &t->nodes[d];
             if (d == node || dn->tier != TOPO_LEAF || !dn->plen || dn->af != af)
                 continue;
-            if (!routing_view_offers(v, dn->af, dn->addr, dn->plen, &nh))
-                down[2 * dl + 1] = 1;   /* y -> d: the down direction of link dl */
+            if (!routing_view_offers(v, dn->af, dn->addr, dn->plen, &nh) && inferred[2 * dl + 1] < UINT8_MAX)
+                inferred[2 * dl + 1]++;   /* y -> d: the down direction of link dl */
         }
     }
 }

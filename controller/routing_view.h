@@ -76,19 +76,20 @@ int routing_view_narrow(const struct routing_view *v, const struct plan *in, str
 
 /*
  * What a switch's view says about the fabric, in topology directions
- * (2*link up, 2*link+1 down), OR-ed into down[2*nlinks]:
- *   - a link of node whose interface at node is not up: both directions;
- *   - an uplink to Y whose interface is up but that routing uses for no
- *     route at all (the BGP session to Y is down, or not up yet after the
- *     link came back): the direction node -> Y, and nothing is inferred
- *     beyond Y;
- *   - an uplink to Y that routing uses, for a remote leaf D that Y is
- *     linked to directly: when routing no longer offers Y for D's prefix,
- *     the direction Y -> D (what BGP propagated: Y lost D). Farther losses
- *     (a core that lost a pod) are known only from the switches that see
- *     them locally.
+ * (2*link up, 2*link+1 down), arrays of 2*nlinks:
+ *   - down |= 1: a link of node whose interface at node is not up (both
+ *     directions); an uplink to Y whose interface is up but that routing
+ *     uses for no route at all (the BGP session to Y is down, or not up yet
+ *     after the link came back): node -> Y, and nothing is inferred beyond;
+ *   - inferred += 1 (saturating): for an uplink to Y that routing uses and
+ *     a remote leaf D that Y is linked to directly, when routing no longer
+ *     offers Y for D's prefix, the direction Y -> D (what BGP propagated: Y
+ *     lost D). The caller decides how many switches must agree (a session
+ *     coming back fills its routes prefix by prefix: one switch's view of a
+ *     moment is not proof), and ignores it for a Y it watches itself.
  * node must be a switch of t; links without interface names are skipped.
  */
-void routing_view_down_dirs(const struct topo *t, uint32_t node, const struct routing_view *v, uint8_t *down);
+void routing_view_down_dirs(const struct topo *t, uint32_t node, const struct routing_view *v, uint8_t *down,
+                            uint8_t *inferred);
 
 #endif

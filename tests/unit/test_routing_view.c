@@ -208,39 +208,42 @@ static void test_down_dirs(void **state)
     char err[256];
     assert_int_equal(topo_from_json(TOPO, strlen(TOPO), "test", &t, err, sizeof(err)), 0);
     uint32_t l1 = topo_node_by_name(t, "L1"), nd = 2 * t->nlinks;
-    uint8_t down[32];
+    uint8_t down[32], inf[32];
     struct routing_view v;
     base_view(&v);
     memset(down, 0, sizeof(down));
-    routing_view_down_dirs(t, l1, &v, down);
+    memset(inf, 0, sizeof(inf));
+    routing_view_down_dirs(t, l1, &v, down, inf);
     for (uint32_t d = 0; d < nd; d++)
-        assert_int_equal(down[d], 0);
+        assert_int_equal(down[d] + inf[d], 0);
     /* S2 withdrawn for L2's prefix, and routing uses S2 for nothing else:
      * the session to S2 is what is down (L1 -> S2), nothing beyond. */
     for (size_t i = 0; i < v.rt.nroutes; i++)
         if (v.rt.routes[i].dst_len == 24)
             v.rt.routes[i].nnh = 1;   /* keeps eth1 (sorted first) */
-    routing_view_down_dirs(t, l1, &v, down);
+    routing_view_down_dirs(t, l1, &v, down, inf);
     assert_int_equal(down[dir(t, "L1", "S2")], 1);
-    assert_int_equal(down[dir(t, "S2", "L2")], 0);
+    assert_int_equal(down[dir(t, "S2", "L2")] + inf[dir(t, "S2", "L2")], 0);
     assert_int_equal(down[dir(t, "S2", "L1")], 0);
     /* S2 still carries another prefix: then it is S2 that lost L2. */
     struct plan_nh s2[1] = {nh4(10, 1, 2, 0, "eth2")};
     rt(&v, 9, 24, 1, s2);
     memset(down, 0, sizeof(down));
-    routing_view_down_dirs(t, l1, &v, down);
-    assert_int_equal(down[dir(t, "S2", "L2")], 1);
-    assert_int_equal(down[dir(t, "S1", "L2")], 0);
+    routing_view_down_dirs(t, l1, &v, down, inf);
+    assert_int_equal(inf[dir(t, "S2", "L2")], 1);   /* inferred, not local */
+    assert_int_equal(down[dir(t, "S2", "L2")], 0);
+    assert_int_equal(inf[dir(t, "S1", "L2")], 0);
     assert_int_equal(down[dir(t, "L1", "S2")], 0);
     assert_int_equal(down[dir(t, "L2", "S2")], 0);
     /* L1's eth1 down: both directions of L1-S1; nothing inferred through
      * a link that is itself down. */
     memset(down, 0, sizeof(down));
+    memset(inf, 0, sizeof(inf));
     v.links[0].up = false;
-    routing_view_down_dirs(t, l1, &v, down);
+    routing_view_down_dirs(t, l1, &v, down, inf);
     assert_int_equal(down[dir(t, "L1", "S1")], 1);
     assert_int_equal(down[dir(t, "S1", "L1")], 1);
-    assert_int_equal(down[dir(t, "S1", "L2")], 0);
+    assert_int_equal(down[dir(t, "S1", "L2")] + inf[dir(t, "S1", "L2")], 0);
     routing_view_free(&v);
     topo_free(t);
 }
