@@ -170,24 +170,30 @@ int backend_apply(struct backend *b, const struct plan *want, struct backend_res
         tf_strlcpy(res->error, b->err, sizeof(res->error));
         return rc;
     }
+    struct plan fit;   /* what this kind can express of want */
+    if ((rc = plan_copy(&fit, want)))
+        return rc;
     if (b->kind == K_NETLINK) {
         rc = nl_backend_apply(b->nl, want, res);
     } else {
-        rc = count_diff(want, &b->last, res);
+        if (b->kind == K_PLAN)
+            plan_backend_fit(b->cfg.topo, &fit, &res->refused, res->unsupported, sizeof(res->unsupported));
+        rc = count_diff(&fit, &b->last, res);
         if (!rc && b->kind == K_PLAN) {
             struct planbatch_opts po = {.proto = b->cfg.rt_proto, .prio_min = b->cfg.prio_min,
                                         .table_base = b->cfg.table_base};
-            rc = plan_backend_write(b->plan_dir, want, &b->last, &po, res->error, sizeof(res->error));
+            rc = plan_backend_write(b->plan_dir, &fit, &b->last, &po, res->error, sizeof(res->error));
         }
     }
     if (!rc) {
         struct plan copy;
-        if (!(rc = plan_copy(&copy, want))) {
+        if (!(rc = plan_copy(&copy, &fit))) {
             plan_sort(&copy);
             plan_free(&b->last);
             b->last = copy;
         }
     }
+    plan_free(&fit);
     if (rc && !res->error[0])
         snprintf(res->error, sizeof(res->error), "%s", strerror(-rc));
     /* The rest of the plan is installed, but what a switch cannot express

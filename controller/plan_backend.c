@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "controller/planbatch.h"
+#include "policy/topo.h"
 
 typedef int (*writer_fn)(FILE *f, const void *ctx);
 
@@ -99,6 +100,38 @@ static bool file_name_ok(const char *s)
         if (*c == '/' || (unsigned char)*c <= ' ' || (unsigned char)*c >= 0x7f)
             return false;
     return true;
+}
+
+void plan_backend_fit(const struct topo *t, struct plan *p, size_t *refused, char *why, size_t whylen)
+{
+    size_t w = 0, n = 0, nsw = 0;
+    unsigned first = 0;
+    char first_sw[PLAN_SW_LEN] = "", last_sw[PLAN_SW_LEN] = "";
+    for (size_t i = 0; i < p->nrules; i++) {
+        const struct plan_rule *r = &p->rules[i];
+        uint32_t node = t ? topo_node_by_name(t, r->sw) : TOPO_NONE;
+        unsigned v = node != TOPO_NONE && t->nodes[node].iproute2 ? t->nodes[node].iproute2
+                                                                   : PLAN_BACKEND_IPROUTE2_DEFAULT;
+        if (r->dscp >= 0 && v < PLAN_BACKEND_IPROUTE2_DSCP) {
+            if (!n++) {
+                first = v;
+                snprintf(first_sw, sizeof(first_sw), "%s", r->sw);
+            }
+            if (strcmp(last_sw, r->sw)) {   /* rules come sorted by switch */
+                nsw++;
+                snprintf(last_sw, sizeof(last_sw), "%s", r->sw);
+            }
+            continue;
+        }
+        p->rules[w++] = *r;
+    }
+    p->nrules = w;
+    *refused = n;
+    if (n)
+        snprintf(why, whylen, "switch %s: its iproute2 %u.%u%s has no `ip rule ... dscp` (6.13+): DSCP "
+                 "class rules refused (%zu on %zu switch%s; set the node's \"iproute2\" in the topology if it "
+                 "is newer)", first_sw, first / 100, first % 100,
+                 first == PLAN_BACKEND_IPROUTE2_DEFAULT ? " (assumed)" : "", n, nsw, nsw == 1 ? "" : "es");
 }
 
 int plan_backend_write(const char *dir, const struct plan *p, const struct plan *prev,

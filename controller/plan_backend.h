@@ -22,4 +22,19 @@
 int plan_backend_write(const char *dir, const struct plan *p, const struct plan *prev,
                        const struct planbatch_opts *o, char *err, size_t errlen);
 
+struct topo;
+/* The iproute2 a switch has when its topology node does not say
+ * ("iproute2"): Debian 12's, as on most switch OSes today. */
+#define PLAN_BACKEND_IPROUTE2_DEFAULT 601
+/* iproute2 takes `ip rule ... dscp N` from this version on. */
+#define PLAN_BACKEND_IPROUTE2_DSCP 613
+/*
+ * Takes out of p the rules a switch's iproute2 cannot take (a DSCP
+ * selector before 6.13, per the node's "iproute2"; t NULL: every switch has
+ * the default), so that the files hold only what applies cleanly and
+ * plan.json only what the files install. *refused counts them; why (when
+ * some were) names the first switch, its version and the selector.
+ */
+void plan_backend_fit(const struct topo *t, struct plan *p, size_t *refused, char *why, size_t whylen);
+
 #endif

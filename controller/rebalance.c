@@ -554,11 +554,18 @@ static int run_round(struct rebalance *rb, double now, bool dry_run, bool automa
             snprintf(err, sizeof(err), "backend: %.200s", br.error[0] ? br.error : backend_error(rb->be));
             round_failed(rb, now, err);
         } else {
-            pthread_mutex_lock(&rb->sum_mu);
-            rb->be_healthy = !rb->be || backend_healthy(rb->be);
-            rb->be_error[0] = '\0';
-            pthread_mutex_unlock(&rb->sum_mu);
-            rb->fail_cause[0] = '\0';   /* the next failure is news again */
+            /* Installed, except what a switch cannot express (a selector
+             * its kernel or iproute2 lacks): a failure to act as well, shown
+             * the same way for as long as the policy asks for it. */
+            if (br.unsupported[0]) {
+                round_failed(rb, now, br.unsupported);
+            } else {
+                pthread_mutex_lock(&rb->sum_mu);
+                rb->be_healthy = !rb->be || backend_healthy(rb->be);
+                rb->be_error[0] = '\0';
+                pthread_mutex_unlock(&rb->sum_mu);
+                rb->fail_cause[0] = '\0';   /* the next failure is news again */
+            }
             accepted = true;
             applied = acts;
             record_pins(rb, &r, path, now);

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -83,7 +84,7 @@ static int parse_node(struct topobuild *b, json_t *n, size_t i)
     snprintf(what, sizeof(what), "nodes[%zu]", i);
     if (!json_is_object(n))
         return topobuild_fail(b->err, b->errlen, -EINVAL, "%s: must be an object", what);
-    const char *name, *tier, *addr, *prefix, *netns, *mgmt;
+    const char *name, *tier, *addr, *prefix, *netns, *mgmt, *ipr;
     int r;
     if ((r = opt_str(n, "name", what, &name, b->err, b->errlen)) < 0 ||
         (r = opt_str(n, "tier", what, &tier, b->err, b->errlen)) < 0)
@@ -101,7 +102,8 @@ static int parse_node(struct topobuild *b, json_t *n, size_t i)
     if ((r = opt_str(n, "addr", what, &addr, b->err, b->errlen)) < 0 ||
         (r = opt_str(n, "prefix", what, &prefix, b->err, b->errlen)) < 0 ||
         (r = opt_str(n, "netns", what, &netns, b->err, b->errlen)) < 0 ||
-        (r = opt_str(n, "mgmt", what, &mgmt, b->err, b->errlen)) < 0)
+        (r = opt_str(n, "mgmt", what, &mgmt, b->err, b->errlen)) < 0 ||
+        (r = opt_str(n, "iproute2", what, &ipr, b->err, b->errlen)) < 0)
         return r;
     uint32_t idx;
     if ((r = topobuild_node(b, name, tr, &idx)) < 0)
@@ -126,6 +128,16 @@ static int parse_node(struct topobuild *b, json_t *n, size_t i)
         (mgmt && tf_strlcpy(nd->mgmt, mgmt, sizeof(nd->mgmt)) >= sizeof(nd->mgmt)))
         return topobuild_fail(b->err, b->errlen, -ENAMETOOLONG, "%s: \"%s\" is longer than %zu bytes", what,
                               netns && strlen(netns) >= sizeof(nd->netns) ? "netns" : "mgmt", sizeof(nd->netns) - 1);
+    if (ipr) {
+        unsigned maj, min;
+        int used = 0;
+        if (sscanf(ipr, "%3u.%2u%n", &maj, &min, &used) != 2 || (ipr[used] && ipr[used] != '.') || maj < 1 ||
+            maj > 99 || min > 99)
+            return topobuild_fail(b->err, b->errlen, -EINVAL,
+                                  "%s: \"iproute2\" \"%.32s\" is not a version MAJOR.MINOR[.PATCH] (e.g. \"6.1.0\")",
+                                  what, ipr);
+        nd->iproute2 = (uint16_t)(maj * 100 + min);
+    }
     json_t *pod = json_object_get(n, "pod");
     if (pod) {
         if (!json_is_integer(pod) || json_integer_value(pod) < 0 || json_integer_value(pod) > UINT32_MAX - 1)
@@ -292,6 +304,8 @@ int topo_write_json(const struct topo *t, FILE *f)
             fprintf(f, ", \"pod\": %u", n->pod);
         put_opt(f, "netns", n->netns);
         put_opt(f, "mgmt", n->mgmt);
+        if (n->iproute2)
+            fprintf(f, ", \"iproute2\": \"%u.%u\"", n->iproute2 / 100, n->iproute2 % 100);
         fprintf(f, "}%s\n", i + 1 < t->nnodes ? "," : "");
     }
     fputs(" ],\n \"links\": [\n", f);

@@ -11,6 +11,10 @@
 #   written once for that cause, not once a round; after a reload to a
 #   topology with addresses a round acts (files written, healthy again), and
 #   the same failure coming back is an event again;
+#   the plan backend writes no `ip rule ... dscp` for a switch whose iproute2
+#   (topology "iproute2", default 6.1) lacks it: the class rule is refused,
+#   the rest written, the backend not healthy naming switch and version; with
+#   "iproute2": "6.13.0" it is written; a bad "iproute2" fails --check-config;
 #   --backend none accepts the round and answers applied false.
 # timeout: 180
 set -u
@@ -24,6 +28,8 @@ port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));pri
 wait_up() { for i in $(seq 100); do curl -sf "$1/api/v1/status" >/dev/null && return 0; kill -0 $PID 2>/dev/null || return 1; sleep 0.1; done; return 1; }
 nevents() { curl -s "$U/api/v1/events" | jq "[.events[]|select(.kind==\"$1\")]|length"; }
 wait_event() { for i in $(seq 100); do [ "$(nevents "$1")" -ge "$2" ] && return 0; sleep 0.1; done; return 1; }
+# GET views are cached for up to a second: poll until FILTER holds on /status.
+status_is() { for i in $(seq 30); do curl -s "$U/api/v1/status" | jq -e "$1" >/dev/null && return 0; sleep 0.1; done; return 1; }
 errors_total() { curl -s "$U/metrics" | awk '$1=="tierflow_backend_errors_total"{print $2}'; }
 
 # Generated without addresses (tierflow-topo), and with them (report_gen).
@@ -54,11 +60,10 @@ t_check "the start warns that rounds will fail" grep -q "backend plan cannot pro
 for i in 1 2 3; do curl -s -X POST "$U/api/v1/rebalance" > "$W/rb$i"; done
 t_check "a round that cannot build its plan is not applied and says why" \
   jq -e '(.applied|not) and (.error|test("^plan: link L1-S[1-4]: no address"))' "$W/rb1"
-curl -s "$U/api/v1/status" > "$W/status"
 t_check "/status: backend not healthy, with the reason" \
-  jq -e '(.backend.healthy|not) and (.backend.error|test("link L1-S[1-4]"))' "$W/status"
+  status_is '(.backend.healthy|not) and (.backend.error|test("link L1-S[1-4]"))'
 t_check "/status: last_rebalance not applied, with the reason" \
-  jq -e '(.last_rebalance.applied|not) and (.last_rebalance.error|test("link L1-S[1-4]"))' "$W/status"
+  status_is '(.last_rebalance.applied|not) and (.last_rebalance.error|test("link L1-S[1-4]"))'
 t_eq "three failed rounds count three backend errors" 3 "$(errors_total)"
 t_eq "one backend_error event for one cause" 1 "$(nevents backend_error)"
 t_check "no plan files were written" test ! -e "$W/plans/plan.json"
@@ -72,8 +77,7 @@ curl -s -X POST "$U/api/v1/rebalance" > "$W/rb4"
 t_check "with addresses the round is applied" jq -e '.applied and .error==null and .moved>=1' "$W/rb4"
 t_check "... and the plan files are written" test -s "$W/plans/plan.json"
 t_check "/status: healthy again" \
-  jq -e '.backend.healthy and .backend.error==null and .last_rebalance.applied and .last_rebalance.error==null' \
-  <(curl -s "$U/api/v1/status")
+  status_is '.backend.healthy and .backend.error==null and .last_rebalance.applied and .last_rebalance.error==null'
 # Back to the bare topology: the same cause after a success is news again.
 cp "$W/bare.json" "$W/topo.json"
 kill -HUP $PID
@@ -84,6 +88,39 @@ t_eq "the failure after a success is a second event" 2 "$(nevents backend_error)
 t_eq "and a fourth error counted" 4 "$(errors_total)"
 stop
 
+# ---- a DSCP class the switches' iproute2 cannot take ------------------------
+# The plan backend writes only what each switch's iproute2 takes: `ip rule
+# ... dscp` needs 6.13, and a node without "iproute2" is taken as 6.1.
+echo '{"classes": [{"name": "roce", "match": {"dscp": [26]}, "path": {"via": ["S1", "S2"]}}]}' > "$W/policy.json"
+rm -rf "$W/plans"; mkdir "$W/plans"
+PORT=$(port); U=http://127.0.0.1:$PORT
+"$D" --topology "$W/addressed.json" --policy "$W/policy.json" --listen 127.0.0.1:$PORT --backend plan \
+     --plan-dir "$W/plans" --interval 3600 2>"$W/log" & PID=$!
+wait_up "$U" || { t_fail "daemon with a DSCP class starts" "$(tail -3 "$W/log")"; t_done; }
+for i in 1 2; do curl -s -X POST "$U/api/v1/rebalance" > "$W/rbd$i"; done
+t_check "dscp: the round is applied (the rest of the plan is)" jq -e '.applied and .error==null' "$W/rbd1"
+t_check "dscp: no dscp selector in any file" bash -c "! grep -q 'dscp' '$W'/plans/*.ipbatch"
+t_check "dscp: plan.json holds no DSCP rule" jq -e '[.rules[]|select(.dscp != -1 and .dscp != null)]|length==0' "$W/plans/plan.json"
+t_check "dscp: the class's routes are still written" grep -q "route replace table 7828 proto 77 10.0.2.0/24 nexthop" "$W/plans/L1.full.ipbatch"
+t_check "/status: not healthy, naming the switch, its iproute2 and the selector" \
+  status_is '(.backend.healthy|not) and (.backend.error|test("^switch L1: its iproute2 6.1 \\(assumed\\) has no `ip rule ... dscp` \\(6.13\\+\\): DSCP class rules refused \\(2 on 2 switches"))'
+t_eq "dscp: one event for two rounds" 1 "$(nevents backend_error)"
+stop
+# A topology that says its switches have iproute2 6.13: the rule is written.
+jq '.nodes |= map(if .tier=="leaf" then . + {"iproute2": "6.13.0"} else . end)' "$W/addressed.json" > "$W/new.json"
+PORT=$(port); U=http://127.0.0.1:$PORT
+"$D" --topology "$W/new.json" --policy "$W/policy.json" --listen 127.0.0.1:$PORT --backend plan \
+     --plan-dir "$W/plans" --interval 3600 2>"$W/log" & PID=$!
+wait_up "$U" || { t_fail "daemon with iproute2 6.13 starts" "$(tail -3 "$W/log")"; t_done; }
+curl -s -X POST "$U/api/v1/rebalance" > "$W/rbd3"
+t_check "iproute2 6.13: the DSCP rule is in the files" grep -q 'rule add pref 20256 dscp 26 table 7828 protocol 77' "$W/plans/L1.ipbatch"
+t_check "iproute2 6.13: healthy" status_is '.backend.healthy'
+stop
+echo '{"name": "x", "tiers": ["host", "leaf", "spine"], "nodes": [{"name": "L1", "tier": "leaf", "iproute2": "six"}], "links": []}' > "$W/badv.json"
+"$D" --topology "$W/badv.json" --check-config >"$W/out" 2>&1; rc=$?
+t_eq "a bad \"iproute2\" is a configuration error" 2 "$rc"
+t_check "... naming the node and the value" grep -q 'node L1: "iproute2" "six" is not a version' "$W/out"
+
 # ---- backend none ----------------------------------------------------------
 PORT=$(port); U=http://127.0.0.1:$PORT
 "$D" --topology "$W/addressed.json" --listen 127.0.0.1:$PORT --backend none --interval 3600 2>"$W/log" & PID=$!
@@ -92,7 +129,7 @@ wait_up "$U" || { t_fail "daemon none starts" "$(tail -3 "$W/log")"; t_done; }
 curl -s -X POST "$U/api/v1/rebalance" > "$W/rbn"
 t_check "none: the round moves flows but is not applied" jq -e '.moved>=1 and (.applied|not) and .error==null' "$W/rbn"
 t_check "none: /status says not applied, healthy, no error" \
-  jq -e '(.last_rebalance.applied|not) and .last_rebalance.error==null and .backend.healthy' <(curl -s "$U/api/v1/status")
+  status_is '(.last_rebalance.applied|not) and .last_rebalance.error==null and .backend.healthy'
 t_eq "none: no backend errors" 0 "$(errors_total)"
 stop
 t_done
