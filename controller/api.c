@@ -682,7 +682,7 @@ static void do_routes(struct api *a, struct api_reply *r)
     else
         rc = backend_read(rb->be, &have);
     const char *err = rc < 0 && rb->be ? backend_error(rb->be) : NULL;
-    json_t *sw = rebalance_plan_json(&have);
+    json_t *sw = plan_json(&have);
     json_t *o = json_pack("{ss ss so}", "backend", a->backend_name, "source", desired ? "desired" : "installed",
                           "error", err && err[0] ? json_string(err) : json_null());
     pthread_mutex_unlock(&rb->mu);

@@ -1,9 +1,8 @@
 /*
  * plan: see plan.h. Growable arrays, a canonical order, a merge-style diff
  * over two sorted plans, and the JSON form (the `ip -batch` forms are
- * planbatch.c's).
- * Writers check every fprintf through ferror at the end, so a full disk is
- * reported, not a truncated file silently accepted.
+ * planbatch.c's). The JSON writer checks the stream's error state at the
+ * end, so a full disk is reported, not a truncated file silently accepted.
  */
 #include "controller/plan.h"
 
@@ -365,63 +364,71 @@ int plan_switches(const struct plan *p, char (**out)[PLAN_SW_LEN], size_t *n)
     return 0;
 }
 
-/* ---- text forms ------------------------------------------------------- */
+/* ---- the JSON form ------------------------------------------------------ */
 
-static void json_str(FILE *f, const char *s, size_t max)
+/* "ADDR/LEN", or "" for "any" (a zero-length prefix selects nothing). */
+static json_t *pfx_json(uint8_t af, const uint8_t *a, uint8_t len)
 {
-    fputc('"', f);
-    for (size_t i = 0; i < max && s[i]; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == '"' || c == '\\')
-            fprintf(f, "\\%c", c);
-        else if (c < 0x20 || c >= 0x7f)
-            fprintf(f, "\\u%04x", c);
-        else
-            fputc(c, f);
-    }
-    fputc('"', f);
+    char buf[64], out[80];
+    if (!len)
+        return json_string("");
+    snprintf(out, sizeof(out), "%s/%u", tf_addr_str(af, a, buf, sizeof(buf)), len);
+    return json_string(out);
 }
 
-static const char *addr(uint8_t af, const uint8_t *a, char *buf)
+static json_t *rule_json(const struct plan_rule *r)
 {
-    return tf_addr_str(af, a, buf, 64);
+    json_t *o = json_pack("{sI sI sI sI sI sI sI sI}", "prio", (json_int_t)r->prio, "table", (json_int_t)r->table,
+                          "af", (json_int_t)r->af, "ipproto", (json_int_t)r->ipproto, "sport",
+                          (json_int_t)r->sport, "dport", (json_int_t)r->dport, "fwmark", (json_int_t)r->fwmark,
+                          "fwmask", (json_int_t)(r->fwmark && !r->fwmask ? 0xffffffffu : r->fwmask));
+    json_object_set_new(o, "src", pfx_json(r->af, r->src, r->src_len));
+    json_object_set_new(o, "dst", pfx_json(r->af, r->dst, r->dst_len));
+    /* null = no DSCP selector: DSCP 0 is a value a rule can match. */
+    json_object_set_new(o, "dscp", r->dscp >= 0 ? json_integer(r->dscp) : json_null());
+    return o;
+}
+
+static json_t *route_json(const struct plan_route *r)
+{
+    json_t *nhs = json_array();
+    for (int k = 0; k < r->nnh; k++) {
+        char buf[64];
+        const struct plan_nh *h = &r->nh[k];
+        json_array_append_new(nhs, json_pack("{ss ss sI}", "via", h->af ? tf_addr_str(h->af, h->via, buf, sizeof(buf)) : "",
+                                             "dev", h->dev, "weight", (json_int_t)h->weight));
+    }
+    return json_pack("{sI so so}", "table", (json_int_t)r->table, "dst", pfx_json(r->af, r->dst, r->dst_len),
+                     "nexthops", nhs);
+}
+
+json_t *plan_json(const struct plan *p)
+{
+    json_t *sws = json_array(), *by = json_object(), *cur = NULL;
+    const char *cur_sw = NULL;
+    /* Rules then routes, each sorted by switch: group with a lookup. */
+    for (size_t i = 0; i < p->nrules + p->nroutes; i++) {
+        bool rule = i < p->nrules;
+        const char *sw = rule ? p->rules[i].sw : p->routes[i - p->nrules].sw;
+        if (!cur_sw || strcmp(cur_sw, sw)) {
+            if (!(cur = json_object_get(by, sw))) {
+                cur = json_pack("{ss s[] s[]}", "node", sw, "rules", "routes");
+                json_object_set_new(by, sw, cur);
+                json_array_append(sws, cur);
+            }
+            cur_sw = sw;
+        }
+        json_array_append_new(json_object_get(cur, rule ? "rules" : "routes"),
+                              rule ? rule_json(&p->rules[i]) : route_json(&p->routes[i - p->nrules]));
+    }
+    json_decref(by);
+    return json_pack("{so}", "switches", sws);
 }
 
 int plan_write_json(const struct plan *p, FILE *f)
 {
-    char b1[64], b2[64];
-    fputs("{\"rules\": [", f);
-    for (size_t i = 0; i < p->nrules; i++) {
-        const struct plan_rule *r = &p->rules[i];
-        fprintf(f, "%s\n  {\"switch\": ", i ? "," : "");
-        json_str(f, r->sw, sizeof(r->sw));
-        fprintf(f, ", \"prio\": %u, \"table\": %u, \"af\": %u, \"ipproto\": %u, "
-                "\"src\": \"%s/%u\", \"dst\": \"%s/%u\", \"sport\": %u, \"dport\": %u, "
-                "\"fwmark\": %u, \"fwmask\": %u, \"dscp\": %d}",
-                r->prio, r->table, r->af, r->ipproto, addr(r->af, r->src, b1), r->src_len,
-                addr(r->af, r->dst, b2), r->dst_len, r->sport, r->dport, r->fwmark,
-                r->fwmask, r->dscp);
-    }
-    fputs("],\n \"routes\": [", f);
-    for (size_t i = 0; i < p->nroutes; i++) {
-        const struct plan_route *r = &p->routes[i];
-        fprintf(f, "%s\n  {\"switch\": ", i ? "," : "");
-        json_str(f, r->sw, sizeof(r->sw));
-        fprintf(f, ", \"table\": %u, \"dst\": \"%s/%u\", \"nexthops\": [", r->table,
-                addr(r->af, r->dst, b1), r->dst_len);
-        for (int k = 0; k < r->nnh; k++) {
-            const struct plan_nh *h = &r->nh[k];
-            fprintf(f, "%s{\"via\": ", k ? ", " : "");
-            if (h->af)
-                fprintf(f, "\"%s\"", addr(h->af, h->via, b2));
-            else
-                fputs("null", f);
-            fputs(", \"dev\": ", f);
-            json_str(f, h->dev, sizeof(h->dev));
-            fprintf(f, ", \"weight\": %u}", h->weight);
-        }
-        fputs("]}", f);
-    }
-    fputs("]}\n", f);
-    return ferror(f) ? -EIO : 0;
+    json_t *o = plan_json(p);
+    int rc = o && json_dumpf(o, f, JSON_INDENT(1)) == 0 && fputc('\n', f) != EOF ? 0 : -EIO;
+    json_decref(o);
+    return rc || ferror(f) ? -EIO : 0;
 }

@@ -23,6 +23,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <jansson.h>
+
 #define PLAN_MAX_NH 16
 #define PLAN_SW_LEN 32
 #define PLAN_IF_LEN 16
@@ -118,8 +120,18 @@ int plan_diff(struct plan *want, struct plan *have, struct plan *add, struct pla
  * (free it), each entry PLAN_SW_LEN bytes. */
 int plan_switches(const struct plan *p, char (**out)[PLAN_SW_LEN], size_t *n);
 
-/* {"rules": [...], "routes": [...]}: one object, fields named as in the
- * structs, addresses as text. */
+/*
+ * The plan as JSON, the one form the API (GET /api/v1/routes, a rebalance's
+ * "plan"), the plan backend's plan.json and the dashboard read:
+ * {"switches": [{"node", "rules": [rule...], "routes": [route...]}]}, a
+ * rule {"prio", "table", "af", "ipproto", "sport", "dport", "src", "dst",
+ * "fwmark", "fwmask", "dscp"} and a route {"table", "dst", "nexthops":
+ * [{"via", "dev", "weight"}]}. "Any" is 0 for ipproto, ports and fwmark, ""
+ * for a prefix and a via, and null for dscp (DSCP 0 is a value). docs/api.md
+ * documents it. NULL only when out of memory.
+ */
+json_t *plan_json(const struct plan *p);
+/* plan_json, indented, to f; -EIO on a write error. */
 int plan_write_json(const struct plan *p, FILE *f);
 
 #endif

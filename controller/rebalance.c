@@ -59,56 +59,6 @@ struct rebalance_summary rebalance_last(struct rebalance *rb, bool *healthy, cha
     return s;
 }
 
-static json_t *pfx_json(int af, const uint8_t *a, int len)
-{
-    char buf[64], out[80];
-    snprintf(out, sizeof(out), "%s/%d", tf_addr_str(af, a, buf, sizeof(buf)), len);
-    return json_string(out);
-}
-
-json_t *rebalance_plan_json(const struct plan *p)
-{
-    json_t *sws = json_array(), *cur = NULL;
-    const char *cur_sw = NULL;
-    /* Rules then routes; both sorted by switch, so group with a lookup. */
-    json_t *by = json_object();
-    for (size_t i = 0; i < p->nrules + p->nroutes; i++) {
-        const char *sw = i < p->nrules ? p->rules[i].sw : p->routes[i - p->nrules].sw;
-        if (!cur_sw || strcmp(cur_sw, sw)) {
-            cur = json_object_get(by, sw);
-            if (!cur) {
-                cur = json_pack("{ss s[] s[]}", "node", sw, "rules", "routes");
-                json_object_set_new(by, sw, cur);
-                json_array_append(sws, cur);
-            }
-            cur_sw = sw;
-        }
-        if (i < p->nrules) {
-            const struct plan_rule *r = &p->rules[i];
-            json_t *o = json_pack("{sI sI sI sI sI sI sI}", "prio", (json_int_t)r->prio, "table", (json_int_t)r->table,
-                                  "ipproto", (json_int_t)r->ipproto, "sport", (json_int_t)r->sport, "dport",
-                                  (json_int_t)r->dport, "fwmark", (json_int_t)r->fwmark, "dscp", (json_int_t)(r->dscp < 0 ? 0 : r->dscp));
-            json_object_set_new(o, "src", r->src_len ? pfx_json(r->af, r->src, r->src_len) : json_string(""));
-            json_object_set_new(o, "dst", r->dst_len ? pfx_json(r->af, r->dst, r->dst_len) : json_string(""));
-            json_array_append_new(json_object_get(cur, "rules"), o);
-        } else {
-            const struct plan_route *rt = &p->routes[i - p->nrules];
-            json_t *nhs = json_array();
-            for (int k = 0; k < rt->nnh; k++) {
-                char buf[64];
-                json_array_append_new(nhs, json_pack("{ss ss sI}", "via",
-                                                     rt->nh[k].af ? tf_addr_str(rt->nh[k].af, rt->nh[k].via, buf, sizeof(buf)) : "",
-                                                     "dev", rt->nh[k].dev, "weight", (json_int_t)rt->nh[k].weight));
-            }
-            json_array_append_new(json_object_get(cur, "routes"),
-                                  json_pack("{sI so so}", "table", (json_int_t)rt->table, "dst",
-                                            pfx_json(rt->af, rt->dst, rt->dst_len), "nexthops", nhs));
-        }
-    }
-    json_decref(by);
-    return json_pack("{so}", "switches", sws);
-}
-
 /* Non-fat load on a direction, as a share of its capacity, from which a lone
  * fat flow there counts as contended. */
 #define REBALANCE_HOT_BG_SHARE 0.2
@@ -424,6 +374,68 @@ static json_t *path_names(const struct topo *t, uint32_t src, uint32_t dst, uint
     return a;
 }
 
+/* Overload summed over every direction: sum of max(0, util - 1). */
+static double excess(const struct round *r, const double *load)
+{
+    double e = 0;
+    for (uint32_t d = 0; d < r->nd; d++) {
+        double g = topo_dir_gbps(r->t, d);
+        if (g > 0 && load[d] > g)
+            e += load[d] / g - 1;
+    }
+    return e;
+}
+
+/*
+ * Do no harm: an automatic round's discretionary moves (flows whose path
+ * is still usable) stand only if, together, they take at least `margin` of
+ * a link's worth of overload off the fabric. Moving a flow from one
+ * overloaded direction to another that ends up just as overloaded (what a
+ * fabric short of capacity after a failure invites, and what stale loads
+ * right after a move suggest) costs the flows their goodput and gains
+ * nothing. Forced moves (off a path that crosses a down direction) always
+ * stand. Returns the max utilisation of what is kept.
+ */
+static double gate_moves(const struct round *r, const struct assign_input *in, uint32_t *path, double margin,
+                         double after)
+{
+    double *load = calloc(r->nd + 1, sizeof(double));
+    uint32_t *cur = calloc(r->n + 1, sizeof(uint32_t));
+    if (!load || !cur) {
+        free(load);
+        free(cur);
+        return after;
+    }
+    bool discretionary = false;
+    for (size_t i = 0; i < r->n; i++) {
+        cur[i] = in->flows[i].path;
+        bool forced = false;
+        for (int j = 0; j < r->f[i].ndirs; j++)
+            forced |= r->down[r->f[i].dirs[j]];
+        if (forced && path[i] != ASSIGN_NO_PATH)
+            cur[i] = path[i];   /* the baseline already has the forced moves */
+        else if (path[i] != ASSIGN_NO_PATH && path[i] != in->flows[i].path)
+            discretionary = true;
+    }
+    if (discretionary) {
+        assign_loads(in, cur, load);
+        double base = excess(r, load);
+        double max = assign_loads(in, path, load);
+        if (excess(r, load) > base - margin) {
+            for (size_t i = 0; i < r->n; i++)
+                path[i] = cur[i];
+            after = assign_loads(in, path, load);
+            log_debug("rebalance: discretionary moves dropped: overload %.3f -> %.3f, gain under %.2f", base,
+                      excess(r, load), margin);
+        } else {
+            after = max;
+        }
+    }
+    free(load);
+    free(cur);
+    return after;
+}
+
 static int run_round(struct rebalance *rb, double now, bool dry_run, bool automatic, json_t **out);
 
 /* A round that could not build or apply its plan: the backend is unhealthy
@@ -518,6 +530,8 @@ static int run_round(struct rebalance *rb, double now, bool dry_run, bool automa
             rc = assign_run(ASSIGN_TIERFLOW, &in, &ap, &res, err, sizeof(err));
             if (rc == 0) {
                 after = res.max_util;
+                if (automatic)
+                    after = gate_moves(&r, &in, path, c->hysteresis, after);
                 for (size_t i = 0; i < r.n; i++)
                     moved += path[i] != ASSIGN_NO_PATH && (int64_t)path[i] != r.f[i].path;
             } else {
@@ -613,7 +627,7 @@ static int run_round(struct rebalance *rb, double now, bool dry_run, bool automa
         *out = json_pack("{sf sb sb sI sf sf sf sO so so so}", "ts", now, "dry_run", dry_run, "applied", applied,
                          "moved", (json_int_t)moved, "max_util_before", before, "max_util_after",
                          after, "duration_s", dur, "congested", r.congested, "moves", moves,
-                         "plan", rebalance_plan_json(&plan), "error", rc < 0 ? json_string(err[0] ? err : strerror(-rc)) : json_null());
+                         "plan", plan_json(&plan), "error", rc < 0 ? json_string(err[0] ? err : strerror(-rc)) : json_null());
     }
     json_decref(r.congested);
     free(pol_mem);

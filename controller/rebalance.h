@@ -76,7 +76,5 @@ int  rebalance_auto(struct rebalance *rb, double now);
 int  rebalance_routing(struct rebalance *rb, double now);
 /* Copy of the last summary and backend health. */
 struct rebalance_summary rebalance_last(struct rebalance *rb, bool *healthy, char *err, size_t errlen);
-/* plan as JSON {"switches": [{"node", "rules", "routes"}]} (new reference). */
-json_t *rebalance_plan_json(const struct plan *p);
 
 #endif

@@ -74,8 +74,8 @@ function ruleText(r) {
   if (r.dst) m.push(`to ${r.dst}`);
   if (r.sport) m.push(`sport ${r.sport}`);
   if (r.dport) m.push(`dport ${r.dport}`);
-  if (r.fwmark) m.push(`fwmark ${r.fwmark}`);
-  if (r.dscp) m.push(`dscp ${r.dscp}`);
+  if (r.fwmark) m.push(`fwmark 0x${r.fwmark.toString(16)}${r.fwmask && r.fwmask !== 0xffffffff ? `/0x${r.fwmask.toString(16)}` : ''}`);
+  if (r.dscp !== null && r.dscp !== undefined) m.push(`dscp ${r.dscp}`);  // null: no DSCP selector; 0 is a value
   return `rule prio ${r.prio} ${m.join(' ')} → table ${r.table}`;
 }
 

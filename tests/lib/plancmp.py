@@ -57,23 +57,21 @@ def kernel(ns):
 
 
 def planned(path, sw):
+    """plan.json is controller/plan.h's plan_json: switches[] of node, rules, routes."""
     with open(path) as f:
         p = json.load(f)
-    rules = set()
-    for r in p["rules"]:
-        if r["switch"] != sw:
+    rules, routes = set(), set()
+    for s in p["switches"]:
+        if s["node"] != sw:
             continue
-        src = r["src"] if not r["src"].endswith("/0") else None
-        dst = r["dst"] if not r["dst"].endswith("/0") else None
-        rules.add((r["prio"], r["table"], pfx(src), pfx(dst), r["ipproto"], r["sport"], r["dport"],
-                   r["fwmark"], r["fwmask"] if r["fwmark"] else 0))
-    routes = set()
-    for r in p["routes"]:
-        if r["switch"] != sw:
-            continue
-        multi = len(r["nexthops"]) > 1
-        routes.add((r["table"], pfx(r["dst"]),
-                    tuple(sorted((h["via"], h["dev"], h["weight"] if multi else 1) for h in r["nexthops"]))))
+        for r in s["rules"]:
+            mask = r["fwmask"] if r["fwmark"] else 0
+            rules.add((r["prio"], r["table"], pfx(r["src"] or None), pfx(r["dst"] or None), r["ipproto"],
+                       r["sport"], r["dport"], r["fwmark"], 0 if mask == 0xffffffff else mask))
+        for r in s["routes"]:
+            multi = len(r["nexthops"]) > 1
+            routes.add((r["table"], pfx(r["dst"]),
+                        tuple(sorted((h["via"] or None, h["dev"], h["weight"] if multi else 1) for h in r["nexthops"]))))
     return rules, routes
 
 

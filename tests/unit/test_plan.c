@@ -157,13 +157,37 @@ static void test_json(void **state)
     plan_add_rule(&p, &r);
     struct plan_route t = route("L1", 7700, 2, 2);
     plan_add_route(&p, &t);
+    /* A class rule on DSCP 0 and one on a mark: DSCP 0 is a value, "any"
+     * is null, so the two cannot be mistaken for each other. */
+    struct plan_rule d0 = {.sw = "L1", .prio = 20256, .table = 7828, .af = 4, .dscp = 0};
+    struct plan_rule mk = {.sw = "L1", .prio = 20257, .table = 7829, .af = 4, .fwmark = 0x10, .fwmask = 0xff, .dscp = -1};
+    plan_add_rule(&p, &d0);
+    plan_add_rule(&p, &mk);
+    plan_sort(&p);
     char *s = render(&p, 0, NULL);
-    assert_non_null(strstr(s, "{\"rules\": ["));
-    assert_non_null(strstr(s, "\"switch\": \"L\\\"1\""));
-    assert_non_null(strstr(s, "\"src\": \"10.0.1.1/32\""));
-    assert_non_null(strstr(s, "\"sport\": 1000"));
-    assert_non_null(strstr(s, "\"dst\": \"10.0.2.0/24\", \"nexthops\": [{\"via\": \"10.1.2.0\", \"dev\": \"eth2\", \"weight\": 1}"));
+    json_error_t je;
+    json_t *o = json_loads(s, 0, &je);
+    assert_non_null(o);
     free(s);
+    json_t *sws = json_object_get(o, "switches");
+    assert_int_equal(json_array_size(sws), 2);   /* "L\"1" and "L1" */
+    json_t *a = json_array_get(sws, 0), *b = json_array_get(sws, 1);
+    assert_string_equal(json_string_value(json_object_get(a, "node")), "L\"1");
+    json_t *r0 = json_array_get(json_object_get(a, "rules"), 0);
+    assert_string_equal(json_string_value(json_object_get(r0, "src")), "10.0.1.1/32");
+    assert_int_equal(json_integer_value(json_object_get(r0, "sport")), 1000);
+    assert_true(json_is_null(json_object_get(r0, "dscp")));
+    json_t *rd = json_array_get(json_object_get(b, "rules"), 0), *rm = json_array_get(json_object_get(b, "rules"), 1);
+    assert_true(json_is_integer(json_object_get(rd, "dscp")) && json_integer_value(json_object_get(rd, "dscp")) == 0);
+    assert_string_equal(json_string_value(json_object_get(rd, "src")), "");
+    assert_true(json_is_null(json_object_get(rm, "dscp")));
+    assert_int_equal(json_integer_value(json_object_get(rm, "fwmask")), 0xff);
+    json_t *rt = json_array_get(json_object_get(b, "routes"), 0);
+    assert_string_equal(json_string_value(json_object_get(rt, "dst")), "10.0.2.0/24");
+    json_t *nh = json_array_get(json_object_get(rt, "nexthops"), 0);
+    assert_string_equal(json_string_value(json_object_get(nh, "via")), "10.1.1.0");
+    assert_string_equal(json_string_value(json_object_get(nh, "dev")), "eth1");
+    json_decref(o);
     plan_free(&p);
 }
 
@@ -267,7 +291,8 @@ static void test_plan_and_none_backends(void **state)
     free(text);
     snprintf(path, sizeof(path), "%s/plan.json", dir);
     assert_int_equal(tf_read_file(path, 1 << 20, &text, &len), 0);
-    assert_non_null(strstr(text, "\"switch\": \"L2\", \"prio\": 20001"));
+    assert_non_null(strstr(text, "\"node\": \"L2\""));
+    assert_non_null(strstr(text, "\"prio\": 20001"));
     free(text);
     /* A rule is added only after a flush of exactly it, so the file can be
      * applied again. */
