@@ -692,98 +692,34 @@ static void do_routes(struct api *a, struct api_reply *r)
     reply_json(r, 200, o);
 }
 
-static bool job_id_ok(const char *id)
-{
-    size_t n = strlen(id);
-    if (n == 0 || n > JOB_NAME_MAX - 1)
-        return false;
-    for (size_t i = 0; i < n; i++)
-        if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-", id[i]))
-            return false;
-    return true;
-}
-
-/* A job as GET returns it: its layout and, per dimension, the tier that
- * dimension's traffic crosses. Read lock. */
+/* A job as GET returns it: the codec's form (policy/job.h) and, per
+ * dimension, the tier that dimension's traffic crosses. Read lock. */
 static json_t *job_json(const struct state *s, size_t i)
 {
     const struct job *j = s->jobs[i];
-    const struct topo *t = s->topo;
-    json_t *ranks = json_array(), *par = json_array(), *cls = json_array();
-    for (uint32_t r = 0; r < j->nranks; r++)
-        json_array_append_new(ranks, json_string(t->nodes[j->rank_node[r]].name));
+    json_t *o = job_to_json(j, s->topo), *cls = json_array();
     for (int d = 0; d < j->ndims; d++) {
         int tier = s->job_tier[i][j->dim[d]];
-        json_array_append_new(par, json_pack("{ss sI}", "dim", job_dim_name(j->dim[d]), "size", (json_int_t)j->size[d]));
         json_array_append_new(cls, json_pack("{ss so}", "class", job_dim_name(j->dim[d]), "tier",
                                              tier >= 0 ? json_string(topo_tier_name(tier)) : json_null()));
     }
-    return json_pack("{ss so so so}", "id", j->name, "ranks", ranks, "parallelism", par, "classes", cls);
+    json_object_set_new(o, "classes", cls);
+    return o;
 }
 
-/* A PUT body -> a job (policy/job.h) on the current topology. Read lock. */
+/* A PUT body -> a job on the current topology (policy/job.h's codec). */
 static struct job *job_parse(const struct state *s, const char *id, json_t *in, char *err, size_t errlen)
 {
-    json_t *ranks = json_object_get(in, "ranks"), *par = json_object_get(in, "parallelism");
-    if (!json_is_object(in) || !json_is_array(ranks) || !json_is_array(par)) {
-        snprintf(err, errlen, "body: needs \"ranks\" (array of host names) and \"parallelism\" (array)");
-        return NULL;
-    }
-    size_t nr = json_array_size(ranks), nd = json_array_size(par);
-    if (nr == 0 || nr > JOB_MAX_RANKS || nd == 0 || nd > JOB_NDIMS) {
-        snprintf(err, errlen, "%s: size out of range", nr == 0 || nr > JOB_MAX_RANKS ? "ranks" : "parallelism");
-        return NULL;
-    }
-    int dim[JOB_NDIMS];
-    uint32_t size[JOB_NDIMS];
-    uint64_t prod = 1;
-    for (size_t i = 0; i < nd; i++) {
-        json_t *e = json_array_get(par, i), *d = json_object_get(e, "dim"), *sz = json_object_get(e, "size");
-        dim[i] = json_is_string(d) ? job_dim_parse(json_string_value(d)) : -EINVAL;
-        if (dim[i] < 0 || !json_is_integer(sz) || json_integer_value(sz) < 1 ||
-            json_integer_value(sz) > JOB_MAX_RANKS) {
-            snprintf(err, errlen, "parallelism[%zu]: needs dim (tp|cp|pp|dp|ep) and size 1..%u", i, JOB_MAX_RANKS);
-            return NULL;
-        }
-        size[i] = (uint32_t)json_integer_value(sz);
-        prod *= size[i];
-    }
-    if (prod != nr) {
-        snprintf(err, errlen, "parallelism: sizes multiply to %llu, but there are %zu ranks",
-                 (unsigned long long)prod, nr);
-        return NULL;
-    }
     struct job *j = calloc(1, sizeof(*j));
-    uint32_t *node = malloc(nr * sizeof(*node));
-    char jerr[200];
-    if (!j || !node) {
+    if (!j) {
         snprintf(err, errlen, "out of memory");
-        goto fail;
+        return NULL;
     }
-    if (job_init(j, id, (int)nd, dim, size, jerr, sizeof(jerr)) < 0) {
-        snprintf(err, errlen, "parallelism: %s", jerr);
-        goto fail;
+    if (job_from_json(j, id, in, s->topo, err, errlen) < 0) {
+        free(j);
+        return NULL;
     }
-    for (size_t i = 0; i < nr; i++) {
-        json_t *rn = json_array_get(ranks, i);
-        node[i] = json_is_string(rn) ? topo_node_by_name(s->topo, json_string_value(rn)) : TOPO_NONE;
-        if (node[i] == TOPO_NONE || s->topo->nodes[node[i]].tier != TOPO_HOST) {
-            snprintf(err, errlen, "ranks[%zu]: not a host of the topology", i);
-            goto fail;
-        }
-    }
-    if (job_set_ranks(j, (uint32_t)nr, node, jerr, sizeof(jerr)) < 0) {
-        snprintf(err, errlen, "ranks: %s", jerr);
-        goto fail;
-    }
-    free(node);
     return j;
-fail:
-    if (j)
-        job_free(j);
-    free(j);
-    free(node);
-    return NULL;
 }
 
 static void do_jobs(struct api *a, const struct api_req *q, const char *id, struct api_reply *r)

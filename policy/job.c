@@ -100,80 +100,84 @@ void job_free(struct job *j)
     j->by_node = NULL;
 }
 
-int job_from_json(struct job *j, const json_t *o, const struct topo *t, char *err, size_t errlen)
+bool job_id_ok(const char *id)
+{
+    size_t n = strlen(id);
+    if (n == 0 || n > JOB_NAME_MAX - 1)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-", id[i]))
+            return false;
+    return true;
+}
+
+/* The layout: parallelism[] -> dims and sizes, checked against nranks. */
+static int layout_from_json(const json_t *par, size_t nr, int *dim, uint32_t *size, size_t *nd, char *err,
+                            size_t errlen)
+{
+    *nd = json_array_size(par);
+    if (*nd == 0 || *nd > JOB_NDIMS)
+        return fail(err, errlen, "parallelism: 1..%d dimensions", JOB_NDIMS);
+    uint64_t prod = 1;
+    for (size_t i = 0; i < *nd; i++) {
+        const json_t *e = json_array_get(par, i), *d = json_object_get(e, "dim"), *sz = json_object_get(e, "size");
+        dim[i] = json_is_string(d) ? job_dim_parse(json_string_value(d)) : -EINVAL;
+        if (dim[i] < 0 || !json_is_integer(sz) || json_integer_value(sz) < 1 || json_integer_value(sz) > JOB_MAX_RANKS)
+            return fail(err, errlen, "parallelism[%zu]: needs dim (tp|cp|pp|dp|ep) and size 1..%u", i, JOB_MAX_RANKS);
+        size[i] = (uint32_t)json_integer_value(sz);
+        prod *= size[i];
+    }
+    if (prod != nr)
+        return fail(err, errlen, "parallelism: sizes multiply to %llu, but there are %zu ranks",
+                    (unsigned long long)prod, nr);
+    return 0;
+}
+
+int job_from_json(struct job *j, const char *id, const json_t *body, const struct topo *t, char *err, size_t errlen)
 {
     memset(j, 0, sizeof(*j));
-    if (!json_is_object(o))
-        return fail(err, errlen, "job: must be an object");
-    const char *k;
-    json_t *v;
-    const char *name = json_string_value(json_object_get(o, "name"));
-    if (!name)
-        return fail(err, errlen, "job: missing name");
-    json_object_foreach((json_t *)o, k, v) {
-        if (strcmp(k, "name") && strcmp(k, "order") && strcmp(k, "sizes") && strcmp(k, "ranks"))
-            return fail(err, errlen, "job '%s': unknown key '%s' (name, order, sizes, ranks)", name, k);
+    if (!job_id_ok(id))
+        return fail(err, errlen, "job id: 1..%d characters of A-Za-z0-9_.-", JOB_NAME_MAX - 1);
+    const json_t *ranks = json_object_get(body, "ranks"), *par = json_object_get(body, "parallelism");
+    if (!json_is_object(body) || !json_is_array(ranks) || !json_is_array(par))
+        return fail(err, errlen, "body: needs \"ranks\" (array of host names) and \"parallelism\" (array)");
+    size_t nr = json_array_size(ranks), nd;
+    if (nr == 0 || nr > JOB_MAX_RANKS)
+        return fail(err, errlen, "ranks: 1..%u host names", JOB_MAX_RANKS);
+    int dim[JOB_NDIMS];
+    uint32_t size[JOB_NDIMS];
+    char why[200];
+    int rc = layout_from_json(par, nr, dim, size, &nd, err, errlen);
+    if (rc)
+        return rc;
+    if ((rc = job_init(j, id, (int)nd, dim, size, why, sizeof(why))) < 0)
+        return fail(err, errlen, "parallelism: %s", why);
+    uint32_t *node = malloc(nr * sizeof(*node));
+    if (!node)
+        rc = -ENOMEM;
+    for (size_t i = 0; i < nr && !rc; i++) {
+        const char *nn = json_string_value(json_array_get(ranks, i));
+        node[i] = nn ? topo_node_by_name(t, nn) : TOPO_NONE;
+        if (node[i] == TOPO_NONE || t->nodes[node[i]].tier != TOPO_HOST)
+            rc = fail(err, errlen, "ranks[%zu]: %s%.40s%s is not a host of the topology", i, nn ? "'" : "",
+                      nn ? nn : "not a string", nn ? "'" : "");
     }
-    const json_t *order = json_object_get(o, "order"), *sizes = json_object_get(o, "sizes"),
-                 *ranks = json_object_get(o, "ranks");
-    if (!json_is_array(order) || !json_is_array(sizes) || json_array_size(order) != json_array_size(sizes) ||
-        json_array_size(order) < 1 || json_array_size(order) > JOB_NDIMS)
-        return fail(err, errlen, "job '%s': order and sizes must be arrays of the same length 1..%d", name, JOB_NDIMS);
-    int dims[JOB_NDIMS];
-    uint32_t sz[JOB_NDIMS];
-    size_t i;
-    json_array_foreach(order, i, v) {
-        dims[i] = job_dim_parse(json_string_value(v));
-        json_t *s = json_array_get(sizes, i);
-        if (dims[i] < 0)
-            return fail(err, errlen, "job '%s': order[%zu] must be tp, cp, pp, dp or ep", name, i);
-        if (!json_is_integer(s) || json_integer_value(s) < 1 || json_integer_value(s) > JOB_MAX_RANKS)
-            return fail(err, errlen, "job '%s': sizes[%zu] must be an integer 1..%u", name, i, JOB_MAX_RANKS);
-        sz[i] = (uint32_t)json_integer_value(s);
-    }
-    int r = job_init(j, name, (int)json_array_size(order), dims, sz, err, errlen);
-    if (r < 0)
-        return r;
-    if (!json_is_array(ranks) || json_array_size(ranks) != j->nranks)
-        return fail(err, errlen, "job '%s': ranks must be an array of %u node names (the product of sizes)", name,
-                    j->nranks);
-    uint32_t *nodes = malloc(((size_t)j->nranks + 1) * sizeof(*nodes));
-    if (!nodes)
-        return -ENOMEM;
-    json_array_foreach(ranks, i, v) {
-        const char *nn = json_string_value(v);
-        nodes[i] = nn ? topo_node_by_name(t, nn) : TOPO_NONE;
-        if (nodes[i] == TOPO_NONE) {
-            free(nodes);
-            return fail(err, errlen, "job '%s': ranks[%zu]: %s%s%s is not a node of the topology", name, i,
-                        nn ? "'" : "", nn ? nn : "not a string", nn ? "'" : "");
-        }
-    }
-    r = job_set_ranks(j, j->nranks, nodes, err, errlen);
-    free(nodes);
-    return r;
+    if (!rc && (rc = job_set_ranks(j, (uint32_t)nr, node, why, sizeof(why))) < 0)
+        fail(err, errlen, "ranks: %s", why);
+    free(node);
+    if (rc)
+        job_free(j);
+    return rc;
 }
 
 json_t *job_to_json(const struct job *j, const struct topo *t)
 {
-    json_t *o = json_object(), *ord = json_array(), *sz = json_array(), *rk = json_array(), *tiers = json_object();
-    json_object_set_new(o, "name", json_string(j->name));
-    for (int i = 0; i < j->ndims; i++) {
-        json_array_append_new(ord, json_string(dim_names[j->dim[i]]));
-        json_array_append_new(sz, json_integer(j->size[i]));
-    }
+    json_t *ranks = json_array(), *par = json_array();
     for (uint32_t r = 0; j->rank_node && r < j->nranks; r++)
-        json_array_append_new(rk, json_string(t->nodes[j->rank_node[r]].name));
-    json_object_set_new(o, "order", ord);
-    json_object_set_new(o, "sizes", sz);
-    json_object_set_new(o, "ranks", rk);
-    int tier[JOB_NDIMS];
-    if (j->rank_node && job_class_tiers(j, t, tier) == 0)
-        for (int d = 0; d < JOB_NDIMS; d++)
-            if (tier[d] >= 0)
-                json_object_set_new(tiers, dim_names[d], json_string(topo_tier_name(tier[d])));
-    json_object_set_new(o, "class_tiers", tiers);
-    return o;
+        json_array_append_new(ranks, json_string(t->nodes[j->rank_node[r]].name));
+    for (int d = 0; d < j->ndims; d++)
+        json_array_append_new(par, json_pack("{ss sI}", "dim", dim_names[j->dim[d]], "size", (json_int_t)j->size[d]));
+    return json_pack("{ss so so}", "id", j->name, "ranks", ranks, "parallelism", par);
 }
 
 void job_coords(const struct job *j, uint32_t rank, uint32_t coords[JOB_NDIMS])

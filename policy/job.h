@@ -20,6 +20,7 @@
 #ifndef TF_JOB_H
 #define TF_JOB_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -56,10 +57,20 @@ int  job_init(struct job *j, const char *name, int ndims, const int *dims, const
               char *err, size_t errlen);
 /* Places rank r on node nodes[r]; n must equal the product of the sizes. */
 int  job_set_ranks(struct job *j, uint32_t n, const uint32_t *nodes, char *err, size_t errlen);
-/* {"name": "llama", "order": ["tp","pp","dp"], "sizes": [8,2,4],
- *  "ranks": ["H1", ...]} with node names resolved in t. */
-int  job_from_json(struct job *j, const json_t *o, const struct topo *t, char *err, size_t errlen);
+/*
+ * The one job codec, for the schema docs/api.md documents (PUT
+ * /api/v1/jobs/ID): the body {"ranks": ["H1", ...], "parallelism":
+ * [{"dim": "tp", "size": 2}, ...]} (innermost first; the sizes multiply to
+ * the number of ranks; every rank a host of t) is job id. -EINVAL with err
+ * naming the field (`ranks[5]: 'NOPE' is not a host of the topology`,
+ * `parallelism[1]: ...`, a bad id), -ENOMEM; j is left empty on error.
+ */
+int  job_from_json(struct job *j, const char *id, const json_t *body, const struct topo *t, char *err,
+                   size_t errlen);
+/* {"id", "ranks", "parallelism"}: what job_from_json takes, with the id. */
 json_t *job_to_json(const struct job *j, const struct topo *t);
+/* A job id: 1..JOB_NAME_MAX-1 characters of A-Za-z0-9_.- */
+bool job_id_ok(const char *id);
 void job_free(struct job *j);
 
 /* coords[i] is the coordinate in dim[i]. */

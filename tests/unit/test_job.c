@@ -79,11 +79,12 @@ static void test_class_tiers_leafspine(void **state)
         snprintf(name, sizeof(name), "H%d", i);
         json_array_append_new(ranks, json_string(name));
     }
-    json_t *o = json_pack("{s:s, s:[s,s,s], s:[i,i,i], s:o}", "name", "llama", "order", "tp", "pp", "dp", "sizes", 8, 2, 2,
-                          "ranks", ranks);
+    /* The API's schema (docs/api.md, PUT /api/v1/jobs/ID): policy/job.c is its one codec. */
+    json_t *o = json_pack("{s:o, s:[{s:s, s:i}, {s:s, s:i}, {s:s, s:i}]}", "ranks", ranks, "parallelism", "dim", "tp",
+                          "size", 8, "dim", "pp", "size", 2, "dim", "dp", "size", 2);
     struct job j;
     char err[256];
-    assert_int_equal(job_from_json(&j, o, t, err, sizeof(err)), 0);
+    assert_int_equal(job_from_json(&j, "llama", o, t, err, sizeof(err)), 0);
     int tier[JOB_NDIMS];
     assert_int_equal(job_class_tiers(&j, t, tier), 0);
     assert_int_equal(tier[JOB_TP], TOPO_LEAF);
@@ -96,14 +97,30 @@ static void test_class_tiers_leafspine(void **state)
     assert_int_equal(job_node_pair_dim(&j, topo_node_by_name(t, "H1"), topo_node_by_name(t, "H9")), JOB_PP);
     assert_int_equal(job_node_pair_dim(&j, topo_node_by_name(t, "H1"), topo_node_by_name(t, "H17")), JOB_DP);
     assert_int_equal(job_node_pair_dim(&j, topo_node_by_name(t, "H1"), topo_node_by_name(t, "H10")), -1);
+    /* What it writes is what it reads, with the id. */
     json_t *back = job_to_json(&j, t);
-    assert_string_equal(json_string_value(json_object_get(json_object_get(back, "class_tiers"), "tp")), "leaf");
+    assert_string_equal(json_string_value(json_object_get(back, "id")), "llama");
+    assert_true(json_equal(json_object_get(back, "ranks"), json_object_get(o, "ranks")));
+    assert_true(json_equal(json_object_get(back, "parallelism"), json_object_get(o, "parallelism")));
+    struct job j2;
+    assert_int_equal(job_from_json(&j2, "llama", back, t, err, sizeof(err)), 0);
+    assert_int_equal(j2.nranks, j.nranks);
+    job_free(&j2);
     json_decref(back);
     job_free(&j);
-    /* Errors name the offending rank. */
+    /* Errors name the offending field. */
     json_array_set_new(json_object_get(o, "ranks"), 5, json_string("NOPE"));
-    assert_int_equal(job_from_json(&j, o, t, err, sizeof(err)), -EINVAL);
-    assert_non_null(strstr(err, "ranks[5]: 'NOPE'"));
+    assert_int_equal(job_from_json(&j, "llama", o, t, err, sizeof(err)), -EINVAL);
+    assert_string_equal(err, "ranks[5]: 'NOPE' is not a host of the topology");
+    json_array_set_new(json_object_get(o, "ranks"), 5, json_string("L1"));
+    assert_int_equal(job_from_json(&j, "llama", o, t, err, sizeof(err)), -EINVAL);
+    assert_string_equal(err, "ranks[5]: 'L1' is not a host of the topology");
+    json_array_set_new(json_object_get(o, "ranks"), 5, json_string("H6"));
+    json_object_set_new(json_array_get(json_object_get(o, "parallelism"), 1), "size", json_integer(3));
+    assert_int_equal(job_from_json(&j, "llama", o, t, err, sizeof(err)), -EINVAL);
+    assert_string_equal(err, "parallelism: sizes multiply to 48, but there are 32 ranks");
+    assert_int_equal(job_from_json(&j, "bad id", o, t, err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, "job id"));
     json_decref(o);
     topo_free(t);
 }
