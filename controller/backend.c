@@ -98,6 +98,12 @@ int backend_open(const char *kind, const struct backend_cfg *cfg, struct backend
         }
     }
     b->cfg.plan_dir = b->plan_dir;
+    /* The plan backend's transitions start from what it wrote before a
+     * restart, not from nothing. */
+    if (k == K_PLAN && (rc = plan_backend_read(b->plan_dir, &b->last, err, errlen))) {
+        free(b);
+        return rc;
+    }
     b->cfg.local_name = NULL;   /* not kept: only used by nl_backend_open */
     if (k == K_NETLINK && (rc = nl_backend_open(cfg, &b->nl, err, errlen))) {
         free(b);

@@ -432,3 +432,146 @@ int plan_write_json(const struct plan *p, FILE *f)
     json_decref(o);
     return rc || ferror(f) ? -EIO : 0;
 }
+
+/* ---- reading the JSON form back ------------------------------------------ */
+
+/* An integer member in lo..hi; absent is 0 when opt. */
+static int get_int(const json_t *o, const char *key, bool opt, long long lo, long long hi, long long *out,
+                   const char *path, char *err, size_t errlen)
+{
+    const json_t *v = json_object_get(o, key);
+    *out = 0;
+    if (!v && opt)
+        return 0;
+    if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi)
+        return tf_fail(err, errlen, -EINVAL, "%s.%s: want an integer %lld..%lld", path, key, lo, hi);
+    *out = json_integer_value(v);
+    return 0;
+}
+
+/* "ADDR/LEN" into af/addr/len; "" is any (len 0). */
+static int get_pfx(const json_t *o, const char *key, uint8_t *af, uint8_t *a, uint8_t *len, const char *path,
+                   char *err, size_t errlen)
+{
+    const char *s = json_string_value(json_object_get(o, key));
+    int f = 0, l = 0;
+    if (!s)
+        return tf_fail(err, errlen, -EINVAL, "%s.%s: want a string", path, key);
+    if (!s[0]) {
+        *len = 0;
+        return 0;
+    }
+    if (tf_prefix_parse(s, &f, a, &l) < 0 || (*af && *af != f))
+        return tf_fail(err, errlen, -EINVAL, "%s.%s: '%.60s' is not a prefix of the rule's family", path, key, s);
+    *af = (uint8_t)f;
+    *len = (uint8_t)l;
+    return 0;
+}
+
+static int rule_from_json(const json_t *o, const char *sw, struct plan_rule *r, const char *path, char *err,
+                          size_t errlen)
+{
+    long long v[8];
+    static const char *const keys[] = {"prio", "table", "af", "ipproto", "sport", "dport", "fwmark", "fwmask"};
+    static const long long hi[] = {UINT32_MAX, UINT32_MAX, 6, 255, 65535, 65535, UINT32_MAX, UINT32_MAX};
+    int rc = json_is_object(o) ? 0 : tf_fail(err, errlen, -EINVAL, "%s: want an object", path);
+    for (int k = 0; k < 8 && !rc; k++)
+        rc = get_int(o, keys[k], k >= 2, 0, hi[k], &v[k], path, err, errlen);
+    if (rc)
+        return rc;
+    *r = (struct plan_rule){.prio = (uint32_t)v[0], .table = (uint32_t)v[1], .af = (uint8_t)(v[2] ? v[2] : 0),
+                            .ipproto = (uint8_t)v[3], .sport = (uint16_t)v[4], .dport = (uint16_t)v[5],
+                            .fwmark = (uint32_t)v[6], .fwmask = (uint32_t)v[7], .dscp = -1};
+    tf_strlcpy(r->sw, sw, sizeof(r->sw));
+    if ((rc = get_pfx(o, "src", &r->af, r->src, &r->src_len, path, err, errlen)) ||
+        (rc = get_pfx(o, "dst", &r->af, r->dst, &r->dst_len, path, err, errlen)))
+        return rc;
+    if (!r->af)
+        r->af = 4;
+    const json_t *d = json_object_get(o, "dscp");
+    if (d && !json_is_null(d)) {
+        if (!json_is_integer(d) || json_integer_value(d) < 0 || json_integer_value(d) > 63)
+            return tf_fail(err, errlen, -EINVAL, "%s.dscp: want null or an integer 0..63", path);
+        r->dscp = (int16_t)json_integer_value(d);
+    }
+    return 0;
+}
+
+static int route_from_json(const json_t *o, const char *sw, struct plan_route *r, const char *path, char *err,
+                           size_t errlen)
+{
+    long long table;
+    int rc = json_is_object(o) ? get_int(o, "table", false, 1, UINT32_MAX, &table, path, err, errlen)
+                               : tf_fail(err, errlen, -EINVAL, "%s: want an object", path);
+    if (rc)
+        return rc;
+    *r = (struct plan_route){.table = (uint32_t)table};
+    tf_strlcpy(r->sw, sw, sizeof(r->sw));
+    if ((rc = get_pfx(o, "dst", &r->af, r->dst, &r->dst_len, path, err, errlen)))
+        return rc;
+    if (!r->af)
+        r->af = 4;
+    const json_t *nhs = json_object_get(o, "nexthops");
+    if (!json_is_array(nhs) || json_array_size(nhs) < 1 || json_array_size(nhs) > PLAN_MAX_NH)
+        return tf_fail(err, errlen, -EINVAL, "%s.nexthops: want 1..%d next hops", path, PLAN_MAX_NH);
+    for (size_t k = 0; k < json_array_size(nhs); k++) {
+        const json_t *h = json_array_get(nhs, k);
+        struct plan_nh *nh = &r->nh[k];
+        const char *via = json_string_value(json_object_get(h, "via")),
+                   *dev = json_string_value(json_object_get(h, "dev"));
+        long long w;
+        char np[160];
+        snprintf(np, sizeof(np), "%s.nexthops[%zu]", path, k);
+        int f;
+        if (!via || !dev || tf_strlcpy(nh->dev, dev, sizeof(nh->dev)) >= sizeof(nh->dev))
+            return tf_fail(err, errlen, -EINVAL, "%s: want \"via\" and \"dev\" strings (dev at most %d bytes)", np,
+                           PLAN_IF_LEN - 1);
+        if (via[0] && tf_addr_parse(via, &f, nh->via) < 0)
+            return tf_fail(err, errlen, -EINVAL, "%s.via: '%.60s' is not an address", np, via);
+        nh->af = via[0] ? (uint8_t)f : 0;
+        if ((rc = get_int(h, "weight", true, 1, 256, &w, np, err, errlen)))
+            return rc;
+        nh->weight = (uint16_t)(w ? w : 1);
+    }
+    r->nnh = (uint8_t)json_array_size(nhs);
+    return 0;
+}
+
+int plan_from_json(const json_t *o, struct plan *out, char *err, size_t errlen)
+{
+    plan_init(out);
+    const json_t *sws = json_object_get(o, "switches");
+    if (!json_is_array(sws))
+        return tf_fail(err, errlen, -EINVAL, "switches: want an array");
+    int rc = 0;
+    for (size_t i = 0; i < json_array_size(sws) && !rc; i++) {
+        const json_t *s = json_array_get(sws, i);
+        const char *sw = json_string_value(json_object_get(s, "node"));
+        const json_t *rules = json_object_get(s, "rules"), *routes = json_object_get(s, "routes");
+        char path[128];
+        if (!sw || !sw[0] || strlen(sw) >= PLAN_SW_LEN || !json_is_array(rules) || !json_is_array(routes)) {
+            rc = tf_fail(err, errlen, -EINVAL, "switches[%zu]: want \"node\" (1..%d bytes), \"rules\" and \"routes\"",
+                         i, PLAN_SW_LEN - 1);
+            break;
+        }
+        for (size_t k = 0; k < json_array_size(rules) && !rc; k++) {
+            struct plan_rule r;
+            snprintf(path, sizeof(path), "switches[%zu].rules[%zu]", i, k);
+            if (!(rc = rule_from_json(json_array_get(rules, k), sw, &r, path, err, errlen)) &&
+                (rc = plan_add_rule(out, &r)))
+                tf_fail(err, errlen, rc, "%s: not a valid rule", path);
+        }
+        for (size_t k = 0; k < json_array_size(routes) && !rc; k++) {
+            struct plan_route r;
+            snprintf(path, sizeof(path), "switches[%zu].routes[%zu]", i, k);
+            if (!(rc = route_from_json(json_array_get(routes, k), sw, &r, path, err, errlen)) &&
+                (rc = plan_add_route(out, &r)))
+                tf_fail(err, errlen, rc, "%s: not a valid route", path);
+        }
+    }
+    if (rc)
+        plan_free(out);
+    else
+        plan_sort(out);
+    return rc;
+}

@@ -133,5 +133,9 @@ int plan_switches(const struct plan *p, char (**out)[PLAN_SW_LEN], size_t *n);
 json_t *plan_json(const struct plan *p);
 /* plan_json, indented, to f; -EIO on a write error. */
 int plan_write_json(const struct plan *p, FILE *f);
+/* plan_json's form read back (the plan backend's plan.json at start): out
+ * is re-initialised and comes out sorted; -EINVAL with err naming the JSON
+ * path (`switches[0].rules[2].dst: ...`), -ENOMEM. */
+int plan_from_json(const json_t *o, struct plan *out, char *err, size_t errlen);
 
 #endif

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/util.h"
 #include "controller/planbatch.h"
 #include "policy/topo.h"
 
@@ -100,6 +101,32 @@ static bool file_name_ok(const char *s)
         if (*c == '/' || (unsigned char)*c <= ' ' || (unsigned char)*c >= 0x7f)
             return false;
     return true;
+}
+
+int plan_backend_read(const char *dir, struct plan *out, char *err, size_t errlen)
+{
+    char path[4096], why[200];
+    plan_init(out);
+    if ((size_t)snprintf(path, sizeof(path), "%s/plan.json", dir) >= sizeof(path))
+        return tf_fail(err, errlen, -ENAMETOOLONG, "%s/plan.json: path too long", dir);
+    char *text = NULL;
+    size_t len = 0;
+    int rc = tf_read_file(path, PLAN_BACKEND_JSON_MAX, &text, &len);
+    if (rc == -ENOENT)
+        return 0;
+    if (rc)
+        return tf_fail(err, errlen, rc, "%s: %s", path, strerror(-rc));
+    json_error_t je;
+    json_t *o = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+    free(text);
+    if (!o)
+        return tf_fail(err, errlen, -EINVAL, "%s: line %d: %s", path, je.line, je.text);
+    rc = plan_from_json(o, out, why, sizeof(why));
+    json_decref(o);
+    if (rc)
+        tf_fail(err, errlen, rc, "%s: %s (fix or remove it; the full-state files converge from any state)", path,
+                why);
+    return rc;
 }
 
 void plan_backend_fit(const struct topo *t, struct plan *p, size_t *refused, char *why, size_t whylen)

@@ -1,5 +1,6 @@
 /*
- * plan_backend: the "plan" route backend's writer. Writes, into one folder,
+ * plan_backend: the "plan" route backend's writer (and, at open, reader of
+ * its own plan.json, so that transitions survive a restart). Writes, into one folder,
  * for every switch of the plan and of the previous one (prev: what tierflow
  * wrote before; NULL = nothing), two `ip -batch` scripts (planbatch.h):
  * <switch>.ipbatch takes the switch from prev to p, make-before-break, and
@@ -21,6 +22,14 @@
 
 int plan_backend_write(const char *dir, const struct plan *p, const struct plan *prev,
                        const struct planbatch_opts *o, char *err, size_t errlen);
+
+/* What the backend wrote last, from dir/plan.json (what tierflow installed
+ * before, as far as the switches' automation applied it): an empty plan
+ * when there is none yet; -EINVAL with err naming the file and the JSON
+ * path when it cannot be read back. */
+int plan_backend_read(const char *dir, struct plan *out, char *err, size_t errlen);
+
+#define PLAN_BACKEND_JSON_MAX (256u << 20)   /* bytes of plan.json read back */
 
 struct topo;
 /* The iproute2 a switch has when its topology node does not say

@@ -187,6 +187,19 @@ static void test_json(void **state)
     json_t *nh = json_array_get(json_object_get(rt, "nexthops"), 0);
     assert_string_equal(json_string_value(json_object_get(nh, "via")), "10.1.1.0");
     assert_string_equal(json_string_value(json_object_get(nh, "dev")), "eth1");
+    /* Read back, it is the same plan (the plan backend's restart). */
+    struct plan back;
+    char err[200] = "";
+    assert_int_equal(plan_from_json(o, &back, err, sizeof(err)), 0);
+    assert_true(plan_equal(&back, &p));
+    plan_free(&back);
+    /* A bad member is named by its path. */
+    json_object_set_new(rt, "dst", json_string("10.0.2.0/33"));
+    assert_int_equal(plan_from_json(o, &back, err, sizeof(err)), -EINVAL);
+    assert_string_equal(err, "switches[1].routes[0].dst: '10.0.2.0/33' is not a prefix of the rule's family");
+    json_object_set_new(rd, "dscp", json_integer(64));
+    assert_int_equal(plan_from_json(o, &back, err, sizeof(err)), -EINVAL);
+    assert_string_equal(err, "switches[1].rules[0].dscp: want null or an integer 0..63");
     json_decref(o);
     plan_free(&p);
 }
@@ -324,6 +337,26 @@ static void test_plan_and_none_backends(void **state)
     assert_int_equal(backend_read(b, &have), 0);
     assert_true(plan_equal(&have, &p));
     plan_free(&have);
+    /* A new backend (a restart) starts from the plan.json it wrote: L1's
+     * rule moving is a transition that removes the old one. */
+    backend_close(b);
+    assert_int_equal(backend_open("plan", &cfg, &b, err, sizeof(err)), 0);
+    assert_int_equal(backend_read(b, &have), 0);
+    assert_true(plan_equal(&have, &p));
+    plan_free(&have);
+    struct plan moved;
+    plan_init(&moved);
+    struct plan_rule r1b = rule("L1", 20001, 7701, 1);
+    plan_add_rule(&moved, &r1b);
+    plan_add_route(&moved, &t);
+    assert_int_equal(backend_apply(b, &moved, &res), 0);
+    assert_int_equal(res.rules_deleted, 1);
+    snprintf(path, sizeof(path), "%s/L1.ipbatch", dir);
+    assert_int_equal(tf_read_file(path, 1 << 20, &text, &len), 0);
+    assert_non_null(strstr(text, "rule flush pref 20000 from 10.0.1.1/32"));
+    free(text);
+    assert_int_equal(backend_apply(b, &p, &res), 0);
+    plan_free(&moved);
     /* Outside tierflow's priorities: refused, files untouched. */
     struct plan_rule bad = rule("L1", 100, 7700, 1);
     plan_add_rule(&p, &bad);
