@@ -370,6 +370,10 @@ await step('a dry-run rebalance shows the plan', async () => {
   await page.waitForFunction(() => /Applied|Done|Not applied/.test(document.querySelector('#rb-plan h3').textContent));
   const head = await page.textContent('#rb-plan h3');
   ok('applying runs the rebalance and reports the outcome', /Done|Applied/.test(head), await page.textContent('#rb-plan'));
+  // Backend none touches no switch: the outcome and the header never say "Applied".
+  ok('with backend none the outcome is not "Applied"', /^Done: plan computed and recorded/.test(head), head);
+  await page.waitForFunction(() => /nothing programmed: backend none/.test(document.getElementById('hdr-rebalance').textContent), null, { timeout: 5000 });
+  ok('the header says nothing was programmed', true);
   await page.click('#rb-cancel');
   await page.waitForFunction(() => [...document.querySelectorAll('#events-table tr[data-kind]')].some((e) => e.dataset.kind === 'rebalance'));
   ok('the events view shows the rebalance', true);
