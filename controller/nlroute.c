@@ -501,11 +501,8 @@ static int exchange(struct nlroute *n, struct ack_ctx *c)
 
 static void rule_desc(const struct plan_rule *r, char *buf, size_t len)
 {
-    char s[64], d[64];
-    snprintf(buf, len, "rule pref %u from %s/%u to %s/%u ipproto %u sport %u dport %u table %u",
-             r->prio, tf_addr_str(r->af, r->src, s, sizeof(s)), r->src_len,
-             tf_addr_str(r->af, r->dst, d, sizeof(d)), r->dst_len, r->ipproto, r->sport,
-             r->dport, r->table);
+    char s[320];
+    snprintf(buf, len, "rule %s", plan_rule_str(r, s, sizeof(s)));
 }
 
 static void route_desc(const struct plan_route *r, char *buf, size_t len)

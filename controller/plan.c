@@ -132,6 +132,32 @@ int plan_rule_cmp(const struct plan_rule *a, const struct plan_rule *b)
     return 0;
 }
 
+const char *plan_rule_str(const struct plan_rule *r, char *buf, size_t len)
+{
+    char a[64];
+    size_t u = (size_t)snprintf(buf, len, "pref %u", r->prio);
+#define ADD(...) do { if (u < len) u += (size_t)snprintf(buf + u, len - u, __VA_ARGS__); } while (0)
+    if (r->src_len)
+        ADD(" from %s/%u", tf_addr_str(r->af, r->src, a, sizeof(a)), r->src_len);
+    else if (r->af == 6)
+        ADD(" from ::/0");    /* the family comes from the address */
+    if (r->dst_len)
+        ADD(" to %s/%u", tf_addr_str(r->af, r->dst, a, sizeof(a)), r->dst_len);
+    if (r->ipproto)
+        ADD(" ipproto %u", r->ipproto);
+    if (r->sport)
+        ADD(" sport %u", r->sport);
+    if (r->dport)
+        ADD(" dport %u", r->dport);
+    if (r->fwmark)
+        ADD(" fwmark 0x%x/0x%x", r->fwmark, r->fwmask ? r->fwmask : 0xffffffffu);
+    if (r->dscp >= 0)
+        ADD(" dscp %d", r->dscp);
+    ADD(" table %u", r->table);
+#undef ADD
+    return buf;
+}
+
 unsigned plan_rule_sels(const struct plan_rule *r)
 {
     return (r->src_len ? PLAN_SEL_SRC : 0) | (r->dst_len ? PLAN_SEL_DST : 0) |

@@ -86,6 +86,12 @@ int plan_route_key_cmp(const struct plan_route *a, const struct plan_route *b);
 bool plan_route_equal(const struct plan_route *a, const struct plan_route *b);
 bool plan_equal(const struct plan *a, const struct plan *b);
 
+/* A rule in iproute2's words, the one text form of a rule (the ip -batch
+ * files, error messages, events): "pref P [from S] [to D] [ipproto N]
+ * [sport N] [dport N] [fwmark 0xM/0xK] [dscp N] table T"; a selector that
+ * is absent is left out (so DSCP any never reads as dscp 0). Returns buf. */
+const char *plan_rule_str(const struct plan_rule *r, char *buf, size_t len);
+
 /* A rule's selectors as bits. */
 enum plan_sel {
     PLAN_SEL_SRC = 1u << 0, PLAN_SEL_DST = 1u << 1, PLAN_SEL_IPPROTO = 1u << 2,

@@ -28,29 +28,14 @@ static bool token_ok(const char *s, size_t max)
     return true;
 }
 
-/* verb "add", "del" or "flush": the same selectors, so that a flush removes
- * exactly the rule an add makes (iproute2's flush filter takes them all). */
+/* verb "add", "del" or "flush": the same selectors (plan_rule_str), so that
+ * a flush removes exactly the rule an add makes (iproute2's flush filter
+ * takes them all). `dscp N` needs iproute2 6.13+: the plan backend leaves
+ * such rules out for older switches (plan_backend_fit). */
 static int rule_line(FILE *f, const struct plan_rule *r, const char *verb, uint8_t proto)
 {
-    char b[64];
-    fprintf(f, "rule %s pref %u", verb, r->prio);
-    if (r->src_len)
-        fprintf(f, " from %s/%u", addr(r->af, r->src, b), r->src_len);
-    else if (r->af == 6)
-        fputs(" from ::/0", f);    /* the family comes from the address */
-    if (r->dst_len)
-        fprintf(f, " to %s/%u", addr(r->af, r->dst, b), r->dst_len);
-    if (r->ipproto)
-        fprintf(f, " ipproto %u", r->ipproto);
-    if (r->sport)
-        fprintf(f, " sport %u", r->sport);
-    if (r->dport)
-        fprintf(f, " dport %u", r->dport);
-    if (r->fwmark)
-        fprintf(f, " fwmark 0x%x/0x%x", r->fwmark, r->fwmask ? r->fwmask : 0xffffffffu);
-    if (r->dscp >= 0)
-        fprintf(f, " dscp %d", r->dscp);  /* iproute2 >= 6.13; older: tc/nft mark */
-    fprintf(f, " table %u protocol %u\n", r->table, proto);
+    char b[320];
+    fprintf(f, "rule %s %s protocol %u\n", verb, plan_rule_str(r, b, sizeof(b)), proto);
     return 0;
 }
 

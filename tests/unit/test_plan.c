@@ -163,6 +163,10 @@ static void test_json(void **state)
     struct plan_rule mk = {.sw = "L1", .prio = 20257, .table = 7829, .af = 4, .fwmark = 0x10, .fwmask = 0xff, .dscp = -1};
     plan_add_rule(&p, &d0);
     plan_add_rule(&p, &mk);
+    /* The one text form says the same. */
+    char txt[200];
+    assert_string_equal(plan_rule_str(&d0, txt, sizeof(txt)), "pref 20256 dscp 0 table 7828");
+    assert_string_equal(plan_rule_str(&mk, txt, sizeof(txt)), "pref 20257 fwmark 0x10/0xff table 7829");
     plan_sort(&p);
     char *s = render(&p, 0, NULL);
     json_error_t je;
