@@ -153,6 +153,20 @@ static void loads_free(struct loads *l)
     free(l->nfat);
 }
 
+
+/* [{"switch", "feature"}]: the rule selectors the backend refused, per
+ * switch, in its last round (a kernel or iproute2 that lacks them). */
+static json_t *unsupported_json(struct rebalance *rb)
+{
+    struct backend_unsup u[BACKEND_UNSUP_MAX];
+    size_t n = rebalance_unsupported(rb, u, BACKEND_UNSUP_MAX);
+    json_t *a = json_array();
+    for (size_t i = 0; i < n; i++)
+        for (unsigned bit = 1; bit && bit <= u[i].sels; bit <<= 1)
+            if (u[i].sels & bit)
+                json_array_append_new(a, json_pack("{ss ss}", "switch", u[i].sw, "feature", plan_sel_name(bit)));
+    return a;
+}
 static json_t *view_status(struct api *a, double now)
 {
     struct state *s = a->st;
@@ -207,7 +221,7 @@ static json_t *view_status(struct api *a, double now)
                                         rs.duration_s, "congested", (json_int_t)rs.congested, "error",
                                         rs.error[0] ? json_string(rs.error) : json_null())
                             : json_null();
-    return json_pack("{ss sf sf sf so s{sI sI sI so} s{sI sI sI} so so s{sI sI} s{ss sb so}}",
+    return json_pack("{ss sf sf sf so s{sI sI sI so} s{sI sI sI} so so s{sI sI} s{ss sb so so}}",
                      "version", TF_VERSION, "uptime_s", now - a->start, "now", tf_now_real(), "interval_s",
                      a->cfg->interval, "topology", topo,
                      "probes", "total", (json_int_t)total, "alive", (json_int_t)alive, "stale", (json_int_t)stale,
@@ -217,7 +231,7 @@ static json_t *view_status(struct api *a, double now)
                      "rebalance", "rounds", (json_int_t)atomic_load(&a->m->rounds), "moves",
                      (json_int_t)atomic_load(&a->m->moves),
                      "backend", "name", a->backend_name, "healthy", healthy,
-                     "error", berr[0] ? json_string(berr) : json_null());
+                     "error", berr[0] ? json_string(berr) : json_null(), "unsupported", unsupported_json(a->rb));
 }
 
 static json_t *dir_json(struct state *s, const struct loads *l, uint32_t d, const struct config *cfg)

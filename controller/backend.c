@@ -183,7 +183,7 @@ int backend_apply(struct backend *b, const struct plan *want, struct backend_res
         rc = nl_backend_apply(b->nl, want, res);
     } else {
         if (b->kind == K_PLAN)
-            plan_backend_fit(b->cfg.topo, &fit, &res->refused, res->unsupported, sizeof(res->unsupported));
+            plan_backend_fit(b->cfg.topo, &fit, res);
         rc = count_diff(&fit, &b->last, res);
         if (!rc && b->kind == K_PLAN) {
             struct planbatch_opts po = {.proto = b->cfg.rt_proto, .prio_min = b->cfg.prio_min,
@@ -249,6 +249,23 @@ int backend_routing(struct backend *b, uint8_t *down, uint32_t ndirs, char *note
         return -EOPNOTSUPP;
     }
     return nl_backend_routing(b->nl, down, ndirs, notes, noteslen);
+}
+
+void backend_result_unsup(struct backend_result *res, const char *sw, unsigned sels, size_t refused,
+                          const char *why)
+{
+    res->refused += refused;
+    if (!res->unsupported[0])
+        tf_strlcpy(res->unsupported, why, sizeof(res->unsupported));
+    for (size_t i = 0; i < res->nunsup; i++)
+        if (!strcmp(res->unsup[i].sw, sw)) {
+            res->unsup[i].sels |= sels;
+            return;
+        }
+    if (res->nunsup < BACKEND_UNSUP_MAX) {
+        tf_strlcpy(res->unsup[res->nunsup].sw, sw, sizeof(res->unsup[0].sw));
+        res->unsup[res->nunsup++].sels = sels;
+    }
 }
 
 bool backend_healthy(const struct backend *b) { return b->healthy; }

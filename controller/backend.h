@@ -30,6 +30,13 @@ struct topo;
 struct backend;
 
 #define BACKEND_RT_PROTO_DEFAULT 77  /* unused in /etc/iproute2/rt_protos */
+#define BACKEND_UNSUP_MAX 16         /* switches listed with a refused selector */
+
+/* A switch and the rule selectors (plan_sel bits) it cannot take. */
+struct backend_unsup {
+    char sw[PLAN_SW_LEN];
+    unsigned sels;
+};
 
 struct backend_cfg {
     const struct topo *topo;   /* switch name -> netns. A switch is reachable
@@ -69,6 +76,8 @@ struct backend_result {
                                   selectors (netlink: FRA_DSCP before 6.13) */
     char unsupported[200];     /* the first such switch and selector, "" none:
                                   the backend is then not healthy */
+    struct backend_unsup unsup[BACKEND_UNSUP_MAX];   /* every such switch (the first */
+    size_t nunsup;                                  /* BACKEND_UNSUP_MAX) */
     bool rolled_back;          /* a switch failed and was restored */
     char failed_sw[PLAN_SW_LEN];
     char error[256];           /* "" on success */
@@ -95,6 +104,11 @@ int backend_withdraw(struct backend *b, struct backend_result *res);
  * -EOPNOTSUPP for the other kinds (down all 0), -ESTALE when ndirs is not
  * this backend's topology's.
  */
+/* Records that switch sw refused rules needing sels, in res->unsup (merged
+ * per switch) and, for the first, in res->unsupported as why says. */
+void backend_result_unsup(struct backend_result *res, const char *sw, unsigned sels, size_t refused,
+                          const char *why);
+
 int backend_routing(struct backend *b, uint8_t *down, uint32_t ndirs, char *notes, size_t noteslen);
 bool backend_healthy(const struct backend *b);
 /* Whether this kind changes anything outside tierflowd (netlink: switches;

@@ -316,11 +316,10 @@ static int sync_sw(struct nl_backend *b, struct nl_sw *s, struct plan *target,
 static void note_unsupported(struct backend_result *res, const struct nl_sw *s, unsigned sels, size_t n,
                              const char *what)
 {
-    res->refused += n;
-    if (!res->unsupported[0])
-        snprintf(res->unsupported, sizeof(res->unsupported),
-                 "switch %s: its kernel does not keep the rule selector %s: %zu rule%s %s", s->name,
-                 plan_sel_name(sels), n, n == 1 ? "" : "s", what);
+    char why[200];
+    snprintf(why, sizeof(why), "switch %s: its kernel does not keep the rule selector %s: %zu rule%s %s", s->name,
+             plan_sel_name(sels), n, n == 1 ? "" : "s", what);
+    backend_result_unsup(res, s->name, sels, n, why);
 }
 
 /* After an install: every rule sent is read back and compared selector by

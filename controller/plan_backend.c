@@ -129,36 +129,25 @@ int plan_backend_read(const char *dir, struct plan *out, char *err, size_t errle
     return rc;
 }
 
-void plan_backend_fit(const struct topo *t, struct plan *p, size_t *refused, char *why, size_t whylen)
+void plan_backend_fit(const struct topo *t, struct plan *p, struct backend_result *res)
 {
-    size_t w = 0, n = 0, nsw = 0;
-    unsigned first = 0;
-    char first_sw[PLAN_SW_LEN] = "", last_sw[PLAN_SW_LEN] = "";
+    size_t w = 0;
     for (size_t i = 0; i < p->nrules; i++) {
         const struct plan_rule *r = &p->rules[i];
         uint32_t node = t ? topo_node_by_name(t, r->sw) : TOPO_NONE;
         unsigned v = node != TOPO_NONE && t->nodes[node].iproute2 ? t->nodes[node].iproute2
                                                                    : PLAN_BACKEND_IPROUTE2_DEFAULT;
-        if (r->dscp >= 0 && v < PLAN_BACKEND_IPROUTE2_DSCP) {
-            if (!n++) {
-                first = v;
-                snprintf(first_sw, sizeof(first_sw), "%s", r->sw);
-            }
-            if (strcmp(last_sw, r->sw)) {   /* rules come sorted by switch */
-                nsw++;
-                snprintf(last_sw, sizeof(last_sw), "%s", r->sw);
-            }
+        if (r->dscp < 0 || v >= PLAN_BACKEND_IPROUTE2_DSCP) {
+            p->rules[w++] = *r;
             continue;
         }
-        p->rules[w++] = *r;
+        char why[200];
+        snprintf(why, sizeof(why), "switch %s: its iproute2 %u.%u%s has no `ip rule ... dscp` (6.13+): DSCP "
+                 "class rules refused (set the node's \"iproute2\" in the topology if it is newer)", r->sw,
+                 v / 100, v % 100, v == PLAN_BACKEND_IPROUTE2_DEFAULT ? " (assumed)" : "");
+        backend_result_unsup(res, r->sw, PLAN_SEL_DSCP, 1, why);
     }
     p->nrules = w;
-    *refused = n;
-    if (n)
-        snprintf(why, whylen, "switch %s: its iproute2 %u.%u%s has no `ip rule ... dscp` (6.13+): DSCP "
-                 "class rules refused (%zu on %zu switch%s; set the node's \"iproute2\" in the topology if it "
-                 "is newer)", first_sw, first / 100, first % 100,
-                 first == PLAN_BACKEND_IPROUTE2_DEFAULT ? " (assumed)" : "", n, nsw, nsw == 1 ? "" : "es");
 }
 
 int plan_backend_write(const char *dir, const struct plan *p, const struct plan *prev,

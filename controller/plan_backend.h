@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "controller/backend.h"
 #include "controller/plan.h"
 #include "controller/planbatch.h"
 
@@ -41,9 +42,10 @@ struct topo;
  * Takes out of p the rules a switch's iproute2 cannot take (a DSCP
  * selector before 6.13, per the node's "iproute2"; t NULL: every switch has
  * the default), so that the files hold only what applies cleanly and
- * plan.json only what the files install. *refused counts them; why (when
- * some were) names the first switch, its version and the selector.
+ * plan.json only what the files install. Each switch concerned goes into
+ * res (backend_result_unsup): refused counts the rules, unsupported names
+ * the first switch, its version and the selector.
  */
-void plan_backend_fit(const struct topo *t, struct plan *p, size_t *refused, char *why, size_t whylen);
+void plan_backend_fit(const struct topo *t, struct plan *p, struct backend_result *res);
 
 #endif

@@ -59,6 +59,15 @@ struct rebalance_summary rebalance_last(struct rebalance *rb, bool *healthy, cha
     return s;
 }
 
+size_t rebalance_unsupported(struct rebalance *rb, struct backend_unsup *out, size_t max)
+{
+    pthread_mutex_lock(&rb->sum_mu);
+    size_t n = rb->nunsup < max ? rb->nunsup : max;
+    memcpy(out, rb->unsup, n * sizeof(*out));
+    pthread_mutex_unlock(&rb->sum_mu);
+    return n;
+}
+
 /* Non-fat load on a direction, as a share of its capacity, from which a lone
  * fat flow there counts as contended. */
 #define REBALANCE_HOT_BG_SHARE 0.2
@@ -580,6 +589,10 @@ static int run_round(struct rebalance *rb, double now, bool dry_run, bool automa
                 pthread_mutex_unlock(&rb->sum_mu);
                 rb->fail_cause[0] = '\0';   /* the next failure is news again */
             }
+            pthread_mutex_lock(&rb->sum_mu);
+            memcpy(rb->unsup, br.unsup, sizeof(rb->unsup));
+            rb->nunsup = br.nunsup;
+            pthread_mutex_unlock(&rb->sum_mu);
             accepted = true;
             applied = acts;
             record_pins(rb, &r, path, now);

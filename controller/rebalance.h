@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "controller/backend.h"
 #include "controller/plan.h"
 
 struct state;
@@ -50,6 +51,8 @@ struct rebalance {
     struct rebalance_summary sum;
     bool be_healthy;
     char be_error[256];
+    struct backend_unsup unsup[BACKEND_UNSUP_MAX];  /* from the last apply; sum_mu */
+    size_t nunsup;
     char fail_cause[256];        /* the last failure an event was written for
                                     ("" after a round that acted); under mu */
     double settle_until;         /* automatic rounds make forced moves only until then */
@@ -74,6 +77,9 @@ int  rebalance_auto(struct rebalance *rb, double now);
  * directions went down plus pins withdrawn (> 0: a round now would help),
  * 0 for backends without a routing watch, or -errno. */
 int  rebalance_routing(struct rebalance *rb, double now);
+/* The switches and rule selectors the backend refused in the last round it
+ * applied (out holds max); how many. */
+size_t rebalance_unsupported(struct rebalance *rb, struct backend_unsup *out, size_t max);
 /* Copy of the last summary and backend health. */
 struct rebalance_summary rebalance_last(struct rebalance *rb, bool *healthy, char *err, size_t errlen);
 

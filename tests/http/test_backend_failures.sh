@@ -103,7 +103,9 @@ t_check "dscp: no dscp selector in any file" bash -c "! grep -q 'dscp' '$W'/plan
 t_check "dscp: plan.json holds no DSCP rule" jq -e '[.switches[].rules[]|select(.dscp != null)]|length==0' "$W/plans/plan.json"
 t_check "dscp: the class's routes are still written" grep -q "route replace table 7828 proto 77 10.0.2.0/24 nexthop" "$W/plans/L1.full.ipbatch"
 t_check "/status: not healthy, naming the switch, its iproute2 and the selector" \
-  status_is '(.backend.healthy|not) and (.backend.error|test("^switch L1: its iproute2 6.1 \\(assumed\\) has no `ip rule ... dscp` \\(6.13\\+\\): DSCP class rules refused \\(2 on 2 switches"))'
+  status_is '(.backend.healthy|not) and (.backend.error|test("^switch L1: its iproute2 6.1 \\(assumed\\) has no `ip rule ... dscp` \\(6.13\\+\\): DSCP class rules refused"))'
+t_check "/status: backend.unsupported lists each switch and the feature" \
+  status_is '.backend.unsupported == [{"switch": "L1", "feature": "dscp (FRA_DSCP)"}, {"switch": "L2", "feature": "dscp (FRA_DSCP)"}]'
 t_eq "dscp: one event for two rounds" 1 "$(nevents backend_error)"
 stop
 # A topology that says its switches have iproute2 6.13: the rule is written.
@@ -114,7 +116,7 @@ PORT=$(port); U=http://127.0.0.1:$PORT
 wait_up "$U" || { t_fail "daemon with iproute2 6.13 starts" "$(tail -3 "$W/log")"; t_done; }
 curl -s -X POST "$U/api/v1/rebalance" > "$W/rbd3"
 t_check "iproute2 6.13: the DSCP rule is in the files" grep -q 'rule add pref 20256 dscp 26 table 7828 protocol 77' "$W/plans/L1.ipbatch"
-t_check "iproute2 6.13: healthy" status_is '.backend.healthy'
+t_check "iproute2 6.13: healthy, nothing unsupported" status_is '.backend.healthy and .backend.unsupported == []'
 stop
 echo '{"name": "x", "tiers": ["host", "leaf", "spine"], "nodes": [{"name": "L1", "tier": "leaf", "iproute2": "six"}], "links": []}' > "$W/badv.json"
 "$D" --topology "$W/badv.json" --check-config >"$W/out" 2>&1; rc=$?
