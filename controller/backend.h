@@ -51,6 +51,11 @@ struct backend_cfg {
                                   (no netns); NULL = gethostname() */
     uint32_t routing_table;    /* netlink: the table whose routes a pin must
                                   stay within (0 = main, where FRR installs) */
+    unsigned unsupported;      /* netlink: rule selectors (plan_sel bits) taken
+                                  as not kept by any switch's kernel, on top of
+                                  what is probed and read back (an operator
+                                  who knows, or a test standing in for an
+                                  older kernel) */
     /* netlink: called from the backend's watcher thread (without any backend
      * lock held) when what the switches' routing says changed: fetch it with
      * backend_routing. Must not call into the backend itself. NULL: none. */

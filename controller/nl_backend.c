@@ -43,6 +43,7 @@ struct nl_sw {
 struct nl_backend {
     struct nlroute_own own;
     uint32_t routing_table;
+    unsigned assumed;     /* backend_cfg.unsupported */
     const struct topo *topo;
     pthread_mutex_t mu;   /* guards sw[] (sockets, have, view), down, notes */
     struct nl_sw *sw;
@@ -127,6 +128,7 @@ static int add_switch(struct nl_backend *b, const char *name, const char *netns,
     tf_strlcpy(s->netns, netns, sizeof(s->netns));
     s->node = node;
     s->wfd = -1;
+    s->unsupported = b->assumed;
     plan_init(&s->have);
     routing_view_init(&s->view);
     char why[200] = "";
@@ -171,6 +173,7 @@ int nl_backend_open(const struct backend_cfg *cfg, struct nl_backend **out, char
                                   cfg->table_base + PLANBUILD_TABLE_SPAN - 1, cfg->rt_proto};
     b->routing_table = cfg->routing_table ? cfg->routing_table : ROUTING_VIEW_MAIN;
     b->topo = cfg->topo;
+    b->assumed = cfg->unsupported;
     b->poke = cfg->on_routing;
     b->poke_arg = cfg->on_routing_arg;
     char local[PLAN_SW_LEN] = "";

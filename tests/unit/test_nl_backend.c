@@ -166,11 +166,12 @@ static int routing_full(void)
 
 #define NEED_ROOT() do { if (!is_root) { fprintf(stderr, "# SKIP: needs root for network namespaces\n"); skip(); } } while (0)
 
-static struct backend *open_nl(void)
+static struct backend *open_nl_as(unsigned unsupported)
 {
     struct backend_cfg cfg;
     backend_cfg_default(&cfg);
     cfg.topo = topo;
+    cfg.unsupported = unsupported;
     struct backend *b;
     char err[256] = "";
     int rc = backend_open("netlink", &cfg, &b, err, sizeof(err));
@@ -179,6 +180,8 @@ static struct backend *open_nl(void)
     assert_int_equal(rc, 0);
     return b;
 }
+
+static struct backend *open_nl(void) { return open_nl_as(0); }
 
 /* Flow i from H1 (or H3) to H2 pinned over spine S1 (path 0) or S2 (path 1). */
 static void build(struct plan *p, const int *spine, int n, bool with_class)
@@ -349,6 +352,46 @@ static void test_rollback(void **state)
     assert_true(foreign_intact());
     plan_free(&want);
     plan_free(&before);
+    backend_close(b);
+}
+
+/* A switch whose kernel does not keep FRA_DSCP (stood in for by
+ * backend_cfg.unsupported: this kernel keeps it): the DSCP class rule is
+ * refused, never installed without its selector; everything else is
+ * installed; the backend is not healthy and says which switch and feature. */
+static void test_dscp_refused(void **state)
+{
+    (void)state;
+    NEED_ROOT();
+    struct backend *b = open_nl_as(PLAN_SEL_DSCP);
+    struct plan want;
+    int sp[3] = {0, 1, 1};
+    build(&want, sp, 3, true);
+    struct backend_result res;
+    assert_int_equal(backend_apply(b, &want, &res), 0);
+    assert_int_equal(res.refused, 1);
+    assert_int_equal(res.nunsup, 1);
+    assert_string_equal(res.unsup[0].sw, "L1");
+    assert_int_equal(res.unsup[0].sels, PLAN_SEL_DSCP);
+    assert_non_null(strstr(res.unsupported, "switch L1: its kernel does not keep the rule selector dscp (FRA_DSCP)"));
+    assert_false(backend_healthy(b));
+    assert_non_null(strstr(backend_error(b), "dscp (FRA_DSCP)"));
+    /* Installed: everything but the DSCP rule (none at 20257, not even a
+     * broader one); the class's table routes are harmless without it. */
+    struct plan have;
+    assert_int_equal(backend_read(b, &have), 0);
+    assert_int_equal(have.nrules, want.nrules - 1);
+    assert_int_equal(have.nroutes, want.nroutes);
+    for (size_t i = 0; i < have.nrules; i++)
+        assert_true(have.rules[i].dscp < 0);
+    assert_false(shows("rule show", "20257:"));
+    assert_true(shows("rule show", "20256:\tfrom all fwmark 0x10 lookup 7828 proto 77"));
+    plan_free(&have);
+    /* The next round refuses it again, without sending anything. */
+    assert_int_equal(backend_apply(b, &want, &res), 0);
+    assert_int_equal(res.refused, 1);
+    assert_int_equal(res.round_trips, 0);
+    plan_free(&want);
     backend_close(b);
 }
 
@@ -576,6 +619,7 @@ int main(void)
         cmocka_unit_test(test_install_and_read),
         cmocka_unit_test(test_reconcile_after_restart),
         cmocka_unit_test(test_rollback),
+        cmocka_unit_test(test_dscp_refused),
         cmocka_unit_test(test_withdraw),
         cmocka_unit_test(test_unreachable_switch_skipped),
         cmocka_unit_test(test_narrow_on_apply),
