@@ -18,7 +18,8 @@ setup() {
   ip netns add "$NS" && ip -n "$NS" link set lo up &&
   ip -n "$NS" link add up1 type veth peer name up1p &&
   ip -n "$NS" addr add 10.255.0.1/31 dev up1 &&
-  ip -n "$NS" link set up1 up && ip -n "$NS" link set up1p up
+  ip -n "$NS" link set up1 up && ip -n "$NS" link set up1p up &&
+  ip -n "$NS" route add 10.0.0.0/8 via 10.255.0.0 dev up1   # routing must offer the pins' next hop
 }
 now() { date +%s.%N; }
 rate() { awk -v n="$1" -v a="$2" -v b="$3" 'BEGIN { printf "%.3f s, %.0f rules/s", b-a, n/(b-a) }'; }
