@@ -63,6 +63,7 @@ static const struct config_key config_keys[] = {
     {"thresholds.stale_intervals", CK_DOUBLE, F(stale_intervals), "3", 1, 1000, NULL},
     {"thresholds.settle_intervals", CK_DOUBLE, F(settle_intervals), "2", 0, 1000, NULL},
     {"thresholds.link_holddown", CK_DOUBLE, F(link_holddown), "3", 0, 3600, NULL},
+    {"thresholds.pin_grace", CK_DOUBLE, F(pin_grace), "120", 0, 86400, NULL},
     {"limits.max_connections", CK_LONG, F(max_connections), "1024", 1, 65536, NULL},
     {"limits.connection_timeout", CK_LONG, F(connection_timeout), "10", 1, 3600, NULL},
     {"limits.max_body", CK_LONG, F(max_body), "8388608", 1024, 268435456, NULL},

@@ -42,6 +42,7 @@ struct config {
     long max_moves;                    /* per round */
     double stale_intervals;            /* probe silent this many intervals = stale */
     double link_holddown;              /* s a direction routing gave back stays unusable */
+    double pin_grace;                  /* s a pinned flow keeps its pin unobserved */
     double settle_intervals;           /* after moves: automatic rounds make forced moves only */
     /* limits */
     long max_connections;

@@ -96,6 +96,18 @@ struct round {
     bool degraded;               /* some direction is down (probe, routing or hold-down) */
     struct snap *f;
     size_t n;
+    /* Pins kept without telemetry: pinned flows not in f (unobserved or no
+     * longer fat) seen within thresholds.pin_grace, on a live path. */
+    struct snap *kept;
+    size_t nkept;
+    /* Pins to remove after the plan is applied, with why. */
+    struct unpin {
+        struct state_flow_key k;
+        uint64_t id;
+        bool failed;             /* its path failed; else unobserved too long */
+        double age;
+    } *unpin;
+    size_t nunpin;
     json_t *congested;
 };
 
@@ -108,9 +120,40 @@ static void round_free(struct round *r)
     free(r->down);
     free(r->hot);
     free(r->f);
+    free(r->kept);
+    free(r->unpin);
 }
 
 static const char *nm(const struct topo *t, uint32_t n) { return t->nodes[n].name; }
+
+/*
+ * Pins are state, not a by-product of fresh telemetry: a pinned flow that
+ * is unobserved (its probe silent, the management network down) or no
+ * longer fat keeps its pin for thresholds.pin_grace seconds after it was
+ * last seen, as long as its path is live. Past that, or when its path
+ * failed, the pin goes, with an event saying why. Needs r->down. Read lock.
+ */
+static void keep_or_unpin(struct round *r, struct state *s, const struct state_flow *f, double now, double grace)
+{
+    double age = now - f->last_seen;
+    struct snap *k = &r->kept[r->nkept];
+    bool placed = f->pin >= 0 && f->src_node != TOPO_NONE && f->dst_node != TOPO_NONE &&
+                  (k->ndirs = topo_path_dirs(s->topo, f->src_node, f->dst_node, (uint64_t)f->pin, k->dirs,
+                                             TOPO_MAX_HOPS)) > 0;
+    bool failed = false;
+    for (int j = 0; placed && j < k->ndirs; j++)
+        failed |= r->down[k->dirs[j]];
+    if (placed && !failed && age <= grace) {
+        k->k = f->k;
+        k->id = f->id;
+        k->src = f->src_node;
+        k->dst = f->dst_node;
+        k->pin = k->path = f->pin;
+        r->nkept++;
+        return;
+    }
+    r->unpin[r->nunpin++] = (struct unpin){.k = f->k, .id = f->id, .failed = placed && failed, .age = age};
+}
 
 /* Under the read lock: loads, congestion, and every live fat flow we can place. */
 static int snapshot(struct rebalance *rb, double now, struct round *r)
@@ -128,8 +171,10 @@ static int snapshot(struct rebalance *rb, double now, struct round *r)
     r->down = calloc(nd, 1);
     r->hot = calloc(nd, 1);
     r->f = calloc(s->nflows + 1, sizeof(*r->f));
+    r->kept = calloc(s->nflows + 1, sizeof(*r->kept));
+    r->unpin = calloc(s->nflows + 1, sizeof(*r->unpin));
     r->congested = json_array();
-    if (!r->bps || !r->ce || !r->bg || !r->nfat || !r->down || !r->hot || !r->f)
+    if (!r->bps || !r->ce || !r->bg || !r->nfat || !r->down || !r->hot || !r->f || !r->kept || !r->unpin)
         return -ENOMEM;
     state_dir_loads(s, now, r->bps, r->ce, r->nfat);
     for (uint32_t d = 0; d < r->nd; d++) {
@@ -139,6 +184,10 @@ static int snapshot(struct rebalance *rb, double now, struct round *r)
     }
     for (size_t i = 0; i < s->nflows; i++) {
         const struct state_flow *f = &s->flows[i];
+        if (f->pinned && (!f->fat || state_flow_stale(s, f, now))) {
+            keep_or_unpin(r, s, f, now, c->pin_grace);
+            continue;
+        }
         if (!f->fat || state_flow_stale(s, f, now) || f->src_node == TOPO_NONE || f->dst_node == TOPO_NONE ||
             f->src_node == f->dst_node || f->path < 0 || f->path > (int64_t)ASSIGN_MAX_PATHS)
             continue;
@@ -268,15 +317,16 @@ static void class_rules_build(const struct classes *cs, const struct topo *t, st
 static int build_plan(struct rebalance *rb, const struct round *r, const uint32_t *path,
                       const struct class_rules *cr, struct plan *out, char *err, size_t errlen)
 {
-    struct planbuild_flow *pf = calloc(r->n + 1, sizeof(*pf));
-    uint32_t (*dirs)[TOPO_MAX_HOPS] = calloc(r->n + 1, sizeof(*dirs));
+    struct planbuild_flow *pf = calloc(r->n + r->nkept + 1, sizeof(*pf));
+    uint32_t (*dirs)[TOPO_MAX_HOPS] = calloc(r->n + r->nkept + 1, sizeof(*dirs));
     size_t n = 0;
     int rc = -ENOMEM;
     if (!pf || !dirs)
         goto out;
-    for (size_t i = 0; i < r->n; i++) {
-        const struct snap *f = &r->f[i];
-        int64_t p = path[i] != ASSIGN_NO_PATH && (int64_t)path[i] != f->path ? (int64_t)path[i]
+    for (size_t i = 0; i < r->n + r->nkept; i++) {
+        const struct snap *f = i < r->n ? &r->f[i] : &r->kept[i - r->n];
+        int64_t p = i >= r->n ? f->pin
+                    : path[i] != ASSIGN_NO_PATH && (int64_t)path[i] != f->path ? (int64_t)path[i]
                     : f->hold ? f->path : f->pin;
         if (p < 0)
             continue;
@@ -296,6 +346,40 @@ out:
     free(pf);
     free(dirs);
     return rc;
+}
+
+/* At most this many unpin events a round; one line says the rest. */
+#define REBALANCE_UNPIN_EVENTS 8
+
+/* The pins keep_or_unpin gave up, once the plan without them is applied. */
+static void unpin_apply(struct rebalance *rb, const struct round *r, double now)
+{
+    if (!r->nunpin)
+        return;
+    struct state *s = rb->st;
+    size_t aged = 0, failed = 0, said = 0;
+    pthread_rwlock_wrlock(&s->lock);
+    for (size_t i = 0; i < r->nunpin; i++) {
+        const struct unpin *u = &r->unpin[i];
+        struct state_flow *f = state_flow_find(s, &u->k);
+        if (!f || !f->pinned)
+            continue;
+        f->pinned = false;
+        f->pin = -1;
+        u->failed ? failed++ : aged++;
+        if (said++ >= REBALANCE_UNPIN_EVENTS)
+            continue;
+        char a[64], b[64];
+        events_add(rb->ev, now, "unpinned", "flow %016llx %s:%u -> %s:%u (proto %u): %s%.0f s", (unsigned long long)u->id,
+                   tf_addr_str(u->k.af, u->k.src, a, sizeof(a)), u->k.sport,
+                   tf_addr_str(u->k.af, u->k.dst, b, sizeof(b)), u->k.dport, u->k.proto,
+                   u->failed ? "its path failed while unobserved; last seen " : "unobserved or not fat for ", u->age);
+    }
+    s->gen++;
+    pthread_rwlock_unlock(&s->lock);
+    if (said > REBALANCE_UNPIN_EVENTS)
+        events_add(rb->ev, now, "unpinned", "%zu more pins removed (%zu unobserved too long, %zu on failed paths in all)",
+                   said - REBALANCE_UNPIN_EVENTS, aged, failed);
 }
 
 /* "L1 S2 L2", for logs. */
@@ -596,6 +680,7 @@ static int run_round(struct rebalance *rb, double now, bool dry_run, bool automa
             accepted = true;
             applied = acts;
             record_pins(rb, &r, path, now);
+            unpin_apply(rb, &r, now);
             if (moved)
                 rb->settle_until = now + c->settle_intervals * c->interval;
             plan_free(&rb->last);

@@ -533,7 +533,9 @@ int state_tick(struct state *s, double now, state_probe_cb cb, void *arg)
     /* Age out flows nobody reported for a long time; keep the array dense. */
     size_t w = 0;
     for (size_t i = 0; i < s->nflows; i++) {
-        if (now - s->flows[i].last_seen > STATE_AGE_OUT * s->stale_after)
+        /* A pinned flow stays until the rebalance loop unpins it (after its
+         * grace, with an event): its pin is state, not telemetry. */
+        if (!s->flows[i].pinned && now - s->flows[i].last_seen > STATE_AGE_OUT * s->stale_after)
             continue;
         if (w != i)
             s->flows[w] = s->flows[i];

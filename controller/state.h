@@ -19,7 +19,9 @@
  *   - time is passed in (`now`, seconds, the caller's clock) so that staleness
  *     is testable; a probe is stale when now - last_seen > stale_after, and a
  *     stale probe's measurements and flows stop counting (they are kept, and
- *     shown as stale, until they age out at AGE_OUT times that).
+ *     shown as stale, until they age out at AGE_OUT times that; a pinned
+ *     flow ages out only once the rebalance loop has unpinned it, after
+ *     thresholds.pin_grace, see rebalance.c).
  */
 #ifndef TF_STATE_H
 #define TF_STATE_H

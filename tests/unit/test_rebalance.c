@@ -190,6 +190,76 @@ static void collision_moves_one_then_plan_is_stable(void **state)
     plan_free(&del);
 }
 
+/* Telemetry loss is not a reason to unpin: the pin stays in the plan while
+ * the flow is unobserved, for thresholds.pin_grace after it was last seen;
+ * then it goes, with an event. A pin whose path fails while unobserved goes
+ * at once. */
+static bool has_event(struct fx *x, const char *kind, const char *text)
+{
+    json_t *all = events_json(&x->ev, 0, 1024);
+    json_t *e;
+    size_t i;
+    bool found = false;
+    json_array_foreach(json_object_get(all, "events"), i, e)
+        found |= !strcmp(json_string_value(json_object_get(e, "kind")), kind) &&
+                 strstr(json_string_value(json_object_get(e, "message")), text) != NULL;
+    json_decref(all);
+    return found;
+}
+
+static void pins_survive_telemetry_loss(void **state)
+{
+    struct fx *x = *state;
+    x->cfg.pin_grace = 60;
+    const int sp[] = {1, 2, 3};
+    const char *on[] = {"S1", "S1", "S3"};
+    const double g[] = {80, 80, 80};
+    report(x, T0, NULL, 3, sp, on, g);
+    assert_int_equal(round_moves(x, T0), 1);
+    assert_int_equal(x->rb.last.nrules, 1);
+    struct plan p1;
+    plan_copy(&p1, &x->rb.last);
+    /* The probe goes silent: stale after 3 s, aged out of the views after
+     * 30 s, but the pin stays in every round's plan. */
+    for (double t = T0 + 5; t <= T0 + 55; t += 10) {
+        state_tick(&x->st, t, NULL, NULL);
+        assert_int_equal(round_moves(x, t), 0);
+        assert_true(plan_equal(&x->rb.last, &p1));
+    }
+    assert_false(has_event(x, "unpinned", ""));
+    /* Past the grace: unpinned, said, and then it may age out. */
+    state_tick(&x->st, T0 + 61, NULL, NULL);
+    assert_int_equal(round_moves(x, T0 + 61), 0);
+    assert_int_equal(x->rb.last.nrules, 0);
+    assert_true(has_event(x, "unpinned", "unobserved or not fat for 61 s"));
+    state_tick(&x->st, T0 + 62, NULL, NULL);
+    assert_int_equal(x->st.nflows, 0);
+    plan_free(&p1);
+
+    /* Pinned again, silent again, then its spine fails: the pin goes in the
+     * next round, well within the grace. */
+    report(x, T0 + 100, NULL, 3, sp, on, g);
+    assert_int_equal(round_moves(x, T0 + 100), 1);
+    assert_int_equal(x->rb.last.nrules, 1);
+    uint32_t table = x->rb.last.rules[0].table;
+    const struct state_flow *f = NULL;
+    for (size_t i = 0; i < x->st.nflows; i++)
+        if (x->st.flows[i].pinned)
+            f = &x->st.flows[i];
+    assert_non_null(f);
+    uint32_t d = f->dirs[1];   /* H -> L1, then L1 -> its spine */
+    assert_string_equal(x->st.topo->nodes[topo_dir_from(x->st.topo, d)].name, "L1");
+    state_tick(&x->st, T0 + 110, NULL, NULL);
+    assert_int_equal(round_moves(x, T0 + 110), 0);
+    assert_int_equal(x->rb.last.rules[0].table, table);
+    pthread_rwlock_wrlock(&x->st.lock);
+    state_dir_set_route_down(&x->st, d, true, T0 + 111);
+    pthread_rwlock_unlock(&x->st.lock);
+    assert_int_equal(round_moves(x, T0 + 111), 0);
+    assert_int_equal(x->rb.last.nrules, 0);
+    assert_true(has_event(x, "unpinned", "its path failed while unobserved"));
+}
+
 static uint32_t auto_moves(struct fx *x, double now)
 {
     assert_int_equal(rebalance_auto(&x->rb, now), 0);
@@ -402,6 +472,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(max_moves_and_hysteresis, setup, teardown),
         cmocka_unit_test_setup_teardown(dry_run_changes_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(class_via_subset, setup, teardown),
+        cmocka_unit_test_setup_teardown(pins_survive_telemetry_loss, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
