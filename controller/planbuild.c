@@ -8,6 +8,8 @@
 #include "controller/planbuild.h"
 
 #include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -228,4 +230,102 @@ int plan_build(const struct topo *t, const struct plan_opts *o,
         rc = build_class(t, o, &classes[i], i, out, err, errlen);
     plan_sort(out);
     return rc;
+}
+
+/* Two rules belong to one flow when everything but switch, priority and
+ * table is equal. */
+static bool same_flow(const struct plan_rule *a, const struct plan_rule *b)
+{
+    return a->af == b->af && a->ipproto == b->ipproto && a->sport == b->sport && a->dport == b->dport &&
+           a->src_len == b->src_len && a->dst_len == b->dst_len && !memcmp(a->src, b->src, 16) &&
+           !memcmp(a->dst, b->dst, 16);
+}
+
+/* The uplink rule r chose at its switch, as a direction; false if r is not
+ * a flow rule of ours on a switch of t. */
+static bool rule_dir(const struct topo *t, const struct plan_opts *o, const struct plan_rule *r, uint32_t *node,
+                     uint32_t *dir)
+{
+    uint8_t bits = r->af == 4 ? 32 : 128;
+    if (!r->ipproto || !r->sport || !r->dport || r->src_len != bits || r->dst_len != bits || r->fwmark ||
+        r->dscp >= 0 || r->table < o->table_base || r->table >= o->table_base + PLANBUILD_MAX_UPLINKS)
+        return false;
+    uint32_t n = topo_node_by_name(t, r->sw);
+    uint32_t k = r->table - o->table_base;
+    if (n == TOPO_NONE || k >= t->nodes[n].up_count)
+        return false;
+    *node = n;
+    *dir = topo_dir(t->up_links[t->nodes[n].up_first + k], 0);
+    return true;
+}
+
+int planbuild_pins(const struct topo *t, const struct plan_opts *o, const struct plan *p, planbuild_pin_fn fn,
+                   void *arg, size_t *skipped)
+{
+    size_t nr = p->nrules;
+    bool *done = calloc(nr + 1, sizeof(bool));
+    if (!done)
+        return -ENOMEM;
+    *skipped = 0;
+    for (size_t i = 0; i < nr; i++) {
+        const struct plan_rule *r = &p->rules[i];
+        uint32_t rn, rd;
+        if (done[i] || !rule_dir(t, o, r, &rn, &rd))
+            continue;
+        /* Every switch's choice for this flow. */
+        uint32_t at[TOPO_MAX_HOPS], choice[TOPO_MAX_HOPS];
+        int nc = 0;
+        bool bad = false;
+        for (size_t j = i; j < nr; j++) {
+            if (done[j] || !same_flow(r, &p->rules[j]))
+                continue;
+            done[j] = true;
+            uint32_t n, d;
+            if (!rule_dir(t, o, &p->rules[j], &n, &d) || nc == TOPO_MAX_HOPS) {
+                bad = true;
+                continue;
+            }
+            for (int k = 0; k < nc; k++)
+                bad |= at[k] == n;   /* two choices at one switch */
+            at[nc] = n;
+            choice[nc++] = d;
+        }
+        uint32_t src = topo_node_by_addr(t, r->af, r->src), dst = topo_node_by_addr(t, r->af, r->dst);
+        if (bad || src == TOPO_NONE || dst == TOPO_NONE || t->nodes[src].tier != TOPO_HOST ||
+            t->nodes[dst].tier != TOPO_HOST || src == dst) {
+            (*skipped)++;
+            continue;
+        }
+        /* Walk up from src: a switch with a rule leaves by it, one without
+         * by its only uplink; then the range of paths with that prefix must
+         * be a single path. */
+        int meet = topo_meet_tier(t, src, dst);
+        uint32_t walk[TOPO_MAX_HOPS];
+        int nw = 0;
+        uint32_t x = src;
+        while (meet >= 0 && t->nodes[x].tier < (uint32_t)meet && nw < TOPO_MAX_HOPS) {
+            uint32_t d = TOPO_NONE;
+            for (int k = 0; k < nc; k++)
+                if (at[k] == x)
+                    d = choice[k];
+            if (d == TOPO_NONE && t->nodes[x].up_count == 1)
+                d = topo_dir(t->up_links[t->nodes[x].up_first], 0);
+            if (d == TOPO_NONE)
+                break;
+            walk[nw++] = d;
+            x = topo_dir_to(t, d);
+        }
+        uint64_t first = 0, count = 0;
+        if (meet < 0 || t->nodes[x].tier != (uint32_t)meet ||
+            topo_path_prefix_range(t, src, dst, walk, nw, &first, &count) < 0 || count != 1) {
+            (*skipped)++;
+            continue;
+        }
+        struct planbuild_flow f = {.af = r->af, .proto = r->ipproto, .sport = r->sport, .dport = r->dport};
+        memcpy(f.src, r->src, 16);
+        memcpy(f.dst, r->dst, 16);
+        fn(arg, &f, src, dst, first);
+    }
+    free(done);
+    return 0;
 }

@@ -82,4 +82,20 @@ int plan_build(const struct topo *t, const struct plan_opts *o,
  */
 int planbuild_check_topo(const struct topo *t, char *err, size_t errlen);
 
+/*
+ * The inverse of plan_build for flows: the pinned flows a plan (read back
+ * from the switches at start) expresses, each with its path index. A flow
+ * is its 5-tuple rules (ipproto, sport, dport, host src and dst) in the
+ * per-uplink tables; its path is the walk that leaves every switch with a
+ * rule by that rule's uplink (and any other switch by its only way toward
+ * the destination). Flows whose rules do not make one shortest path (a
+ * partial state, an edited topology) are counted in *skipped, not given.
+ * fn is called once per flow (af, proto, src, dst, sport, dport: as in the
+ * rules; src_node, dst_node: the hosts). Returns 0 or -ENOMEM.
+ */
+typedef void (*planbuild_pin_fn)(void *arg, const struct planbuild_flow *f, uint32_t src_node, uint32_t dst_node,
+                                 uint64_t path);
+int planbuild_pins(const struct topo *t, const struct plan_opts *o, const struct plan *p, planbuild_pin_fn fn,
+                   void *arg, size_t *skipped);
+
 #endif

@@ -790,3 +790,75 @@ int rebalance_routing(struct rebalance *rb, double now)
     free(down);
     return went_down;
 }
+
+struct adopt_ctx {
+    struct state *s;
+    double now;
+    size_t n, full;
+};
+
+static void adopt_one(void *arg, const struct planbuild_flow *pf, uint32_t src, uint32_t dst, uint64_t path)
+{
+    struct adopt_ctx *a = arg;
+    struct state_flow_key k = {.af = pf->af, .proto = pf->proto, .sport = pf->sport, .dport = pf->dport};
+    memcpy(k.src, pf->src, 16);
+    memcpy(k.dst, pf->dst, 16);
+    bool inserted = false;
+    struct state_flow *f = state_flow_upsert(a->s, &k, &inserted);
+    if (!f) {
+        a->full++;
+        return;
+    }
+    if (inserted) {
+        f->probe = f->egress = TOPO_NONE;
+        f->src_node = src;
+        f->dst_node = dst;
+        f->last_seen = a->now;   /* its grace starts now */
+        state_flow_classify(a->s, f);
+    }
+    f->pin = (int64_t)path;
+    f->pinned = true;
+    state_flow_set_path(a->s, f, f->pin);
+    a->n++;
+}
+
+int rebalance_adopt(struct rebalance *rb, double now)
+{
+    pthread_mutex_lock(&rb->mu);
+    if (!rb->be) {
+        pthread_mutex_unlock(&rb->mu);
+        return 0;
+    }
+    struct plan have;
+    plan_init(&have);
+    int rc = backend_read(rb->be, &have);
+    if (rc < 0) {
+        events_add(rb->ev, now, "backend_error", "reading what is installed at start: %s; nothing adopted",
+                   backend_error(rb->be));
+        plan_free(&have);
+        pthread_mutex_unlock(&rb->mu);
+        return rc;
+    }
+    struct plan_opts o = {.prio_min = (uint32_t)rb->cfg->rule_prio_min, .prio_max = (uint32_t)rb->cfg->rule_prio_max,
+                          .table_base = (uint32_t)rb->cfg->table_base};
+    struct adopt_ctx a = {.s = rb->st, .now = now};
+    size_t skipped = 0;
+    pthread_rwlock_wrlock(&rb->st->lock);
+    rc = planbuild_pins(rb->st->topo, &o, &have, adopt_one, &a, &skipped);
+    rb->st->gen++;
+    pthread_rwlock_unlock(&rb->st->lock);
+    if (rc == 0 && (a.n || skipped || a.full))
+        events_add(rb->ev, now, "adopt",
+                   "adopted %zu pinned flow%s found installed (kept until the probes confirm them or "
+                   "thresholds.pin_grace ends)%s%zu rule set%s not understood%s",
+                   a.n, a.n == 1 ? "" : "s", skipped || a.full ? "; " : "", skipped + a.full,
+                   skipped + a.full == 1 ? "" : "s", skipped || a.full ? " will be removed by the first round" : "");
+    if (rc == 0) {
+        plan_free(&rb->last);
+        rb->last = have;
+    } else {
+        plan_free(&have);
+    }
+    pthread_mutex_unlock(&rb->mu);
+    return rc;
+}

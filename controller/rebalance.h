@@ -80,6 +80,12 @@ int  rebalance_routing(struct rebalance *rb, double now);
 /* The switches and rule selectors the backend refused in the last round it
  * applied (out holds max); how many. */
 size_t rebalance_unsupported(struct rebalance *rb, struct backend_unsup *out, size_t max);
+/* At start: reads back what the backend has installed (its own rules and
+ * routes) and turns every pinned flow it expresses into a pin in the state
+ * (planbuild_pins), kept until the probes confirm the flow or its grace
+ * ends, so that the first round installs the same state instead of
+ * flapping it. An "adopt" event says how many. 0 or -errno. */
+int  rebalance_adopt(struct rebalance *rb, double now);
 /* Copy of the last summary and backend health. */
 struct rebalance_summary rebalance_last(struct rebalance *rb, bool *healthy, char *err, size_t errlen);
 

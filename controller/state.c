@@ -87,6 +87,30 @@ static void remap_jobs(struct state *s, const struct topo *old, const struct top
     s->cls_gen++;
 }
 
+/* The path of f's pin in the old topology, walked by node names in the new
+ * one; false when a node or link of it is gone or it is no longer a
+ * shortest path. */
+static bool remap_pin(const struct topo *old, const struct topo *t, const struct state_flow *f, uint32_t *src,
+                      uint32_t *dst, uint64_t *idx)
+{
+    uint32_t od[TOPO_MAX_HOPS], nd[TOPO_MAX_HOPS];
+    if (f->src_node == TOPO_NONE || f->dst_node == TOPO_NONE)
+        return false;
+    int n = topo_path_dirs(old, f->src_node, f->dst_node, (uint64_t)f->pin, od, TOPO_MAX_HOPS);
+    if (n <= 0)
+        return false;
+    *src = topo_node_by_name(t, old->nodes[f->src_node].name);
+    *dst = topo_node_by_name(t, old->nodes[f->dst_node].name);
+    uint32_t at = *src;
+    for (int k = 0; k < n && at != TOPO_NONE; k++) {
+        uint32_t next = topo_node_by_name(t, old->nodes[topo_dir_to(old, od[k])].name);
+        if (next == TOPO_NONE || topo_dir_between(t, at, next, &nd[k]) < 0)
+            return false;
+        at = next;
+    }
+    return at != TOPO_NONE && at == *dst && topo_path_index_of(t, *src, *dst, nd, n, idx) == 0;
+}
+
 struct topo *state_set_topo(struct state *s, struct topo *t)
 {
     struct topo *old = s->topo;
@@ -107,13 +131,26 @@ struct topo *state_set_topo(struct state *s, struct topo *t)
     s->probes = p;
     remap_jobs(s, old, t);
     s->topo = t;
-    /* Node indices may mean other nodes now: forget every placement. */
+    /* Node indices may mean other nodes now: forget every placement but the
+     * pins, which are carried over by node names. */
+    s->pins_kept = s->pins_lost = 0;
     for (size_t i = 0; i < s->nflows; i++) {
         struct state_flow *f = &s->flows[i];
-        f->probe = f->egress = f->src_node = f->dst_node = TOPO_NONE;
+        uint64_t pin = 0;
+        uint32_t src = TOPO_NONE, dst = TOPO_NONE;
+        bool kept = f->pinned && f->pin >= 0 && old && remap_pin(old, t, f, &src, &dst, &pin);
+        if (f->pinned)
+            kept ? s->pins_kept++ : s->pins_lost++;
+        f->probe = f->egress = TOPO_NONE;
+        f->src_node = src;
+        f->dst_node = dst;
         f->path = f->pin = -1;
         f->ndirs = -1;
-        f->pinned = false;
+        f->pinned = kept;
+        if (kept) {
+            f->pin = (int64_t)pin;
+            state_flow_set_path(s, f, f->pin);
+        }
     }
     s->gen++;
     return old;

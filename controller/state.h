@@ -132,12 +132,15 @@ struct state {
     double link_holddown;        /* seconds a direction routing gave back stays down */
     double start;
     uint64_t reports_total, reports_rejected;
+    size_t pins_kept, pins_lost; /* by the last state_set_topo */
 };
 
 int  state_init(struct state *s, struct topo *t, size_t max_flows, double stale_after, double now);
 void state_free(struct state *s);
 /* Takes ownership of t; keeps flows (their paths are recomputed on the next
- * report) and drops per-direction data. Caller holds the write lock. The old
+ * report) and their pins, mapped to t by node names (a pin whose nodes or
+ * links are gone, or that is no longer a shortest path, is dropped:
+ * pins_kept and pins_lost count them), and drops per-direction data. Caller holds the write lock. The old
  * topology is returned for the caller to free once no reader can see it. */
 struct topo *state_set_topo(struct state *s, struct topo *t);
 

@@ -188,8 +188,9 @@ static void reload(struct daemon *d)
         classes_free(old_cls);
         free(old_cls);
     }
-    events_add(&d->ev, now, "reload", "topology '%s' (%u nodes, %u links) and policy reloaded", t->name, t->nnodes,
-               t->nlinks);
+    events_add(&d->ev, now, "reload", "topology '%s' (%u nodes, %u links) and policy reloaded; %zu pin%s kept, %zu "
+               "whose path is not in the new topology dropped", t->name, t->nnodes, t->nlinks, d->st.pins_kept,
+               d->st.pins_kept == 1 ? "" : "s", d->st.pins_lost);
 }
 
 static void probe_cb(void *arg, const char *node, bool stale)
@@ -376,8 +377,10 @@ int main(int argc, char **argv)
     if ((prio == -1 && errno) || setpriority(PRIO_PROCESS, tid, prio + REBALANCE_NICE) < 0)
         log_warn("setpriority: %s (rebalance rounds keep the workers' priority)", strerror(errno));
 
-    /* What routing says at start (pins it no longer offers were already
-     * removed when the backend opened). */
+    /* Adopt what is installed instead of flapping it, then take what
+     * routing says (pins it no longer offers were already removed when the
+     * backend opened). */
+    rebalance_adopt(&d.rb, tf_now_real());
     rebalance_routing(&d.rb, tf_now_real());
     double next = tf_now_mono() + d.cfg.interval, last_poke_round = 0;
     for (;;) {

@@ -114,6 +114,69 @@ static void loads_from_flows_when_unmeasured(void **st)
     state_free(&s);
 }
 
+/* A reload keeps every pin whose path still exists, mapped by node names
+ * (the same file loaded again: the same pin); a pin over a link the new
+ * topology lacks is dropped, and both are counted. */
+static void reload_keeps_pins_by_name(void **st)
+{
+    (void)st;
+    struct state s;
+    assert_int_equal(state_init(&s, fx_topo(), 1000, STALE, T0), 0);
+    assert_int_equal(fx_post(&s, REPORT, T0, NULL), 0);
+    assert_int_equal(s.nflows, 1);
+    struct state_flow *f = &s.flows[0];
+    /* Pinned over S3 (the report saw it on S2). */
+    uint64_t n = topo_path_count(s.topo, f->src_node, f->dst_node);
+    int64_t over_s3 = -1;
+    for (uint64_t p = 0; p < n; p++) {
+        uint32_t d[TOPO_MAX_HOPS];
+        topo_path_dirs(s.topo, f->src_node, f->dst_node, p, d, TOPO_MAX_HOPS);
+        if (!strcmp(s.topo->nodes[topo_dir_to(s.topo, d[1])].name, "S3"))
+            over_s3 = (int64_t)p;
+    }
+    assert_true(over_s3 >= 0);
+    f->pin = over_s3;
+    f->pinned = true;
+    state_flow_set_path(&s, f, over_s3);
+    /* The same topology again. */
+    topo_free(state_set_topo(&s, fx_topo()));
+    assert_int_equal(s.pins_kept, 1);
+    assert_int_equal(s.pins_lost, 0);
+    assert_true(f->pinned);
+    assert_int_equal(f->pin, over_s3);
+    assert_string_equal(fx_spine(&s, f), "S3");
+    /* A topology without L2-S3: that pin cannot stay. */
+    struct topo *t = fx_topo();
+    char json[16384];
+    FILE *m = fmemopen(json, sizeof(json), "w");
+    assert_non_null(m);
+    assert_int_equal(topo_write_json(t, m), 0);
+    fclose(m);
+    topo_free(t);
+    json_error_t je;
+    json_t *o = json_loads(json, 0, &je);
+    assert_non_null(o);
+    json_t *links = json_object_get(o, "links"), *l;
+    size_t i;
+    json_array_foreach(links, i, l)
+        if (!strcmp(json_string_value(json_object_get(l, "a")), "L2") &&
+            !strcmp(json_string_value(json_object_get(l, "b")), "S3")) {
+            json_array_remove(links, i);
+            break;
+        }
+    char *text = json_dumps(o, 0);
+    json_decref(o);
+    char err[256];
+    assert_int_equal(topo_from_json(text, strlen(text), "test", &t, err, sizeof(err)), 0);
+    free(text);
+    topo_free(state_set_topo(&s, t));
+    assert_int_equal(s.pins_kept, 0);
+    assert_int_equal(s.pins_lost, 1);
+    assert_false(f->pinned);
+    assert_int_equal(f->pin, -1);
+    state_free(&s);
+}
+
 /* A flow's class and tier from job membership, with policy precedence. */
 static const char *class_of(struct state *s, const char *src, const char *dst, uint16_t sport, int *tier)
 {
@@ -193,7 +256,8 @@ static void flows_classified_by_job(void **st)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(probe_goes_stale_and_data_ages_out),
+    const struct CMUnitTest tests[] = {cmocka_unit_test(reload_keeps_pins_by_name),
+                                       cmocka_unit_test(probe_goes_stale_and_data_ages_out),
                                        cmocka_unit_test(loads_from_flows_when_unmeasured),
                                        cmocka_unit_test(flows_classified_by_job)};
     return cmocka_run_group_tests(tests, NULL, NULL);
