@@ -847,12 +847,16 @@ int rebalance_adopt(struct rebalance *rb, double now)
     rc = planbuild_pins(rb->st->topo, &o, &have, adopt_one, &a, &skipped);
     rb->st->gen++;
     pthread_rwlock_unlock(&rb->st->lock);
-    if (rc == 0 && (a.n || skipped || a.full))
+    size_t odd = skipped + a.full;
+    if (rc == 0 && (a.n || odd)) {
+        char more[96] = "";
+        if (odd)
+            snprintf(more, sizeof(more), "; %zu rule set%s not understood will be removed by the first round", odd,
+                     odd == 1 ? "" : "s");
         events_add(rb->ev, now, "adopt",
                    "adopted %zu pinned flow%s found installed (kept until the probes confirm them or "
-                   "thresholds.pin_grace ends)%s%zu rule set%s not understood%s",
-                   a.n, a.n == 1 ? "" : "s", skipped || a.full ? "; " : "", skipped + a.full,
-                   skipped + a.full == 1 ? "" : "s", skipped || a.full ? " will be removed by the first round" : "");
+                   "thresholds.pin_grace ends)%s", a.n, a.n == 1 ? "" : "s", more);
+    }
     if (rc == 0) {
         plan_free(&rb->last);
         rb->last = have;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# timeout: 240
+# timeout: 300
 # End to end on the emulated 2-leaf x 4-spine fabric (4 hosts per leaf, every
 # link shaped to $E2E_MBIT): four iperf3 flows H1..H4 -> H5..H8 whose source
 # ports make ECMP put them on two spines; then tierflow-probe on the leaf
@@ -9,6 +9,8 @@
 #   1. ECMP: the four flows collide (two spines busy, two idle, aggregate ~2C)
 #   2. tierflowd starts: within 5 s the aggregate reaches >= 90% of 4C and
 #      each L1 uplink carries one flow's worth (the leaf's own counters)
+#   2b. SIGHUP (same topology), then kill -9 and a restart: `ip monitor rule`
+#      in L1 sees no rule deleted, and the uplinks stay one flow each
 #   3. one L1 uplink goes down: the aggregate recovers to >= 90% of 3C (with
 #      --seed 5 the kernel's own fallback would leave a live uplink idle, so
 #      the recovery is tierflow's doing; the test says which case it saw)
@@ -60,7 +62,7 @@ for i in 0 1 2 3; do
 done
 t_eq "ip route get predicts two flows on each of ${UP[0]}, ${UP[1]}" 1 "$ok"
 
-FLOW_SECS=${E2E_FLOW_SECS:-30}
+FLOW_SECS=${E2E_FLOW_SECS:-40}
 for i in 0 1 2 3; do iperf_server "${DST[$i]}" $((5201 + i)) "$LAB_TMP/srv$i.json"; done
 for i in 0 1 2 3; do iperf_wait_listen "${DST[$i]}" $((5201 + i)); done
 
@@ -161,6 +163,36 @@ for i in 0 1 2 3; do
   t_ge "tierflow: ${UP[$i]} carries one flow (counters >= 75% of C)" "${R[$i]}" "$(awk -v c="$C" 'BEGIN{print 0.75*c}')"
 done
 curl -s "$URL/api/v1/status" > "$LAB_TMP/status.json" || true
+
+# ---- 2b. no flap: SIGHUP with the same topology, then a crash and restart --
+# Under traffic, `ip monitor rule` in L1 must see no rule deleted: a reload
+# keeps every pin, and a restarted daemon adopts what it finds installed.
+if [ $MANUAL -eq 0 ]; then
+  rules_before=$("$LAB" exec L1 -- ip rule show | grep -c 'proto 77')
+  "$LAB" exec L1 -- ip monitor rule > "$LAB_TMP/monitor.txt" 2>&1 &
+  MON=$!
+  sleep 0.3
+  kill -HUP "${LAB_PIDS[tierflowd]}"
+  sleep 2.5
+  kill -9 "${LAB_PIDS[tierflowd]}"; wait "${LAB_PIDS[tierflowd]}" 2>/dev/null
+  lab_bg tierflowd "$CTL" --topology "$LAB_TOPO" --backend netlink --listen "$MGMT:$PORT" \
+    --token-file "$TOKEN" --interval 1 --withdraw-on-exit >>"$LAB_TMP/tierflowd.log" 2>&1
+  sleep 4
+  kill "$MON" 2>/dev/null; wait "$MON" 2>/dev/null
+  # Flow rules carry ipproto; the backend's own capability probe at open (a
+  # rule that matches nothing, added and deleted at once) is not a pin.
+  deleted=$(grep '^Deleted' "$LAB_TMP/monitor.txt" | grep -c 'ipproto')
+  echo "# SIGHUP and a kill -9 + restart under traffic: ip monitor rule in L1 saw $deleted flow rule deletions, $(grep -v '^Deleted' "$LAB_TMP/monitor.txt" | grep -c 'ipproto') additions ($rules_before tierflow rules before)"
+  t_eq "SIGHUP and restart under traffic delete no rule (ip monitor rule)" 0 "$deleted"
+  t_eq "tierflow's rules all still there after restart" "$rules_before" "$("$LAB" exec L1 -- ip rule show | grep -c 'proto 77')"
+  ev=$(curl -s "$URL/api/v1/events" | jq -r '[.events[]? | select(.kind == "adopt")] | length')
+  t_ge "the restarted daemon adopted the installed pins (adopt event)" "${ev:-0}" 1
+  R=($(uplink_rates 2))
+  echo "# after restart: L1 uplinks ${UP[*]} carry $(for r in "${R[@]}"; do printf '%s ' "$(mbit "$r")"; done)Mbit/s"
+  for i in 0 1 2 3; do
+    t_ge "after restart: ${UP[$i]} still carries one flow (counters >= 75% of C)" "${R[$i]}" "$(awk -v c="$C" 'BEGIN{print 0.75*c}')"
+  done
+fi
 
 # ---- 3. link down --------------------------------------------------------
 DOWN=${UP[3]}
