@@ -982,19 +982,7 @@ static int view_route_cb(struct nlroute *n, struct nlmsghdr *h, void *p)
         view_nh(n, &r, tb, oif, &r.nh[0]);
         r.nnh = 1;
     }
-    /* plan_add_route refuses nnh 0 (a plan route always has a next hop):
-     * a view keeps such routes as "offers nothing", so append by hand. */
-    struct plan *pl = &c->v->rt;
-    if (pl->nroutes == pl->tcap) {
-        size_t cap = pl->tcap ? 2 * pl->tcap : 64;
-        struct plan_route *v = realloc(pl->routes, cap * sizeof(*v));
-        if (!v)
-            return -ENOMEM;
-        pl->routes = v;
-        pl->tcap = cap;
-    }
-    pl->routes[pl->nroutes++] = r;
-    return 0;
+    return routing_view_add_route(c->v, &r) == -ENOMEM ? -ENOMEM : 0;
 }
 
 int nlroute_read_view(struct nlroute *n, uint32_t table, uint8_t own_proto, struct routing_view *v, char *err,

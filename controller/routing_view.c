@@ -51,6 +51,25 @@ int routing_view_add_link(struct routing_view *v, const char *name, bool up)
     return 0;
 }
 
+int routing_view_add_route(struct routing_view *v, const struct plan_route *r)
+{
+    /* Not plan_add_route: it refuses nnh 0 (a plan route always has a next
+     * hop), which a view keeps as "offers nothing", and routing's routes
+     * need not meet what tierflow's own must (a next hop without gateway or
+     * interface, say); the view is only ever read. */
+    struct plan *p = &v->rt;
+    if (p->nroutes == p->tcap) {
+        size_t cap = p->tcap ? 2 * p->tcap : 64;
+        struct plan_route *n = realloc(p->routes, cap * sizeof(*n));
+        if (!n)
+            return -ENOMEM;
+        p->routes = n;
+        p->tcap = cap;
+    }
+    p->routes[p->nroutes++] = *r;
+    return 0;
+}
+
 bool routing_view_link_up(const struct routing_view *v, const char *name)
 {
     for (size_t i = 0; i < v->nlinks; i++)

@@ -52,6 +52,8 @@ void routing_view_init(struct routing_view *v);
 void routing_view_free(struct routing_view *v);
 void routing_view_clear(struct routing_view *v);
 int  routing_view_add_link(struct routing_view *v, const char *name, bool up);
+/* Appends a route (nnh 0: a blackhole or unreachable, offering nothing). */
+int  routing_view_add_route(struct routing_view *v, const struct plan_route *r);
 /* Interface state; an interface the view does not know counts as down. */
 bool routing_view_link_up(const struct routing_view *v, const char *name);
 

@@ -166,12 +166,15 @@ static int routing_full(void)
 
 #define NEED_ROOT() do { if (!is_root) { fprintf(stderr, "# SKIP: needs root for network namespaces\n"); skip(); } } while (0)
 
-static struct backend *open_nl_as(unsigned unsupported)
+/* A netlink backend on the test topology; unsupported and on_routing as
+ * the test needs them. */
+static struct backend *open_with(unsigned unsupported, void (*on_routing)(void *))
 {
     struct backend_cfg cfg;
     backend_cfg_default(&cfg);
     cfg.topo = topo;
     cfg.unsupported = unsupported;
+    cfg.on_routing = on_routing;
     struct backend *b;
     char err[256] = "";
     int rc = backend_open("netlink", &cfg, &b, err, sizeof(err));
@@ -179,6 +182,11 @@ static struct backend *open_nl_as(unsigned unsupported)
         fprintf(stderr, "# backend_open: %s\n", err);
     assert_int_equal(rc, 0);
     return b;
+}
+
+static struct backend *open_nl_as(unsigned unsupported)
+{
+    return open_with(unsupported, NULL);
 }
 
 static struct backend *open_nl(void) { return open_nl_as(0); }
@@ -450,17 +458,7 @@ static void on_routing(void *arg)
 
 static struct backend *open_watched(void)
 {
-    struct backend_cfg cfg;
-    backend_cfg_default(&cfg);
-    cfg.topo = topo;
-    cfg.on_routing = on_routing;
-    struct backend *b;
-    char err[256] = "";
-    int rc = backend_open("netlink", &cfg, &b, err, sizeof(err));
-    if (rc)
-        fprintf(stderr, "# backend_open: %s\n", err);
-    assert_int_equal(rc, 0);
-    return b;
+    return open_with(0, on_routing);
 }
 
 /* Rules of ours in the kernel that look up table (counted by iproute2). */
