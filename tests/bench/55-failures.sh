@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Benchmark part: failures end to end, tierflow against the fabric's own ECMP
+# (BGP alone when the lab routes with it), on a 3-leaf x 3-spine fabric (3
+# hosts a leaf, 9 flows) and on the k=4 fat tree (16 flows), links at
+# BENCH_MBIT (default 50). Every scenario of tests/lab/failures.sh (src-uplink,
+# restore, far-downlink, spine, two-links, flap) runs in one continuous
+# traffic run per topology and mode: the same iperf3 fat flows both ways,
+# ports that make ECMP collide them, the lab's link queues bounded
+# (fail_bound_queues). One row per (topology, scenario):
+#   capacity   what the surviving fabric can carry for these flows
+#              (tierflow-sim, max-min fair, best assignment found; flows at
+#              the measured single-flow ceiling)
+#   ECMP, tf   aggregate goodput after the failure (receivers' iperf3 JSON,
+#              [t0+3, t0+6); flap: from 3 s after its first down to 6 s
+#              after its last up; restore: [t0+3, t0+8))
+#   tf/cap, tf/ECMP
+#   rec        seconds from the failure to the first 1-s bin at >= 90% of the
+#              capacity (the bins after it averaging >= 90% too), per mode;
+#              "-" when not within the window
+#   place      what the placement in force at the check could carry, per mode
+#              (max-min of the paths traced with ip route get), as a % of capacity
+#   moves      tierflow's moves during the window (its events)
+# Figures are reported, not asserted. Needs root.
+set -u
+TF_ROOT=${TF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
+. "$TF_ROOT/tests/lab/lib.sh"
+. "$TF_ROOT/tests/lab/traffic.sh"
+. "$TF_ROOT/tests/lab/failures.sh"
+[ "$(id -u)" -eq 0 ] || { echo "55-failures: skipped, needs root for network namespaces"; exit 0; }
+MBIT=${BENCH_MBIT:-50}
+SCENARIOS=${BENCH_FAIL_SCENARIOS:-$FAIL_SCENARIOS}
+TOPOS=${BENCH_FAIL_TOPOS:-"leafspine fattree"}
+CTL=$(tf_bin tierflowd); PROBE=$(tf_bin tierflow-probe); SIM=$(tf_bin tierflow-sim); TOPO=$(tf_bin tierflow-topo)
+if [ -z "$CTL" ] || [ -z "$PROBE" ] || [ -z "$SIM" ] || [ -z "$TOPO" ]; then
+  echo "55-failures: NOT RUN: tierflowd, tierflow-probe, tierflow-sim or tierflow-topo is not built ($TF_OPT_BIN)"; exit 1
+fi
+trap 'lab_cleanup' EXIT
+trap 'exit 130' INT TERM
+mb() { awk -v a="$1" 'BEGIN{printf "%.1f", a/1e6}'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN{if (b > 0) printf "%.2f", a/b; else printf "-"}'; }
+pcap() { awk -v a="$1" -v b="$2" 'BEGIN{if (b > 0 && a != "") printf "%.0f%%", 100*a/b; else printf "-"}'; }
+rec() { [ "${1:--1}" -ge 1 ] 2>/dev/null && echo "$1" || echo -; }
+
+bench_topology() {
+  local name=$1 spec=$2 seed=$3 s c e t H D
+  lab_init "b55$name"
+  lab_up "$spec" --mbit "$MBIT" --seed "$seed" || { echo "55-failures: $name: lab up failed"; return 1; }
+  fail_init
+  H=(${FAIL_HOSTS[${FAIL_LEAVES[0]}]}); D=(${FAIL_HOSTS[${FAIL_LEAVES[1]}]})
+  c=$(fail_ceiling "${H[0]}" "${D[0]}")
+  fail_flows "$c" || { echo "55-failures: $name: no colliding ports"; lab_cleanup; return 1; }
+  fail_capacities $SCENARIOS
+  FAIL_URL="http://$(jq -r '.lab.mgmt.controller' "$LAB_TOPO"):$((20000 + $$ % 2000))"
+  FAIL_TOKEN=$LAB_TMP/token; head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$FAIL_TOKEN"; chmod 600 "$FAIL_TOKEN"
+  FAIL_GBPS=$(awk -v m="$MBIT" 'BEGIN{print m/1000}')
+  fail_run ecmp $SCENARIOS
+  fail_run tierflow $SCENARIOS
+  echo "$name ($spec, $MBIT Mbit/s links, routing $FAIL_ROUTING, ${#FAIL_FSRC[@]} flows, C = $(mb "$c") Mbit/s,"
+  echo "  queues bounded to $FAIL_QUEUE_BYTES bytes); ECMP collisions at the leaves: $(( ${#FAIL_FSRC[@]} - $(fail_check_collisions) )) of ${#FAIL_FSRC[@]} flows as chosen"
+  printf '%-13s %-26s %9s %9s %9s %7s %7s %6s %6s %6s %6s %6s\n' scenario links capacity ECMP tierflow tf/cap tf/ECMP "rec E" "rec T" "plc E" "plc T" moves
+  for s in none $SCENARIOS; do
+    c=${FAIL_CAP[$s]}; e=${FAIL_R[ecmp $s after]}; t=${FAIL_R[tierflow $s after]}
+    printf '%-13s %-26s %9s %9s %9s %7s %7s %6s %6s %6s %6s %6s\n' "$s" "$( [ "$s" = none ] && echo - || fail_describe "$s")" \
+      "$(mb "$c")" "$(mb "$e")" "$(mb "$t")" "$(ratio "$t" "$c")" "$(ratio "$t" "$e")" \
+      "$( [ "$s" = none ] && echo - || rec "${FAIL_R[ecmp $s rec]}")" "$( [ "$s" = none ] && echo - || rec "${FAIL_R[tierflow $s rec]}")" \
+      "$(pcap "${FAIL_R[ecmp $s placement]:-}" "$c")" "$(pcap "${FAIL_R[tierflow $s placement]:-}" "$c")" "${FAIL_R[tierflow $s moves]:--}"
+  done
+  [ -n "${FAIL_R[ecmp flap during]:-}" ] && echo "flap, while flapping: ECMP $(mb "${FAIL_R[ecmp flap during]}"), tierflow $(mb "${FAIL_R[tierflow flap during]}"); after the last up: ECMP $(mb "${FAIL_R[ecmp flap after_up]}"), tierflow $(mb "${FAIL_R[tierflow flap after_up]}") Mbit/s"
+  echo "dead paths at the checks (ECMP / tierflow, of which steered by tierflow):$(for s in $SCENARIOS; do printf ' %s %s/%s(%s)' "$s" "${FAIL_R[ecmp $s dead]:-?}" "${FAIL_R[tierflow $s dead]:-?}" "${FAIL_R[tierflow $s dead_tf]:-?}"; done)"
+  echo "tierflow moved ${FAIL_R[tierflow all moves]} flows in all; tierflowd alive at the end: ${FAIL_R[tierflow alive]}, probes alive: ${FAIL_R[tierflow probes]}"
+  echo
+  lab_cleanup
+}
+
+echo "rec = s from the failure to the first 1-s bin at >= 90% of capacity (bins after it >= 90% on average); plc = placement in force at the check, % of capacity"
+for topo in $TOPOS; do
+  case $topo in
+    leafspine) bench_topology leafspine leafspine:leaves=3,spines=3,hosts=3,gbps=100 5 ;;
+    fattree)   bench_topology fattree fattree:k=4,gbps=1 7 ;;
+    *) echo "55-failures: unknown topology $topo (leafspine, fattree)" ;;
+  esac
+done

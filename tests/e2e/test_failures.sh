@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# timeout: 600
+# Failures end to end, tierflow against the fabric's own ECMP, side by side,
+# on a 3-leaf x 3-spine fabric (3 hosts a leaf) and on the k=4 fat tree, links
+# at $E2E_MBIT. tests/lab/failures.sh has the scenarios and the harness.
+#
+# Traffic: one iperf3 fat flow per host, across leaves, both ways (every leaf
+# sends and receives; 9 flows on the leaf/spine, 16 on the fat tree), source
+# ports picked so that ECMP puts two flows on one uplink of every leaf. Per
+# topology two continuous runs of the same flows go through the scenarios in
+# turn (fail, hold, check, restore, settle, next): first with the routing
+# alone (ECMP: BGP when the lab routes with it, else its static routes), then
+# with tierflow (a probe on every leaf's and spine's uplinks, tierflowd with
+# the netlink backend, --interval 1). The lab's link queues are bounded first
+# (fail_bound_queues: with its 1000-packet GSO queues, two-way TCP gets ~60%
+# of what any placement allows, ECMP's and tierflow's alike).
+#
+# Per scenario the 100% is what the surviving fabric can carry for these
+# flows: tierflow-sim on the lab's topology without the failed links, flows
+# at the measured single-flow ceiling, max-min fair throughput of the best
+# assignment it finds (flap: with the flapping link down; restore: the whole
+# fabric). Asserted, per topology and scenario, for tierflow:
+#   - recovery: a 1-s bin (receivers' iperf3 JSON) at >= 90% of that
+#     capacity within 3 s of the failure (flap: of its first down), the bins
+#     after it averaging >= 90% too; restore: within the 8 s after the link
+#     is back (BGP re-establishes the session first, and tierflow holds a
+#     returned link off for thresholds.link_holddown, 3 s);
+#   - its aggregate after the failure ([t0+3, t0+6); flap: to 6 s after the
+#     last up) not below ECMP's in the same scenario by more than
+#     $E2E_FAIL_TOL (3%: the aggregates of one placement repeat within about
+#     1% here, flows on shared links wobble more);
+#   - with the failure in place (flap: in its last down phase), no flow that
+#     a tierflow rule steers has a forwarding path (ip route get hop by hop,
+#     rules included) that crosses a down link or ends without a route; and
+#     (link failures) tierflow's own view (GET /api/v1/flows) puts no fresh
+#     fat flow on a down link;
+#   - restore: at most max(4, flows/3) moves in the 8 s after the link comes
+#     back (GET /api/v1/events), i.e. no oscillation.
+# ECMP's figures are printed beside them, with what the placement in force at
+# the check could carry (max-min of the traced paths) for both, which tells a
+# placement shortfall from a TCP one. Not asserted beyond "the collision
+# happened" before any failure.
+#
+# Time (2 cores): the leaf/spine runs every scenario (about 3.5 min); the fat
+# tree, whose runs take longer, runs src-uplink, restore, far-downlink and
+# spine (about 3 min); two-links and flap on the fat tree are in
+# tests/bench/55-failures.sh, which prints the whole matrix as rows.
+# E2E_FAIL_TOPOS, E2E_FAIL_SCENARIOS (leaf/spine) and E2E_FAIL_FT_SCENARIOS
+# pick others.
+set -u
+TF_ROOT=${TF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
+. "$TF_ROOT/tests/lib/tap.sh"
+. "$TF_ROOT/tests/lab/lib.sh"
+. "$TF_ROOT/tests/lab/traffic.sh"
+. "$TF_ROOT/tests/lab/failures.sh"
+t_need_root e2e_failures
+for t in iperf3 jq tc ss curl; do command -v $t >/dev/null || { t_fail "tool $t present" "scripts/deps.sh test installs it"; t_done; }; done
+
+MBIT=${E2E_MBIT:-50}
+TOL=${E2E_FAIL_TOL:-0.03}
+SCENARIOS=${E2E_FAIL_SCENARIOS:-$FAIL_SCENARIOS}
+FT_SCENARIOS=${E2E_FAIL_FT_SCENARIOS:-"src-uplink restore far-downlink spine"}
+TOPOS=${E2E_FAIL_TOPOS:-"leafspine fattree"}
+PROBE=$(tf_bin tierflow-probe); CTL=$(tf_bin tierflowd); SIM=$(tf_bin tierflow-sim); TOPO=$(tf_bin tierflow-topo)
+missing=""
+for b in PROBE CTL SIM TOPO; do [ -n "${!b}" ] || missing+=" $b"; done
+if [ -n "$missing" ]; then
+  echo "# !!!! NOT TESTED: missing$missing (build them: make all) !!!!" >&2
+  t_skip "failure scenarios, tierflow vs ECMP" "not built:$missing"
+  t_done
+fi
+trap 'lab_cleanup' EXIT
+trap 'exit 130' INT TERM
+mb() { fail_mbit "$1"; }
+pc() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.0f%%", (b > 0 ? 100*a/b : 0)}'; }
+
+run_topology() {
+  local name=$1 spec=$2 seed=$3 SCENARIOS=$4 s c e t lim n
+  lab_init "fl$name"
+  t_check "$name: lab up $spec at ${MBIT} Mbit/s" lab_up "$spec" --mbit "$MBIT" --seed "$seed"
+  [ -s "$LAB_TOPO" ] || return 0
+  fail_init
+  echo "# $name: routing $FAIL_ROUTING; link queues bounded to $FAIL_QUEUE_BYTES bytes (0: the lab's own)"
+  local H=(${FAIL_HOSTS[${FAIL_LEAVES[0]}]}) D=(${FAIL_HOSTS[${FAIL_LEAVES[1]}]})
+  c=$(fail_ceiling "${H[0]}" "${D[0]}")
+  echo "# $name: single-flow ceiling C = $(mb "$c") Mbit/s"
+  t_ge "$name: one flow reaches >= 85% of the shaped rate" "$c" "$(awk -v m="$MBIT" 'BEGIN{printf "%.0f", 0.85*m*1e6}')" || true
+  fail_flows "$c" || { t_fail "$name: flows with colliding ports"; lab_cleanup; return 0; }
+  t_eq "$name: ip route get puts the ${#FAIL_FSRC[@]} flows where fail_flows wanted (two on one uplink a leaf)" 0 "$(fail_check_collisions)"
+  fail_capacities $SCENARIOS
+  for s in none $SCENARIOS; do
+    t_ge "$name: capacity for $s computed" "${FAIL_CAP[$s]}" 1
+  done
+  MGMT=$(jq -r '.lab.mgmt.controller' "$LAB_TOPO")
+  FAIL_URL="http://$MGMT:$((16000 + $$ % 2000))"
+  FAIL_TOKEN=$LAB_TMP/token; head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$FAIL_TOKEN"; chmod 600 "$FAIL_TOKEN"
+  FAIL_GBPS=$(awk -v m="$MBIT" 'BEGIN{print m/1000}')
+  t=$(date +%s); fail_run ecmp $SCENARIOS; echo "# $name: ECMP run $(( $(date +%s) - t )) s"
+  t=$(date +%s); fail_run tierflow $SCENARIOS; echo "# $name: tierflow run $(( $(date +%s) - t )) s"
+  t_eq "$name: tierflowd ran through the scenarios" 1 "${FAIL_R[tierflow alive]}"
+  echo "# $name: ${FAIL_R[tierflow probes]} probes alive at the end; tierflow moved ${FAIL_R[tierflow all moves]} flows in all"
+  echo "# $name: 1-s aggregate bins, Mbit/s, ECMP:     ${FAIL_R[ecmp all bins]}"
+  echo "# $name: 1-s aggregate bins, Mbit/s, tierflow: ${FAIL_R[tierflow all bins]}"
+
+  # Baseline: the collision happened, tierflow fixed it.
+  e=${FAIL_R[ecmp none after]}; t=${FAIL_R[tierflow none after]}
+  echo "# $name none: ideal $(mb "${FAIL_CAP[none]}") Mbit/s; ECMP $(mb "$e") ($(pc "$e" "${FAIL_CAP[none]}"), placement $(mb "${FAIL_R[ecmp none placement]}")), tierflow $(mb "$t") ($(pc "$t" "${FAIL_CAP[none]}"), placement $(mb "${FAIL_R[tierflow none placement]}"))"
+  t_ge "$name: ECMP before any failure <= 85% of the ideal (the collision happened)" "$(awk -v c="${FAIL_CAP[none]}" 'BEGIN{printf "%.0f", 0.85*c}')" "$e"
+  t_ge "$name: tierflow before any failure >= ECMP - ${TOL}" "$t" "$(awk -v e="$e" -v k="$TOL" 'BEGIN{printf "%.0f", (1-k)*e}')"
+
+  for s in $SCENARIOS; do
+    c=${FAIL_CAP[$s]}; e=${FAIL_R[ecmp $s after]}; t=${FAIL_R[tierflow $s after]}
+    echo "# $name $s ($(fail_describe "$s")): capacity $(mb "$c") Mbit/s (${FAIL_R[cap_from $s]})"
+    echo "#   ECMP     after $(mb "$e") ($(pc "$e" "$c")), 90% after ${FAIL_R[ecmp $s rec]} s; placement in force carries $(mb "${FAIL_R[ecmp $s placement]}"), dead paths ${FAIL_R[ecmp $s dead]}; routing back in ${FAIL_R[ecmp $s routing]:-n/a} s; bins ${FAIL_R[ecmp $s bins]}"
+    echo "#   tierflow after $(mb "$t") ($(pc "$t" "$c")), 90% after ${FAIL_R[tierflow $s rec]} s; placement in force carries $(mb "${FAIL_R[tierflow $s placement]}"), dead paths ${FAIL_R[tierflow $s dead]} (${FAIL_R[tierflow $s dead_tf]} steered by tierflow), fat flows on a down link in its view ${FAIL_R[tierflow $s view]}, moves ${FAIL_R[tierflow $s moves]}; bins ${FAIL_R[tierflow $s bins]}"
+    echo "#   tierflow/capacity $(awk -v a="$t" -v b="$c" 'BEGIN{printf "%.2f", a/b}'), tierflow/ECMP $(awk -v a="$t" -v b="$e" 'BEGIN{printf "%.2f", (b > 0 ? a/b : 0)}')"
+    [ "$s" = flap ] && echo "#   while flapping (from 3 s after the first down): ECMP $(mb "${FAIL_R[ecmp flap during]}"), tierflow $(mb "${FAIL_R[tierflow flap during]}"); after the last up: ECMP $(mb "${FAIL_R[ecmp flap after_up]}"), tierflow $(mb "${FAIL_R[tierflow flap after_up]}") Mbit/s (full fabric $(mb "${FAIL_CAP[none]}"))"
+    if [ "${FAIL_R[tierflow $s dead]}" != 0 ] || [ "${FAIL_R[ecmp $s dead]}" != 0 ]; then
+      printf '%s' "${FAIL_R[tierflow $s trace]}" | grep DEAD | sed 's/^/#   tierflow run: /'
+      printf '%s' "${FAIL_R[ecmp $s trace]}" | grep DEAD | sed 's/^/#   ECMP run: /'
+    fi
+    n=${FAIL_R[tierflow $s rec]}
+    if [ "$s" = restore ]; then
+      # Routing needs its time to take the link back (BGP session) and tierflow
+      # holds a returned link off for thresholds.link_holddown (3 s).
+      if [ "$n" -ge 1 ]; then t_pass "$name restore: tierflow back to >= 90% of the full fabric within ${FAIL_R[tierflow $s hold]} s (${n} s)"
+      else t_fail "$name restore: tierflow back to >= 90% of the full fabric within ${FAIL_R[tierflow $s hold]} s" "bins ${FAIL_R[tierflow $s bins]}"; fi
+    elif [ "$n" -ge 1 ] && [ "$n" -le 3 ]; then t_pass "$name $s: tierflow >= 90% of the surviving capacity within 3 s (${n} s)"
+    else t_fail "$name $s: tierflow >= 90% of the surviving capacity within 3 s" "first 1-s bin at >= 90% of $(mb "$c"): ${n} s (-1: not within ${FAIL_R[tierflow $s hold]} s); bins ${FAIL_R[tierflow $s bins]}"; fi
+    t_ge "$name $s: tierflow after the failure >= ECMP - ${TOL} ($(mb "$t") vs $(mb "$e"))" "$t" "$(awk -v e="$e" -v k="$TOL" 'BEGIN{printf "%.0f", (1-k)*e}')"
+    t_eq "$name $s: no flow steered by tierflow onto a dead link (data plane, ip route get hop by hop)" 0 "${FAIL_R[tierflow $s dead_tf]}"
+    case $s in flap|restore) ;; *) t_eq "$name $s: tierflow's view puts no fat flow on a down link" 0 "${FAIL_R[tierflow $s view]}" ;; esac
+    if [ "$s" = restore ]; then
+      n=${#FAIL_FSRC[@]}; lim=$(( n / 3 > 4 ? n / 3 : 4 ))
+      t_ge "$name restore: tierflow moves <= $lim in the ${FAIL_R[tierflow restore hold]} s after the link is back (no oscillation)" "$lim" "${FAIL_R[tierflow restore moves]}"
+    fi
+  done
+  [ -n "${LAB_KEEP_TMP:-}" ] && declare -p FAIL_R > "$LAB_TMP/fail-results.txt"
+  lab_cleanup
+}
+
+t0=$(date +%s)
+for topo in $TOPOS; do
+  case $topo in
+    leafspine) run_topology leafspine leafspine:leaves=3,spines=3,hosts=3,gbps=100 5 "$SCENARIOS" ;;
+    fattree)   run_topology fattree fattree:k=4,gbps=1 7 "$FT_SCENARIOS" ;;
+    *) t_fail "known topology $topo" "leafspine or fattree" ;;
+  esac
+done
+echo "# wall time $(( $(date +%s) - t0 )) s"
+t_done
