@@ -331,6 +331,9 @@ bool state_loc_cached(struct state *s, const struct state_flow_key *k, uint32_t 
     return l->ndirs > 0;
 }
 
+/* Paths of a probe's range looked at for a live one (state_flow_place). */
+#define STATE_PLACE_LOOK 64
+
 static bool dirs_down(const struct state *s, const uint32_t *dirs, int n)
 {
     for (int i = 0; i < n; i++)
@@ -365,6 +368,19 @@ void state_flow_place(struct state *s, struct state_flow *f, const struct state_
         if (n > 0 && !dirs_down(s, pd, n)) {
             state_flow_set_path(s, f, f->pin);
             return;
+        }
+    }
+    /* Beyond what the probe sees the flow cannot be on a dead link (routing
+     * has taken it away): the first path of the range that crosses no down
+     * direction, when the first one does (bounded look). */
+    if (l->count > 1 && dirs_down(s, l->dirs, l->ndirs)) {
+        uint32_t pd[TOPO_MAX_HOPS];
+        for (uint64_t k = 1; k < l->count && k < STATE_PLACE_LOOK; k++) {
+            int n = topo_path_dirs(s->topo, l->src_node, l->dst_node, l->first + k, pd, TOPO_MAX_HOPS);
+            if (n > 0 && !dirs_down(s, pd, n)) {
+                state_flow_set_path(s, f, (int64_t)(l->first + k));
+                return;
+            }
         }
     }
     f->path = (int64_t)l->first;
