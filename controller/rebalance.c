@@ -415,6 +415,16 @@ static void mark_holds(struct round *r, const uint32_t *path)
     }
 }
 
+/* Whether flow i of the round is on a path that crosses a down direction
+ * (any move of it is forced). */
+static bool forced(const struct round *r, size_t i)
+{
+    for (int j = 0; j < r->f[i].ndirs; j++)
+        if (r->down[r->f[i].dirs[j]])
+            return true;
+    return false;
+}
+
 static void record_pins(struct rebalance *rb, const struct round *r, const uint32_t *path, double now)
 {
     struct state *s = rb->st;
@@ -448,7 +458,11 @@ static void record_pins(struct rebalance *rb, const struct round *r, const uint3
         f->pin = path[i];
         state_flow_set_path(s, f, path[i]);
         f->pinned = true;
-        f->last_moved = now;
+        /* A move off a failed path was made on the loads of before the
+         * failure: it must not hold the flow for min_move_interval where a
+         * better place shows once the probes report the new state. */
+        if (!forced(r, i))
+            f->last_moved = now;
         f->moves++;
     }
     s->gen++;
@@ -502,10 +516,7 @@ static double gate_moves(const struct round *r, const struct assign_input *in, u
     bool discretionary = false;
     for (size_t i = 0; i < r->n; i++) {
         cur[i] = in->flows[i].path;
-        bool forced = false;
-        for (int j = 0; j < r->f[i].ndirs; j++)
-            forced |= r->down[r->f[i].dirs[j]];
-        if (forced && path[i] != ASSIGN_NO_PATH)
+        if (forced(r, i) && path[i] != ASSIGN_NO_PATH)
             cur[i] = path[i];   /* the baseline already has the forced moves */
         else if (path[i] != ASSIGN_NO_PATH && path[i] != in->flows[i].path)
             discretionary = true;
@@ -681,7 +692,12 @@ static int run_round(struct rebalance *rb, double now, bool dry_run, bool automa
             applied = acts;
             record_pins(rb, &r, path, now);
             unpin_apply(rb, &r, now);
-            if (moved)
+            /* Settle after discretionary moves only: a round that only took
+             * flows off failed paths must let the next one improve on it. */
+            bool chosen = false;
+            for (size_t i = 0; i < r.n; i++)
+                chosen |= path[i] != ASSIGN_NO_PATH && (int64_t)path[i] != r.f[i].path && !forced(&r, i);
+            if (chosen)
                 rb->settle_until = now + c->settle_intervals * c->interval;
             plan_free(&rb->last);
             plan_init(&rb->last);

@@ -65,6 +65,14 @@ bench_topology() {
       "$( [ "$s" = none ] && echo - || rec "${FAIL_R[ecmp $s rec]}")" "$( [ "$s" = none ] && echo - || rec "${FAIL_R[tierflow $s rec]}")" \
       "$(pcap "${FAIL_R[ecmp $s placement]:-}" "$c")" "$(pcap "${FAIL_R[tierflow $s placement]:-}" "$c")" "${FAIL_R[tierflow $s moves]:--}"
   done
+  local met="" missed="" worse="" n
+  for s in $SCENARIOS; do
+    n=${FAIL_R[tierflow $s rec]:--1}
+    if { [ "$s" = restore ] && [ "$n" -ge 1 ]; } || { [ "$n" -ge 1 ] && [ "$n" -le 3 ]; }; then met+=" $s"; else missed+=" $s"; fi
+    awk -v t="${FAIL_R[tierflow $s after]:-0}" -v e="${FAIL_R[ecmp $s after]:-0}" 'BEGIN{exit !(t < 0.97 * e)}' && worse+=" $s"
+  done
+  echo "target $( [ -z "$missed" ] && echo met || echo MISSED): tierflow >= 90% of the surviving capacity within 3 s (restore: of the full fabric within the hold); met:${met:- none}; missed:${missed:- none}"
+  echo "target $( [ -z "$worse" ] && echo met || echo MISSED): tierflow never below ECMP (3% tolerance) after a failure; below:${worse:- none}"
   [ -n "${FAIL_R[ecmp flap during]:-}" ] && echo "flap, while flapping: ECMP $(mb "${FAIL_R[ecmp flap during]}"), tierflow $(mb "${FAIL_R[tierflow flap during]}"); after the last up: ECMP $(mb "${FAIL_R[ecmp flap after_up]}"), tierflow $(mb "${FAIL_R[tierflow flap after_up]}") Mbit/s"
   echo "dead paths at the checks (ECMP / tierflow, of which steered by tierflow):$(for s in $SCENARIOS; do printf ' %s %s/%s(%s)' "$s" "${FAIL_R[ecmp $s dead]:-?}" "${FAIL_R[tierflow $s dead]:-?}" "${FAIL_R[tierflow $s dead_tf]:-?}"; done)"
   echo "tierflow moved ${FAIL_R[tierflow all moves]} flows in all; tierflowd alive at the end: ${FAIL_R[tierflow alive]}, probes alive: ${FAIL_R[tierflow probes]}"
