@@ -203,3 +203,20 @@ int tf_read_token(const char *path, char *buf, size_t len)
     free(data);
     return ok ? 0 : -EINVAL;
 }
+
+int tf_grow(void **arr, size_t *cap, size_t need, size_t elsz)
+{
+    if (need <= *cap)
+        return 0;
+    size_t ncap = *cap ? *cap * 2 : 64;
+    while (ncap < need)
+        ncap *= 2;
+    if (ncap > SIZE_MAX / elsz)
+        return -ENOMEM;
+    void *n = realloc(*arr, ncap * elsz);
+    if (!n)
+        return -ENOMEM;
+    *arr = n;
+    *cap = ncap;
+    return 0;
+}

@@ -18,6 +18,10 @@
  * a result >= dstsz means the copy was truncated. */
 size_t tf_strlcpy(char *dst, const char *src, size_t dstsz);
 
+/* Makes a growable array (*arr, capacity *cap elements of elsz bytes) hold
+ * at least need elements, doubling from 64. 0 or -ENOMEM (arr unchanged). */
+int tf_grow(void **arr, size_t *cap, size_t need, size_t elsz);
+
 int tf_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 int tf_parse_double(const char *s, double min, double max, double *out);
 

@@ -49,6 +49,7 @@ struct nl_backend {
     struct nl_sw *sw;
     size_t nsw;
     uint8_t *down;        /* 2 * topo->nlinks, from every view */
+    uint8_t *watched;     /* topo->nnodes: 1 for a switch this backend watches */
     uint32_t ndirs;
     char notes[1024];     /* pins withdrawn since the last nl_backend_routing */
     size_t nnotes_lost;
@@ -187,7 +188,7 @@ int nl_backend_open(const struct backend_cfg *cfg, struct nl_backend **out, char
     } else {
         const struct topo *t = cfg->topo;
         b->ndirs = 2 * t->nlinks;
-        if (!(b->down = calloc(b->ndirs + 1, 1)))
+        if (!(b->down = calloc(b->ndirs + 1, 1)) || !(b->watched = calloc(t->nnodes + 1, 1)))
             rc = -ENOMEM;
         for (uint32_t i = 0; i < t->nnodes && !rc; i++) {
             const struct topo_node *nd = &t->nodes[i];
@@ -197,6 +198,9 @@ int nl_backend_open(const struct backend_cfg *cfg, struct nl_backend **out, char
                 rc = add_switch(b, nd->name, nd->netns, i, err, errlen);
             else if (local[0] && !strcmp(nd->name, local))
                 rc = add_switch(b, nd->name, "", i, err, errlen);
+            else
+                continue;
+            b->watched[i] = !rc;
         }
     }
     if (!rc && pipe2(b->stop, O_CLOEXEC | O_NONBLOCK) < 0)
@@ -242,6 +246,7 @@ void nl_backend_close(struct nl_backend *b)
             close(b->stop[k]);
     pthread_mutex_destroy(&b->mu);
     free(b->down);
+    free(b->watched);
     free(b->sw);
     free(b);
 }
@@ -506,8 +511,9 @@ static void check_sw(struct nl_backend *b, struct nl_sw *s)
 {
     char err[256] = "";
     if (nlroute_read_view(s->nl, b->routing_table, b->own.proto, &s->view, err, sizeof(err)) < 0) {
-        /* Keep nothing we cannot vouch for? No: an unreadable view says
-         * nothing about the paths; the installed state stays, logged. */
+        /* An unreadable view says nothing about the paths: the installed
+         * state and the last view stay (logged); the next change or rescan
+         * reads it again. */
         log_warn("netlink backend: switch %s: %s", s->name, err);
         return;
     }
@@ -533,13 +539,9 @@ static void check_sw(struct nl_backend *b, struct nl_sw *s)
     plan_free(&narrow);
 }
 
-/* Whether switch node is watched by this backend. */
 static bool watched(const struct nl_backend *b, uint32_t node)
 {
-    for (size_t i = 0; i < b->nsw; i++)
-        if (b->sw[i].node == node)
-            return true;
-    return false;
+    return b->watched[node];
 }
 
 /* How many switches must infer y -> d before it counts: two when at least

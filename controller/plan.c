@@ -30,23 +30,6 @@ void plan_clear(struct plan *p)
     p->nroutes = 0;
 }
 
-static int grow(void **arr, size_t *cap, size_t need, size_t elsz)
-{
-    if (need <= *cap)
-        return 0;
-    size_t ncap = *cap ? *cap * 2 : 64;
-    while (ncap < need)
-        ncap *= 2;
-    if (ncap > SIZE_MAX / elsz)
-        return -ENOMEM;
-    void *n = realloc(*arr, ncap * elsz);
-    if (!n)
-        return -ENOMEM;
-    *arr = n;
-    *cap = ncap;
-    return 0;
-}
-
 static bool name_ok(const char *s, size_t len)
 {
     return s[0] != '\0' && memchr(s, '\0', len) != NULL;
@@ -63,7 +46,7 @@ int plan_add_rule(struct plan *p, const struct plan_rule *r)
     if (bits < 0 || !name_ok(r->sw, sizeof(r->sw)) || r->src_len > bits ||
         r->dst_len > bits || r->dscp < -1 || r->dscp > 63 || r->table == 0)
         return -EINVAL;
-    if (grow((void **)&p->rules, &p->rcap, p->nrules + 1, sizeof(*r)))
+    if (tf_grow((void **)&p->rules, &p->rcap, p->nrules + 1, sizeof(*r)))
         return -ENOMEM;
     p->rules[p->nrules++] = *r;
     return 0;
@@ -81,7 +64,7 @@ int plan_add_route(struct plan *p, const struct plan_route *r)
             h->weight < 1 || h->weight > 256 || (h->af == 0 && h->dev[0] == '\0'))
             return -EINVAL;
     }
-    if (grow((void **)&p->routes, &p->tcap, p->nroutes + 1, sizeof(*r)))
+    if (tf_grow((void **)&p->routes, &p->tcap, p->nroutes + 1, sizeof(*r)))
         return -ENOMEM;
     p->routes[p->nroutes++] = *r;
     return 0;

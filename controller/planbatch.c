@@ -149,8 +149,8 @@ int planbatch_full(const struct plan *want, const char *sw, const struct planbat
     static const uint8_t zero[16];
     size_t ri = 0;
     for (uint32_t t = o->table_base; t < o->table_base + PLANBUILD_TABLE_SPAN && !rc; t++) {
-        /* The placeholder makes sure the table exists (a flush of a table
-         * the kernel does not have fails) and goes with the flush. */
+        /* A throw route for 0.0.0.0/32 creates the table if the kernel lacks
+         * it (a flush of a missing table fails); the flush removes it again. */
         route_throw(f, "replace", t, 4, zero, 32, o->proto);
         fprintf(f, "route flush table %u proto %u\n", t, o->proto);
         while (ri < w.nroutes && w.routes[ri].table < t)

@@ -17,7 +17,7 @@
  * a rule is added only after `rule flush` of exactly its selectors (a no-op
  * unless it is there), a route is removed by replacing it with a `throw`
  * route and deleting that, a table is emptied by `route flush ... proto`
- * after a `throw` placeholder makes sure it exists. Names that are not plain
+ * after a `throw` route in it (0.0.0.0/32) has made sure it exists. Names that are not plain
  * tokens are refused (-EINVAL), never quoted.
  */
 #ifndef TF_PLANBATCH_H

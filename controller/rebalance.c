@@ -392,6 +392,16 @@ static void path_str(const struct topo *t, uint32_t src, uint32_t dst, uint64_t 
         u += (size_t)snprintf(buf + u, len - u, " %s", nm(t, topo_dir_to(t, dirs[i])));
 }
 
+/* Whether flow i of the round is on a path that crosses a down direction
+ * (any move of it is forced). */
+static bool forced(const struct round *r, size_t i)
+{
+    for (int j = 0; j < r->f[i].ndirs; j++)
+        if (r->down[r->f[i].dirs[j]])
+            return true;
+    return false;
+}
+
 /*
  * While the fabric is degraded (a link down, or back but in its hold-down:
  * a flapping link), every fat flow the round leaves where it is gets pinned
@@ -408,21 +418,8 @@ static void mark_holds(struct round *r, const uint32_t *path)
         struct snap *f = &r->f[i];
         if (f->pin >= 0 || f->path < 0 || (path[i] != ASSIGN_NO_PATH && (int64_t)path[i] != f->path))
             continue;
-        bool live = true;
-        for (int j = 0; j < f->ndirs; j++)
-            live &= !r->down[f->dirs[j]];
-        f->hold = live;
+        f->hold = !forced(r, i);
     }
-}
-
-/* Whether flow i of the round is on a path that crosses a down direction
- * (any move of it is forced). */
-static bool forced(const struct round *r, size_t i)
-{
-    for (int j = 0; j < r->f[i].ndirs; j++)
-        if (r->down[r->f[i].dirs[j]])
-            return true;
-    return false;
 }
 
 static void record_pins(struct rebalance *rb, const struct round *r, const uint32_t *path, double now)

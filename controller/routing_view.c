@@ -37,14 +37,8 @@ void routing_view_clear(struct routing_view *v)
 
 int routing_view_add_link(struct routing_view *v, const char *name, bool up)
 {
-    if (v->nlinks == v->lcap) {
-        size_t cap = v->lcap ? 2 * v->lcap : 32;
-        struct routing_link *l = realloc(v->links, cap * sizeof(*l));
-        if (!l)
-            return -ENOMEM;
-        v->links = l;
-        v->lcap = cap;
-    }
+    if (tf_grow((void **)&v->links, &v->lcap, v->nlinks + 1, sizeof(*v->links)))
+        return -ENOMEM;
     struct routing_link *l = &v->links[v->nlinks++];
     tf_strlcpy(l->name, name, sizeof(l->name));
     l->up = up;
@@ -58,14 +52,8 @@ int routing_view_add_route(struct routing_view *v, const struct plan_route *r)
      * need not meet what tierflow's own must (a next hop without gateway or
      * interface, say); the view is only ever read. */
     struct plan *p = &v->rt;
-    if (p->nroutes == p->tcap) {
-        size_t cap = p->tcap ? 2 * p->tcap : 64;
-        struct plan_route *n = realloc(p->routes, cap * sizeof(*n));
-        if (!n)
-            return -ENOMEM;
-        p->routes = n;
-        p->tcap = cap;
-    }
+    if (tf_grow((void **)&p->routes, &p->tcap, p->nroutes + 1, sizeof(*p->routes)))
+        return -ENOMEM;
     p->routes[p->nroutes++] = *r;
     return 0;
 }
