@@ -105,9 +105,13 @@ start_probes() {
       --token-file "$TOKEN" --interval 1 --link-gbps "$GBPS" >"$LAB_TMP/probe-$leaf.log" 2>&1
   done
 }
-snapshot_leaf() { # the rules and every table but main's kernel-made routes
+# The rules and every route but the kernel's own and BGP's: FRR's routes are
+# routing's, and after step 3 brought the link back up BGP may still be
+# re-establishing the session when step 4 looks (one route a line, -o, so
+# that a multipath route's next hops go with it).
+snapshot_leaf() {
   "$LAB" exec "$1" -- ip rule show
-  "$LAB" exec "$1" -- ip route show table all | grep -v ' proto kernel ' | grep -v '^local \|^broadcast \|table local'
+  "$LAB" exec "$1" -- ip -o route show table all | grep -v ' proto kernel \| proto bgp ' | grep -v '^local \|^broadcast \|table local'
 }
 for leaf in L1 L2; do snapshot_leaf $leaf > "$LAB_TMP/before-$leaf.txt"; done
 
