@@ -5,7 +5,8 @@
 #                                patterns stride:I, staggered:EDGE_P,POD_P, random, randbij
 #   tf_start URL TOKEN GBPS      tierflowd (netlink backend) + a probe on every
 #                                leaf's and spine's uplinks; needs CTL and PROBE set
-#                                (TF_CTL_ARGS: more tierflowd options, e.g. --log-level debug)
+#                                (TF_CTL_ARGS: more tierflowd options, e.g. --log-level debug;
+#                                TF_BACKEND: none for a dry run, default netlink)
 #   tf_stop                      stop them (tierflowd withdraws its routes)
 #   e2e_run PAIRS_FILE ECMP_S SETTLE_S TF_S
 #        runs the pairs as iperf3 flows; ECMP for ECMP_S seconds, then tierflow
@@ -13,6 +14,15 @@
 #        E2E_ECMP and E2E_TF (aggregate goodput, bit/s, receivers' JSON) and
 #        E2E_REACT (seconds from tierflowd's start to the first 1-s bin at
 #        >= 90% of E2E_TF). With ECMP_S=0 tierflow runs from the start.
+#   e2e_oracle PAIRS_FILE SETTLE_S MEAS_S [probes]
+#        the oracle run (docs/lab.md): the simulator's assignment for the same
+#        flows (tierflow-sim --algo tierflow, each flow at its NIC's rate)
+#        installed as static rules on every switch before the flows start
+#        (tests/tools/oracle_batch), no probes and no tierflowd; after SETTLE_S,
+#        MEAS_S seconds of measurement. Sets E2E_ORACLE (bit/s); removes the
+#        rules afterwards. With "probes", the probes run as in e2e_run and
+#        tierflowd computes its rounds but applies nothing (--backend none):
+#        the cost of the telemetry alone.
 lab_hosts() { jq -r '.nodes[] | select(.tier == "host") | .name' "$LAB_TOPO"; }
 lab_pod_of_leaf() { # leaves that reach the same spines form a pod
   jq -r --arg l "$1" '(reduce .nodes[] as $x ({}; .[$x.name] = $x.tier)) as $t
@@ -58,7 +68,7 @@ tf_start() {
       TF_PROBE_IFS[$node]=$(lab_uplinks "$node" | tr '\n' ' ')
     done
   fi
-  lab_bg tierflowd "$CTL" --topology "$LAB_TOPO" --backend netlink --listen "$mgmt:$port" \
+  lab_bg tierflowd "$CTL" --topology "$LAB_TOPO" --backend "${TF_BACKEND:-netlink}" --listen "$mgmt:$port" \
     --token-file "$token" --interval 1 --withdraw-on-exit ${TF_CTL_ARGS:-} >>"$LAB_TMP/tierflowd.log" 2>&1
   for node in "${!TF_PROBE_IFS[@]}"; do
     a=(); for u in ${TF_PROBE_IFS[$node]}; do a+=(-i "$u"); done
@@ -73,21 +83,71 @@ tf_stop() {
   lab_stop tierflowd
 }
 
-e2e_run() {
-  local pairs=$1 ecmp_s=$2 settle_s=$3 tf_s=$4 i=0 s d total t tstart tctl tm1 tm2 te1 te2
-  local -a files=() srcs=() dsts=() addrs=()
-  while read -r s d; do srcs+=("$s"); dsts+=("$d"); addrs+=("$(lab_addr "$d")"); done < "$pairs"
-  total=$((ecmp_s + settle_s + tf_s + 10))   # margin: starting 16 flows and the probes takes time
+# The flows of a pairs file: flow i runs from port 42000+i to port 5400+i.
+_e2e_flows() {
+  local s d
+  srcs=() dsts=() addrs=() files=()
+  while read -r s d; do srcs+=("$s"); dsts+=("$d"); addrs+=("$(lab_addr "$d")"); done < "$1"
+}
+_e2e_servers() {
+  local i
   rm -f "$LAB_TMP"/run-srv*.json
   for ((i = 0; i < ${#srcs[@]}; i++)); do
     iperf_server "${dsts[$i]}" $((5400 + i)) "$LAB_TMP/run-srv$i.json"; files+=("$LAB_TMP/run-srv$i.json")
   done
   for ((i = 0; i < ${#srcs[@]}; i++)); do iperf_wait_listen "${dsts[$i]}" $((5400 + i)); done
+}
+_e2e_clients() { # SECONDS
+  local i
+  for ((i = 0; i < ${#srcs[@]}; i++)); do
+    iperf_client "${srcs[$i]}" "${addrs[$i]}" $((5400 + i)) $((42000 + i)) "$1" "$LAB_TMP/run-cli$i.json"
+  done
+}
+_e2e_reap() {
+  local i
+  for ((i = 0; i < ${#srcs[@]}; i++)); do wait "${LAB_PIDS[cli-${srcs[$i]}-$((42000 + i))]}" 2>/dev/null; unset "LAB_PIDS[cli-${srcs[$i]}-$((42000 + i))]"; done
+  for ((i = 0; i < ${#srcs[@]}; i++)); do lab_stop "srv-${dsts[$i]}-$((5400 + i))"; done
+}
+
+e2e_oracle() {
+  local pairs=$1 settle_s=$2 meas_s=$3 probes=${4:-} i f sw tool sim dir rc=0 tstart te1 te2
+  local -a files=() srcs=() dsts=() addrs=()
+  tool=$(tf_bin oracle_batch); [ -n "$tool" ] || tool="$TF_ROOT/${O:-build}/tools/oracle_batch"
+  sim=$(tf_bin tierflow-sim)
+  _e2e_flows "$pairs"
+  dir="$LAB_TMP/oracle"; rm -rf "$dir"; mkdir -p "$dir"
+  jq -Rn '{flows: [inputs | split(" ") | {src: .[0], dst: .[1]}]}' < "$pairs" > "$dir/flows.json"
+  "$sim" --topology "$LAB_TOPO" --flows "$dir/flows.json" --algo tierflow --emit-assignment > "$dir/sim.json" || rc=1
+  for ((i = 0; i < ${#srcs[@]}; i++)); do
+    echo "$(lab_addr "${srcs[$i]}") ${addrs[$i]} $((42000 + i)) $((5400 + i))"
+  done > "$dir/flows.txt"
+  [ $rc -eq 0 ] && "$tool" "$LAB_TOPO" "$dir/sim.json" tierflow "$dir/flows.txt" "$dir" >/dev/null || rc=1
+  for f in "$dir"/*.install; do
+    sw=$(basename "$f" .install)
+    "$LAB" exec "$sw" -- ip -batch "$f" || rc=1
+  done
+  [ $rc -eq 0 ] || { echo "e2e_oracle: could not install the oracle's rules" >&2; E2E_ORACLE=0; return 1; }
+  _e2e_servers
+  [ -n "$probes" ] && TF_BACKEND=none tf_start "$E2E_URL" "$E2E_TOKEN" "$E2E_GBPS"
+  tstart=$(date +%s)
+  _e2e_clients $((settle_s + meas_s + 4))
+  sleep "$settle_s"; te1=$(date +%s); sleep "$meas_s"; te2=$(date +%s)
+  [ -n "$probes" ] && tf_stop
+  _e2e_reap
+  for f in "$dir"/*.clear; do "$LAB" exec "$(basename "$f" .clear)" -- ip -batch "$f" || rc=1; done
+  E2E_ORACLE=$(iperf_window "$te1" "$te2" "${files[@]}")
+  return $rc
+}
+
+e2e_run() {
+  local pairs=$1 ecmp_s=$2 settle_s=$3 tf_s=$4 i=0 total t tstart tctl tm1 tm2 te1 te2
+  local -a files=() srcs=() dsts=() addrs=()
+  _e2e_flows "$pairs"
+  total=$((ecmp_s + settle_s + tf_s + 10))   # margin: starting 16 flows and the probes takes time
+  _e2e_servers
   [ "$ecmp_s" -eq 0 ] && { tf_start "$E2E_URL" "$E2E_TOKEN" "$E2E_GBPS"; sleep 1; }
   tstart=$(date +%s)
-  for ((i = 0; i < ${#srcs[@]}; i++)); do
-    iperf_client "${srcs[$i]}" "${addrs[$i]}" $((5400 + i)) $((42000 + i)) "$total" "$LAB_TMP/run-cli$i.json"
-  done
+  _e2e_clients "$total"
   if [ "$ecmp_s" -gt 0 ]; then
     sleep "$ecmp_s"; tctl=$(date +%s); tm1=$((tstart + 2)); tm2=$tctl
     tf_start "$E2E_URL" "$E2E_TOKEN" "$E2E_GBPS"
@@ -97,8 +157,7 @@ e2e_run() {
   sleep "$settle_s"; te1=$(date +%s); sleep "$tf_s"; te2=$(date +%s)
   [ "$te2" -gt $((tstart + total - 2)) ] && { echo "e2e_run: measurement ran past the flows; clamped" >&2; te2=$((tstart + total - 2)); }
   tf_stop
-  for ((i = 0; i < ${#srcs[@]}; i++)); do wait "${LAB_PIDS[cli-${srcs[$i]}-$((42000 + i))]}" 2>/dev/null; unset "LAB_PIDS[cli-${srcs[$i]}-$((42000 + i))]"; done
-  for ((i = 0; i < ${#srcs[@]}; i++)); do lab_stop "srv-${dsts[$i]}-$((5400 + i))"; done
+  _e2e_reap
   E2E_ECMP=0; [ "$ecmp_s" -gt 0 ] && E2E_ECMP=$(iperf_window "$tm1" "$tm2" "${files[@]}")
   E2E_TF=$(iperf_window "$te1" "$te2" "${files[@]}")
   E2E_REACT=-1
