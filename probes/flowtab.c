@@ -87,6 +87,7 @@ struct ft_meta {
 struct flowtab {
     uint32_t max, mask, count, nfree, hand;
     double idle;
+    double ivl_s;       /* length of the last closed interval: weights rates */
     uint64_t seed, kseed[8];
     struct flow *flows;
     struct ft_meta *meta;
@@ -335,34 +336,42 @@ static void flow_remove(struct flowtab *ft, uint32_t id)
     ft->freelist[ft->nfree++] = id;
 }
 
-/* Frees one slot by sampled LRU; -ENOSPC when the window holds only fat
- * flows (they are what the probe exists to report). */
-static int evict(struct flowtab *ft)
+/* What a flow is worth keeping for (see flowtab.h): its bytes so far this
+ * interval and what its smoothed rate carries in one interval. */
+static inline double flow_weight(const struct flowtab *ft, const struct flow *f)
 {
-    uint32_t best = NONE, n = ft->max < FLOWTAB_EVICT_WINDOW ? ft->max : FLOWTAB_EVICT_WINDOW;
-    for (uint32_t i = 0, id = ft->hand; i < n; i++, id = id + 1 == ft->max ? 0 : id + 1) {
-        const struct flow *f = &ft->flows[id];
-        /* last_ts first: fat lies on the record's cold line. */
-        if ((best == NONE || f->last_ts < ft->flows[best].last_ts) && !f->fat)
-            best = id;
-    }
-    ft->hand = (uint32_t)(((uint64_t)ft->hand + n) % ft->max);
-    if (best == NONE) {
-        ft->st.full_drops++;
-        return -ENOSPC;
-    }
-    flow_remove(ft, best);
-    ft->st.evicted++;
-    return 0;
+    return (double)f->ivl_bytes + f->rate_bps * ft->ivl_s / 8.0;
 }
 
-static int insert(struct flowtab *ft, const struct flow_key *k, uint32_t h, uint32_t cell,
-                  double ts, uint32_t *out)
+/* Frees one slot (the table is full, so every slot holds a flow): the
+ * lightest non-fat flow of the window under the hand, else the lightest fat
+ * one. The slot goes on top of the free list: the caller's newcomer takes
+ * it. */
+static void evict(struct flowtab *ft)
+{
+    uint32_t best = NONE, n = ft->max < FLOWTAB_EVICT_WINDOW ? ft->max : FLOWTAB_EVICT_WINDOW;
+    double best_w = 0;
+    for (uint32_t i = 0, id = ft->hand; i < n; i++, id = id + 1 == ft->max ? 0 : id + 1) {
+        const struct flow *f = &ft->flows[id];
+        double w = flow_weight(ft, f);
+        if (best != NONE) {
+            const struct flow *b = &ft->flows[best];
+            if (f->fat != b->fat ? f->fat : w > best_w || (w == best_w && f->last_ts >= b->last_ts))
+                continue;
+        }
+        best = id;
+        best_w = w;
+    }
+    ft->hand = (uint32_t)(((uint64_t)ft->hand + n) % ft->max);
+    flow_remove(ft, best);
+    ft->st.evicted++;
+}
+
+static uint32_t insert(struct flowtab *ft, const struct flow_key *k, uint32_t h, uint32_t cell,
+                       double ts)
 {
     if (!ft->nfree) {
-        int r = evict(ft);
-        if (r < 0)
-            return r;
+        evict(ft);
         /* Removal shifted the index: find the empty cell again. */
         cell = h & ft->mask;
         while (ft->index[cell].id1)
@@ -380,8 +389,7 @@ static int insert(struct flowtab *ft, const struct flow_key *k, uint32_t h, uint
     ft->index[cell].id1 = id + 1;
     ft->index[cell].hash = h;
     ft->st.inserted++;
-    *out = id;
-    return 0;
+    return id;
 }
 
 /* Charges a CNP seen on flow own (the CNP's own entry). See the top. */
@@ -424,11 +432,8 @@ static inline __attribute__((always_inline)) int op_apply(struct flowtab *ft,
 {
     uint32_t id, cell = 0;
     id = find(ft, &o->key, o->hash, &cell);
-    if (id == NONE) {
-        int r = insert(ft, &o->key, o->hash, cell, o->ts, &id);
-        if (r < 0)
-            return r;
-    }
+    if (id == NONE)
+        id = insert(ft, &o->key, o->hash, cell, o->ts);
     struct flow *f = &ft->flows[id];
     uint32_t scale = o->scale;
     /* Pairs of adjacent counters as one vector add each, branch-free. */
@@ -519,6 +524,7 @@ struct flow *flowtab_lookup(struct flowtab *ft, const struct flow_key *key)
 void flowtab_close_interval(struct flowtab *ft, double now, double interval_s,
                             const double *link_bps, size_t nlinks, double fat_share)
 {
+    ft->ivl_s = interval_s > 0 ? interval_s : 0;
     /* Downwards, so that a removal (which moves the last entry into the
      * hole) only moves an entry already done. */
     for (uint32_t i = ft->count; i-- > 0;) {

@@ -3,7 +3,8 @@
  *
  * Preallocated at creation (max_flows entries plus an open-addressing index),
  * never grows: memory is O(max_flows) whatever the traffic. When full, the
- * least recently seen flow is evicted and counted. Idle flows expire.
+ * lightest flow of a sampled window is evicted and counted (below). Idle
+ * flows expire.
  *
  * Key: VLAN tags, addresses, protocol, ports, and the RoCE destination QP for
  * RoCEv2 (so two QPs on one UDP 5-tuple are two flows). Per flow it keeps
@@ -15,10 +16,17 @@
  * flow in the opposite direction (CNP dst -> CNP src). See flowtab.c for how
  * the throttled QP is found.
  *
- * Eviction when full is sampled LRU: the least recently seen non-fat flow
- * among FLOWTAB_EVICT_WINDOW consecutive slots under a clock hand (exact LRU
- * when max_flows <= the window). Fat flows are never evicted: if the window
- * holds only fat flows the packet is dropped (-ENOSPC, full_drops).
+ * Eviction when full keeps the heavy hitters (in the spirit of Space-Saving,
+ * Metwally et al. 2005): among FLOWTAB_EVICT_WINDOW consecutive slots under a
+ * clock hand, the non-fat flow of least weight goes, the weight being its
+ * bytes this interval plus what its smoothed rate carries over one interval
+ * (so an idle flow's weight halves every interval), ties to the least
+ * recently seen. A fat flow goes only when the whole window is fat (then
+ * the lightest); a new flow is never refused. A newcomer takes the slot just
+ * freed, behind the hand, so it has max_flows / FLOWTAB_EVICT_WINDOW
+ * evictions to gather weight before it is weighed itself: a table full of
+ * junk (one small packet a flow, however many keep arriving) neither keeps
+ * a fat flow out nor pushes it out again before it is seen to be fat.
  *
  * Rates: at each interval close, ivl_bps = interval bytes * 8 / interval_s
  * and rate_bps = A * ivl_bps + (1 - A) * rate_bps with A =
@@ -69,7 +77,7 @@ struct flow {
 enum { FLOW_SRC_PCAP = REPORTSPEC_SRC_PCAP, FLOW_SRC_ERSPAN = REPORTSPEC_SRC_ERSPAN, FLOW_SRC_SFLOW = REPORTSPEC_SRC_SFLOW };
 
 struct flowtab_stats {
-    uint64_t inserted, evicted, expired, full_drops;
+    uint64_t inserted, evicted, expired;
 };
 
 struct flowtab;
@@ -82,7 +90,8 @@ void flowtab_free(struct flowtab *ft);
 
 /* Accounts one decoded packet seen on interface ifidx at time ts. scale
  * multiplies bytes and packets (1 for full capture, the sampling rate for
- * sampled sources). Returns 0, or -ENOSPC if no slot could be had (counted). */
+ * sampled sources). Returns 0, or -EINVAL for a packet that is not IPv4 or
+ * IPv6. */
 int flowtab_update(struct flowtab *ft, const struct decode_pkt *pkt, uint16_t ifidx,
                    double ts, uint32_t scale, uint8_t source);
 

@@ -188,18 +188,96 @@ static void test_eviction_when_full(void **state)
     assert_int_equal(st.evicted, 1);
     assert_int_equal(st.inserted, 5);
 
-    /* Fat flows are kept: make all four fat, then a new flow is dropped. */
+    /* A window of fat flows still takes a new flow: the lightest fat one
+     * goes (p[0] carried 200 bytes in the interval, the others 100; of
+     * those, p[2] was seen least recently). */
     double link = 8000.0; /* 100-byte packets over 1 s are 800 b/s = 10% */
     flowtab_close_interval(ft, 6.0, 1.0, &link, 1, 0.05);
     uint32_t cur = 0;
     struct flow *f;
     while ((f = flowtab_next(ft, &cur)))
         assert_true(f->fat);
-    assert_int_equal(flowtab_update(ft, &p[5], 0, 7.0, 1, 0), -ENOSPC);
+    assert_int_equal(flowtab_update(ft, &p[5], 0, 7.0, 1, 0), 0);
     flowtab_get_stats(ft, &st);
-    assert_int_equal(st.full_drops, 1);
-    assert_int_equal(st.evicted, 1);
-    assert_null(get(ft, &p[5]));
+    assert_int_equal(st.evicted, 2);
+    assert_non_null(get(ft, &p[5]));
+    assert_null(get(ft, &p[2]));
+    assert_non_null(get(ft, &p[0]));
+    assert_int_equal(flowtab_count(ft), 4);
+    flowtab_free(ft);
+}
+
+/* Issue 12: a table full of junk must not keep a real fat flow out. Junk
+ * that looks fat (forged sFlow samples, scaled by an absurd rate) made the
+ * table refuse every new flow (-ENOSPC) until the junk aged out, 30 s
+ * later; now the lightest of a window of fat flows makes room, and the real
+ * flow is reported fat, with every byte, in the interval it starts. */
+static void test_fat_junk_does_not_keep_fat_out(void **state)
+{
+    (void)state;
+    const uint32_t max = 16;
+    struct flowtab *ft = flowtab_new(max, 30.0);
+    double link = 1e8, t = 0; /* 100 Mb/s, fat at 10 Mb/s */
+    for (uint32_t i = 0; i < max; i++) {
+        struct decode_pkt j = mk(9, 9, (uint16_t)(1000 + i), 80, 9000);
+        for (int k = 0; k < FLOWTAB_MIN_SAMPLES; k++)
+            assert_int_equal(flowtab_update(ft, &j, 0, t += 0.01, 1u << 24, FLOW_SRC_SFLOW), 0);
+    }
+    flowtab_close_interval(ft, 1.0, 1.0, &link, 1, 0.1);
+    uint32_t cur = 0;
+    struct flow *f;
+    while ((f = flowtab_next(ft, &cur)))
+        assert_true(f->fat);
+    struct decode_pkt fat = mk(1, 2, 5000, 4791, 1500);
+    for (int i = 0; i < 2000; i++)
+        assert_int_equal(flowtab_update(ft, &fat, 0, 1.0 + i * 4e-4, 1, FLOW_SRC_PCAP), 0);
+    f = get(ft, &fat);
+    assert_non_null(f);
+    assert_int_equal(f->pkts, 2000);
+    flowtab_close_interval(ft, 2.0, 1.0, &link, 1, 0.1);
+    assert_true(f->fat); /* 24 Mb/s */
+    assert_true(f->ivl_bps == 2000 * 1500 * 8.0);
+    assert_int_equal(flowtab_count(ft), max);
+    flowtab_free(ft);
+}
+
+/* Nor push it out: junk keeps arriving (new flows of one 64-byte packet,
+ * 200 of them between two packets of the fat flow, in a table of 64).
+ * Sampled LRU evicted the fat flow whenever it was the oldest of its window,
+ * so it lost its bytes again and again and was never found fat; by weight,
+ * one 1500-byte packet already outweighs any junk flow. */
+static void test_junk_churn_does_not_push_fat_out(void **state)
+{
+    (void)state;
+    const uint32_t max = 64;
+    struct flowtab *ft = flowtab_new(max, 30.0);
+    uint32_t junk = 0;
+    double t = 0, link = 1e7; /* 10 Mb/s, fat at 1 Mb/s */
+    struct decode_pkt j;
+    for (; junk < max; junk++) { /* full before the fat flow starts */
+        j = mk(9, 9, (uint16_t)junk, 1, 64);
+        assert_int_equal(flowtab_update(ft, &j, 0, t += 1e-4, 1, 0), 0);
+    }
+    flowtab_close_interval(ft, 1.0, 1.0, &link, 1, 0.1);
+    struct decode_pkt fat = mk(1, 2, 5000, 4791, 1500);
+    t = 1.0;
+    for (int i = 0; i < 500; i++) {
+        for (int k = 0; k < 200; k++, junk++) {
+            j = mk(9, 9, (uint16_t)(junk & 0xffff), (uint16_t)(2 + (junk >> 16)), 64);
+            assert_int_equal(flowtab_update(ft, &j, 0, t += 9e-6, 1, 0), 0);
+        }
+        assert_int_equal(flowtab_update(ft, &fat, 0, t += 1e-6, 1, 0), 0);
+    }
+    assert_true(t < 2.0);
+    struct flow *f = get(ft, &fat);
+    assert_non_null(f);
+    assert_int_equal(f->pkts, 500);
+    assert_int_equal(f->bytes, 500 * 1500);
+    flowtab_close_interval(ft, 2.0, 1.0, &link, 1, 0.1);
+    assert_true(f->fat); /* 6 Mb/s */
+    struct flowtab_stats st;
+    flowtab_get_stats(ft, &st);
+    assert_int_equal(st.evicted, 100001); /* every newcomer got in, the fat one too */
     flowtab_free(ft);
 }
 
@@ -554,6 +632,8 @@ int main(void)
         cmocka_unit_test(test_vlan_and_qp_separation),
         cmocka_unit_test(test_expiry),
         cmocka_unit_test(test_eviction_when_full),
+        cmocka_unit_test(test_fat_junk_does_not_keep_fat_out),
+        cmocka_unit_test(test_junk_churn_does_not_push_fat_out),
         cmocka_unit_test(test_index_churn),
         cmocka_unit_test(test_rate_ewma),
         cmocka_unit_test(test_fat_hysteresis),
