@@ -43,7 +43,12 @@ struct config {
     double stale_intervals;            /* probe silent this many intervals = stale */
     double link_holddown;              /* s a direction routing gave back stays unusable */
     double pin_grace;                  /* s a pinned flow keeps its pin unobserved */
-    double settle_intervals;           /* after moves: automatic rounds make forced moves only */
+    double settle_intervals;           /* after a move: its directions' flows stay put this many intervals */
+    double react_window;               /* s from a report showing a new contended direction to a round; 0 off */
+    double move_gain;                  /* a moved flow's rate must rise by this fraction, else back-off */
+    double backoff_max;                /* s, cap of a flow's back-off after futile moves */
+    double harm_intervals;             /* intervals a group of moves is judged over after its settle */
+    double harm_margin;                /* pins withdrawn when the group is this much worse than before */
     /* limits */
     long max_connections;
     long connection_timeout;           /* seconds */
