@@ -124,6 +124,18 @@ int metrics_render(struct metrics *m, struct state *s, double now, char **out, s
     fprintf(f, "# HELP tierflow_rebalance_moves_total Flows moved to another path.\n"
                "# TYPE tierflow_rebalance_moves_total counter\ntierflow_rebalance_moves_total %llu\n",
             U(m->moves));
+    fprintf(f, "# HELP tierflow_rebalance_report_rounds_total Rounds run early because a report showed a new "
+               "contended link direction.\n"
+               "# TYPE tierflow_rebalance_report_rounds_total counter\ntierflow_rebalance_report_rounds_total %llu\n",
+            U(m->react_rounds));
+    fprintf(f, "# HELP tierflow_rebalance_futile_moves_total Moves judged futile afterwards (the flow gained "
+               "nothing, its new path still contended); the flow is backed off.\n"
+               "# TYPE tierflow_rebalance_futile_moves_total counter\ntierflow_rebalance_futile_moves_total %llu\n",
+            U(m->futile_moves));
+    fprintf(f, "# HELP tierflow_rebalance_harm_withdrawn_total Pins withdrawn because the flows a round moved "
+               "did measurably worse than before the move.\n"
+               "# TYPE tierflow_rebalance_harm_withdrawn_total counter\ntierflow_rebalance_harm_withdrawn_total %llu\n",
+            U(m->harm_withdrawn));
     fprintf(f, "# HELP tierflow_rebalance_duration_seconds Time one rebalance round took.\n"
                "# TYPE tierflow_rebalance_duration_seconds histogram\n");
     unsigned long long cum = 0;

@@ -40,8 +40,41 @@ int rebalance_init(struct rebalance *rb, struct state *st, struct events *ev, st
     return 0;
 }
 
+/* A group of flows one round moved by choice: the moved flows and every fat
+ * flow that crossed a direction the moves touched, with their measured rates
+ * at the move. Judged from the end of the settle period for
+ * thresholds.harm_intervals intervals (judge_groups). */
+struct rebalance_member {
+    struct state_flow_key k;
+    double bps;
+    int64_t pin;                 /* the path the round pinned it on, -1 not moved */
+};
+struct rebalance_group {
+    double at, from, until;
+    double ratio_sum;            /* sum over the judged rounds of now / before */
+    uint32_t nsamples;
+    size_t n;
+    struct rebalance_member *m;
+};
+
+/* Groups judged at once; a round that would start one more drops the oldest
+ * (unjudged: the per-flow verdicts still apply to its flows). */
+#define REBALANCE_MAX_GROUPS 64
+
+static void group_drop(struct rebalance *rb, size_t i)
+{
+    free(rb->groups[i].m);
+    memmove(&rb->groups[i], &rb->groups[i + 1], (rb->ngroups - i - 1) * sizeof(*rb->groups));
+    rb->ngroups--;
+}
+
 void rebalance_destroy(struct rebalance *rb)
 {
+    while (rb->ngroups)
+        group_drop(rb, rb->ngroups - 1);
+    free(rb->groups);
+    free(rb->settle);
+    free(rb->hot_seen);
     plan_free(&rb->last);
     pthread_mutex_destroy(&rb->mu);
     pthread_mutex_destroy(&rb->sum_mu);
@@ -80,8 +113,13 @@ struct snap {
     double gbps;
     int cls;
     int64_t path, pin;
+    double meas;                 /* measured Gb/s (gbps may be the estimated demand) */
+    double move_bps;             /* its rate when last moved by choice, 0: no verdict due */
+    double moved_at;
     bool movable, on_hot;
     bool hold;                   /* unpinned, to be pinned where it is (degraded fabric) */
+    bool withdrawn;              /* its pin goes this round (harm): not held, not pinned */
+    int8_t verdict;              /* on its last choice move: 1 helped, -1 futile, 0 none */
     uint32_t dirs[TOPO_MAX_HOPS];
     int ndirs;
 };
@@ -94,8 +132,10 @@ struct round {
     uint8_t *down, *hot;
     uint32_t nhot;               /* contended directions: the assignment runs only if > 0 */
     bool degraded;               /* some direction is down (probe, routing or hold-down) */
+    bool automatic, dry_run;
     struct snap *f;
     size_t n;
+    int32_t *snap_of;            /* state flow index -> index in f, -1 none */
     /* Pins kept without telemetry: pinned flows not in f (unobserved or no
      * longer fat) seen within thresholds.pin_grace, on a live path. */
     struct snap *kept;
@@ -104,7 +144,7 @@ struct round {
     struct unpin {
         struct state_flow_key k;
         uint64_t id;
-        bool failed;             /* its path failed; else unobserved too long */
+        enum { UNPIN_AGED, UNPIN_FAILED, UNPIN_HARM } why;
         double age;
     } *unpin;
     size_t nunpin;
@@ -120,6 +160,7 @@ static void round_free(struct round *r)
     free(r->down);
     free(r->hot);
     free(r->f);
+    free(r->snap_of);
     free(r->kept);
     free(r->unpin);
 }
@@ -152,10 +193,152 @@ static void keep_or_unpin(struct round *r, struct state *s, const struct state_f
         r->nkept++;
         return;
     }
-    r->unpin[r->nunpin++] = (struct unpin){.k = f->k, .id = f->id, .failed = placed && failed, .age = age};
+    r->unpin[r->nunpin++] = (struct unpin){.k = f->k, .id = f->id, .why = placed && failed ? UNPIN_FAILED : UNPIN_AGED,
+                                           .age = age};
 }
 
-/* Under the read lock: loads, congestion, and every live fat flow we can place. */
+/* Why direction d counts as congested (NULL: it does not), and whether it is
+ * contended, i.e. worth an assignment. Hedera's demand inflation (estimate())
+ * is for flows held down by contention: several fat flows on one direction, a
+ * failed link, or heavy non-fat background (bg, Gb/s). A lone fat flow
+ * filling its link is saturated, not contended: it would fill any path, and
+ * inflating it made the loop move flows to escape a few percent of ACKs. Such
+ * a direction is still listed as congested. The one rule for rounds and for
+ * rebalance_contended. */
+static const char *dir_congested(const struct state *s, const struct config *c, uint32_t d, bool down, double bps,
+                                 double ce, uint32_t nfat, double bg, bool *hot)
+{
+    double u = state_dir_util(s, d, bps);
+    const char *why = down && nfat ? "down" : u > c->util ? "util" : ce > c->ce_frac ? "ce" : NULL;
+    *hot = why && (down || nfat >= 2 || (nfat == 1 && bg >= REBALANCE_HOT_BG_SHARE * topo_dir_gbps(s->topo, d)));
+    return why;
+}
+
+/* rb's per-direction arrays for nd directions (the topology may change size
+ * on reload: everything starts afresh then). Under mu. */
+static int dirs_ensure(struct rebalance *rb, uint32_t nd)
+{
+    if (rb->nd == nd && rb->settle)
+        return 0;
+    free(rb->settle);
+    free(rb->hot_seen);
+    rb->settle = calloc(nd + 1, sizeof(double));
+    rb->hot_seen = calloc(nd + 1, 1);
+    rb->nd = rb->settle && rb->hot_seen ? nd : 0;
+    while (rb->ngroups)
+        group_drop(rb, rb->ngroups - 1);
+    return rb->nd == nd ? 0 : -ENOMEM;
+}
+
+static bool crosses_settling(const struct rebalance *rb, const uint32_t *dirs, int n, double now)
+{
+    for (int j = 0; j < n; j++)
+        if (rb->settle[dirs[j]] > now)
+            return true;
+    return false;
+}
+
+/* The settle period after a move: its reports cover at least one interval
+ * that began before it. */
+static double settle_s(const struct config *c)
+{
+    double w = c->settle_intervals * c->interval;
+    return w > c->interval ? w : c->interval;
+}
+
+/*
+ * The verdict on a flow's last choice move, once the reports after it are in
+ * (the settle period is over): it helped if its rate rose by move_gain, or
+ * held without its new path being contended. A futile move backs the flow off
+ * (apply_verdicts): the assignment would only try the same thing again, and
+ * every move costs the flow packets.
+ */
+static void verdicts(const struct rebalance *rb, struct round *r, double now)
+{
+    const struct config *c = rb->cfg;
+    for (size_t i = 0; i < r->n; i++) {
+        struct snap *f = &r->f[i];
+        if (f->move_bps <= 0 || now - f->moved_at < settle_s(c))
+            continue;
+        bool hot = false;
+        for (int j = 0; j < f->ndirs; j++)
+            hot |= r->hot[f->dirs[j]];
+        bool helped = f->meas >= f->move_bps * (1 + c->move_gain) ||
+                      (!hot && f->meas >= f->move_bps * (1 - c->move_gain));
+        f->verdict = helped ? 1 : -1;
+        if (!helped)
+            f->movable = false;
+    }
+}
+
+/*
+ * Judges the groups of earlier rounds (read lock): from the end of a group's
+ * settle period, each round adds a sample of its members' aggregate rate
+ * against the one they had before the move (members still seen, on both
+ * sides); after harm_intervals intervals, a mean below 1 - harm_margin means
+ * the pins made things worse than the paths they replaced, and the pins of
+ * the group's moved flows are withdrawn (they go back to ECMP) and backed
+ * off. Flows a later round moved again belong to that round's group.
+ */
+static void judge_groups(struct rebalance *rb, struct round *r, double now)
+{
+    const struct config *c = rb->cfg;
+    struct state *s = rb->st;
+    for (size_t g = 0; g < rb->ngroups;) {
+        struct rebalance_group *gr = &rb->groups[g];
+        if (now < gr->from) {
+            g++;
+            continue;
+        }
+        double before = 0, after = 0;
+        for (size_t i = 0; i < gr->n; i++) {
+            const struct state_flow *f = state_flow_find(s, &gr->m[i].k);
+            if (!f || state_flow_stale(s, f, now))
+                continue;
+            before += gr->m[i].bps;
+            after += f->bps;
+        }
+        if (before > 0) {
+            gr->ratio_sum += after / before;
+            gr->nsamples++;
+        }
+        if (now < gr->until) {
+            g++;
+            continue;
+        }
+        double ratio = gr->nsamples ? gr->ratio_sum / gr->nsamples : 1;
+        if (ratio < 1 - c->harm_margin) {
+            size_t n = 0;
+            for (size_t i = 0; i < gr->n; i++) {
+                const struct state_flow *f = state_flow_find(s, &gr->m[i].k);
+                if (!f || gr->m[i].pin < 0 || !f->pinned || f->pin != gr->m[i].pin)
+                    continue;
+                int32_t si = r->snap_of[f - s->flows];
+                if (si < 0)      /* unobserved: its grace decides (keep_or_unpin) */
+                    continue;
+                r->f[si].withdrawn = true;
+                r->f[si].movable = false;
+                r->f[si].pin = -1;
+                r->f[si].verdict = -1;
+                r->unpin[r->nunpin++] = (struct unpin){.k = f->k, .id = f->id, .why = UNPIN_HARM, .age = ratio};
+                n++;
+            }
+            if (n) {
+                events_add(rb->ev, now, "harm", "%zu pin%s withdrawn (back to ECMP): the %zu flows a round moved at "
+                           "%.1f did %.0f%% of their rate before the move over %u rounds", n, n == 1 ? "" : "s", gr->n,
+                           gr->at, 100 * ratio, gr->nsamples);
+                log_info("rebalance: pins of %zu flows withdrawn: their group does %.0f%% of its rate before the "
+                           "move", n, 100 * ratio);
+                if (rb->m)
+                    atomic_fetch_add(&rb->m->harm_withdrawn, n);
+            }
+        }
+        group_drop(rb, g);
+    }
+}
+
+/* Under the read lock: loads, congestion, every live fat flow we can place,
+ * and the verdicts on earlier moves. */
 static int snapshot(struct rebalance *rb, double now, struct round *r)
 {
     struct state *s = rb->st;
@@ -171,10 +354,12 @@ static int snapshot(struct rebalance *rb, double now, struct round *r)
     r->down = calloc(nd, 1);
     r->hot = calloc(nd, 1);
     r->f = calloc(s->nflows + 1, sizeof(*r->f));
+    r->snap_of = malloc((s->nflows + 1) * sizeof(*r->snap_of));
     r->kept = calloc(s->nflows + 1, sizeof(*r->kept));
     r->unpin = calloc(s->nflows + 1, sizeof(*r->unpin));
     r->congested = json_array();
-    if (!r->bps || !r->ce || !r->bg || !r->nfat || !r->down || !r->hot || !r->f || !r->kept || !r->unpin)
+    if (!r->bps || !r->ce || !r->bg || !r->nfat || !r->down || !r->hot || !r->f || !r->snap_of || !r->kept ||
+        !r->unpin || dirs_ensure(rb, r->nd) < 0)
         return -ENOMEM;
     state_dir_loads(s, now, r->bps, r->ce, r->nfat);
     for (uint32_t d = 0; d < r->nd; d++) {
@@ -184,6 +369,7 @@ static int snapshot(struct rebalance *rb, double now, struct round *r)
     }
     for (size_t i = 0; i < s->nflows; i++) {
         const struct state_flow *f = &s->flows[i];
+        r->snap_of[i] = -1;
         if (f->pinned && (!f->fat || state_flow_stale(s, f, now))) {
             keep_or_unpin(r, s, f, now, c->pin_grace);
             continue;
@@ -199,37 +385,75 @@ static int snapshot(struct rebalance *rb, double now, struct round *r)
         sf->id = f->id;
         sf->src = f->src_node;
         sf->dst = f->dst_node;
-        sf->gbps = f->bps / 1e9;
+        sf->gbps = sf->meas = f->bps / 1e9;
+        sf->move_bps = f->move_bps / 1e9;
+        sf->moved_at = f->last_moved;
         sf->cls = f->cls;
         sf->path = f->path;
         sf->pin = f->pinned ? f->pin : -1;
-        sf->movable = f->last_moved <= 0 || now - f->last_moved >= c->min_move_interval;
+        sf->movable = (f->last_moved <= 0 || now - f->last_moved >= c->min_move_interval) &&
+                      now >= f->backoff_until && !(r->automatic && crosses_settling(rb, sf->dirs, sf->ndirs, now));
         for (int j = 0; j < sf->ndirs; j++)
             r->bg[sf->dirs[j]] -= sf->gbps;
-        r->n++;
+        r->snap_of[i] = (int32_t)r->n++;
     }
     for (uint32_t d = 0; d < r->nd; d++) {
         if (r->bg[d] < 0)
             r->bg[d] = 0;
-        double u = state_dir_util(s, d, r->bps[d]);
-        const char *why = r->down[d] && r->nfat[d] ? "down" : u > c->util ? "util" : r->ce[d] > c->ce_frac ? "ce" : NULL;
+        bool hot;
+        const char *why = dir_congested(s, c, d, r->down[d], r->bps[d], r->ce[d], r->nfat[d], r->bg[d], &hot);
         if (!why)
             continue;
-        /* Hedera's demand inflation (estimate()) is for flows held down by
-         * contention: several fat flows on one direction, a failed link, or
-         * heavy non-fat background. A lone fat flow filling its link is
-         * saturated, not contended: it would fill any path, and inflating it
-         * made the loop move flows to escape a few percent of ACKs. Such a
-         * direction is still listed as congested. */
-        r->hot[d] = r->down[d] || r->nfat[d] >= 2 ||
-                    (r->nfat[d] == 1 && r->bg[d] >= REBALANCE_HOT_BG_SHARE * topo_dir_gbps(t, d));
-        r->nhot += r->hot[d];
+        r->hot[d] = hot;
+        r->nhot += hot;
         json_array_append_new(r->congested, json_pack("{sI ss ss sf sf sI ss}", "dir", (json_int_t)d, "from",
                                                       nm(t, topo_dir_from(t, d)), "to", nm(t, topo_dir_to(t, d)),
-                                                      "util", u, "ce_frac", r->ce[d], "fat_flows",
-                                                      (json_int_t)r->nfat[d], "reason", why));
+                                                      "util", state_dir_util(s, d, r->bps[d]), "ce_frac", r->ce[d],
+                                                      "fat_flows", (json_int_t)r->nfat[d], "reason", why));
+    }
+    if (!r->dry_run) {   /* a dry run judges nothing and changes nothing */
+        verdicts(rb, r, now);
+        judge_groups(rb, r, now);
+        memcpy(rb->hot_seen, r->hot, r->nd);
     }
     return 0;
+}
+
+/* The verdicts of the snapshot, written back (write lock, only when there
+ * are some): a futile move doubles the flow's back-off, a helpful one
+ * clears it. */
+static void apply_verdicts(struct rebalance *rb, const struct round *r, double now)
+{
+    const struct config *c = rb->cfg;
+    struct state *s = rb->st;
+    size_t n = 0, futile = 0;
+    for (size_t i = 0; i < r->n; i++)
+        n += r->f[i].verdict != 0;
+    if (!n)
+        return;
+    pthread_rwlock_wrlock(&s->lock);
+    for (size_t i = 0; i < r->n; i++) {
+        const struct snap *sf = &r->f[i];
+        struct state_flow *f = sf->verdict ? state_flow_find(s, &sf->k) : NULL;
+        if (!f)
+            continue;
+        f->move_bps = 0;
+        if (sf->verdict > 0) {
+            f->futile = 0;
+            continue;
+        }
+        futile++;
+        if (f->futile < 16)
+            f->futile++;
+        double base = c->min_move_interval > c->interval ? c->min_move_interval : c->interval;
+        double wait = base * (double)(1u << f->futile);   /* 2x, 4x, ... the usual wait */
+        f->backoff_until = now + (wait < c->backoff_max ? wait : c->backoff_max);
+        log_debug("rebalance: flow %016llx: its move did not help (%.3f -> %.3f Gb/s): backed off %.0f s",
+                  (unsigned long long)f->id, sf->move_bps, sf->meas, f->backoff_until - now);
+    }
+    pthread_rwlock_unlock(&s->lock);
+    if (rb->m && futile)
+        atomic_fetch_add(&rb->m->futile_moves, futile);
 }
 
 /* Hedera's natural demand for flows crossing a congested direction: their
@@ -357,7 +581,7 @@ static void unpin_apply(struct rebalance *rb, const struct round *r, double now)
     if (!r->nunpin)
         return;
     struct state *s = rb->st;
-    size_t aged = 0, failed = 0, said = 0;
+    size_t aged = 0, failed = 0, harm = 0, said = 0;
     pthread_rwlock_wrlock(&s->lock);
     for (size_t i = 0; i < r->nunpin; i++) {
         const struct unpin *u = &r->unpin[i];
@@ -366,17 +590,23 @@ static void unpin_apply(struct rebalance *rb, const struct round *r, double now)
             continue;
         f->pinned = false;
         f->pin = -1;
-        u->failed ? failed++ : aged++;
+        if (u->why == UNPIN_HARM) {   /* the "harm" event said it for the group */
+            harm++;
+            continue;
+        }
+        u->why == UNPIN_FAILED ? failed++ : aged++;
         if (said++ >= REBALANCE_UNPIN_EVENTS)
             continue;
         char a[64], b[64];
         events_add(rb->ev, now, "unpinned", "flow %016llx %s:%u -> %s:%u (proto %u): %s%.0f s", (unsigned long long)u->id,
                    tf_addr_str(u->k.af, u->k.src, a, sizeof(a)), u->k.sport,
                    tf_addr_str(u->k.af, u->k.dst, b, sizeof(b)), u->k.dport, u->k.proto,
-                   u->failed ? "its path failed while unobserved; last seen " : "unobserved or not fat for ", u->age);
+                   u->why == UNPIN_FAILED ? "its path failed while unobserved; last seen " : "unobserved or not fat for ",
+                   u->age);
     }
     s->gen++;
     pthread_rwlock_unlock(&s->lock);
+    (void)harm;
     if (said > REBALANCE_UNPIN_EVENTS)
         events_add(rb->ev, now, "unpinned", "%zu more pins removed (%zu unobserved too long, %zu on failed paths in all)",
                    said - REBALANCE_UNPIN_EVENTS, aged, failed);
@@ -416,10 +646,81 @@ static void mark_holds(struct round *r, const uint32_t *path)
 {
     for (size_t i = 0; r->degraded && i < r->n; i++) {
         struct snap *f = &r->f[i];
-        if (f->pin >= 0 || f->path < 0 || (path[i] != ASSIGN_NO_PATH && (int64_t)path[i] != f->path))
+        if (f->pin >= 0 || f->path < 0 || f->withdrawn || (path[i] != ASSIGN_NO_PATH && (int64_t)path[i] != f->path))
             continue;
         f->hold = !forced(r, i);
     }
+}
+
+static bool moved_by_choice(const struct round *r, const uint32_t *path, size_t i)
+{
+    return path[i] != ASSIGN_NO_PATH && (int64_t)path[i] != r->f[i].path && !forced(r, i);
+}
+
+/* Marks the directions of a that b lacks. */
+static void mark_not_in(uint8_t *mark, const uint32_t *a, int na, const uint32_t *b, int nb)
+{
+    for (int i = 0; i < na; i++) {
+        bool in = false;
+        for (int j = 0; j < nb && !in; j++)
+            in = a[i] == b[j];
+        if (!in)
+            mark[a[i]] = 1;
+    }
+}
+
+/*
+ * After a round that moved flows by choice: the directions of their old and
+ * new paths settle (their counters are stale until the probes report an
+ * interval after the change), and the flows that crossed them form a group
+ * judged later (judge_groups). Under mu.
+ */
+static void start_settle(struct rebalance *rb, const struct round *r, const uint32_t *path, double now)
+{
+    double until = now + settle_s(rb->cfg);
+    uint8_t *touched = calloc(r->nd + 1, 1);
+    size_t nm = 0;
+    if (!touched)
+        return;
+    for (size_t i = 0; i < r->n; i++) {
+        if (!moved_by_choice(r, path, i))
+            continue;
+        /* The directions whose load the move changed: on the old path or
+         * the new one, not both (the host links stay as they were). */
+        uint32_t nd[TOPO_MAX_HOPS];
+        int n = topo_path_dirs(r->t, r->f[i].src, r->f[i].dst, path[i], nd, TOPO_MAX_HOPS);
+        mark_not_in(touched, nd, n, r->f[i].dirs, r->f[i].ndirs);
+        mark_not_in(touched, r->f[i].dirs, r->f[i].ndirs, nd, n);
+    }
+    for (uint32_t d = 0; d < r->nd; d++)
+        if (touched[d])
+            rb->settle[d] = until;
+    for (size_t i = 0; i < r->n; i++) {
+        bool in = moved_by_choice(r, path, i);
+        for (int j = 0; !in && j < r->f[i].ndirs; j++)
+            in = touched[r->f[i].dirs[j]];
+        nm += in;
+    }
+    if (rb->ngroups == REBALANCE_MAX_GROUPS)
+        group_drop(rb, 0);
+    if (!rb->groups)
+        rb->groups = calloc(REBALANCE_MAX_GROUPS, sizeof(*rb->groups));
+    struct rebalance_group *g = rb->groups ? &rb->groups[rb->ngroups] : NULL;
+    struct rebalance_member *m = g ? calloc(nm + 1, sizeof(*m)) : NULL;
+    if (m) {
+        *g = (struct rebalance_group){.at = now, .from = until,
+                                      .until = until + rb->cfg->harm_intervals * rb->cfg->interval, .m = m};
+        for (size_t i = 0; i < r->n; i++) {
+            bool mv = moved_by_choice(r, path, i), in = mv;
+            for (int j = 0; !in && j < r->f[i].ndirs; j++)
+                in = touched[r->f[i].dirs[j]];
+            if (in)
+                m[g->n++] = (struct rebalance_member){.k = r->f[i].k, .bps = r->f[i].meas * 1e9,
+                                                      .pin = mv ? (int64_t)path[i] : -1};
+        }
+        rb->ngroups++;
+    }
+    free(touched);
 }
 
 static void record_pins(struct rebalance *rb, const struct round *r, const uint32_t *path, double now)
@@ -458,6 +759,9 @@ static void record_pins(struct rebalance *rb, const struct round *r, const uint3
         /* A move off a failed path was made on the loads of before the
          * failure: it must not hold the flow for min_move_interval where a
          * better place shows once the probes report the new state. */
+        /* A forced move changes the flow's situation: no verdict on the
+         * choice move before it. */
+        f->move_bps = forced(r, i) ? 0 : r->f[i].meas * 1e9;   /* judged once the reports after it are in */
         if (!forced(r, i))
             f->last_moved = now;
         f->moves++;
@@ -582,6 +886,8 @@ static int run_round(struct rebalance *rb, double now, bool dry_run, bool automa
     const struct config *c = rb->cfg;
     const char *cls_name[CLASSES_MAX] = {0};
 
+    r.automatic = automatic;
+    r.dry_run = dry_run;
     pthread_rwlock_rdlock(&s->lock);
     rc = snapshot(rb, now, &r);
     for (uint32_t k = 0; s->classes && k < s->classes->n && k < CLASSES_MAX; k++)
@@ -601,6 +907,8 @@ static int run_round(struct rebalance *rb, double now, bool dry_run, bool automa
     if (cr)
         class_rules_build(s->classes, r.t, cr);
     pthread_rwlock_unlock(&s->lock);
+    if (rc == 0 && !dry_run)
+        apply_verdicts(rb, &r, now);
 
     uint32_t *path = calloc(r.n + 1, sizeof(uint32_t));
     struct assign_flow *af = calloc(r.n + 1, sizeof(*af));
@@ -625,7 +933,7 @@ static int run_round(struct rebalance *rb, double now, bool dry_run, bool automa
         if (r.nhot > 0 && r.n > 0) {
             struct assign_params ap;
             assign_params_default(&ap);
-            ap.max_moves = automatic && now < rb->settle_until ? 0 : c->max_moves;
+            ap.max_moves = c->max_moves;
             ap.margin = c->hysteresis;
             struct assign_result res = {.path = path};
             rc = assign_run(ASSIGN_TIERFLOW, &in, &ap, &res, err, sizeof(err));
@@ -689,13 +997,13 @@ static int run_round(struct rebalance *rb, double now, bool dry_run, bool automa
             applied = acts;
             record_pins(rb, &r, path, now);
             unpin_apply(rb, &r, now);
-            /* Settle after discretionary moves only: a round that only took
-             * flows off failed paths must let the next one improve on it. */
+            /* Settle after choice moves only: a round that only took flows
+             * off failed paths must let the next one improve on it. */
             bool chosen = false;
             for (size_t i = 0; i < r.n; i++)
-                chosen |= path[i] != ASSIGN_NO_PATH && (int64_t)path[i] != r.f[i].path && !forced(&r, i);
+                chosen |= moved_by_choice(&r, path, i);
             if (chosen)
-                rb->settle_until = now + c->settle_intervals * c->interval;
+                start_settle(rb, &r, path, now);
             plan_free(&rb->last);
             plan_init(&rb->last);
             plan_copy(&rb->last, &plan);
@@ -751,6 +1059,49 @@ static int run_round(struct rebalance *rb, double now, bool dry_run, bool automa
     round_free(&r);
     pthread_mutex_unlock(&rb->mu);
     return rc;
+}
+
+bool rebalance_contended(struct rebalance *rb, double now)
+{
+    struct state *s = rb->st;
+    const struct config *c = rb->cfg;
+    bool found = false;
+    pthread_mutex_lock(&rb->mu);
+    pthread_rwlock_rdlock(&s->lock);
+    uint32_t nd = 2 * s->topo->nlinks;
+    if (s->gen == rb->seen_gen || dirs_ensure(rb, nd) < 0) {   /* nothing new since the last look */
+        pthread_rwlock_unlock(&s->lock);
+        pthread_mutex_unlock(&rb->mu);
+        return false;
+    }
+    rb->seen_gen = s->gen;
+    double *bps = calloc(nd + 1, sizeof(double)), *ce = calloc(nd + 1, sizeof(double));
+    double *fat = calloc(nd + 1, sizeof(double));
+    uint32_t *nfat = calloc(nd + 1, sizeof(uint32_t));
+    if (bps && ce && fat && nfat) {
+        state_dir_loads(s, now, bps, ce, nfat);
+        for (size_t i = 0; i < s->nflows; i++) {
+            const struct state_flow *f = &s->flows[i];
+            uint32_t dirs[TOPO_MAX_HOPS];
+            int n = f->fat && !state_flow_stale(s, f, now) ? state_flow_dirs(s, f, dirs, TOPO_MAX_HOPS) : 0;
+            for (int j = 0; j < n; j++)
+                fat[dirs[j]] += f->bps / 1e9;
+        }
+        for (uint32_t d = 0; d < nd && !found; d++) {
+            bool hot, down = !s->dirs[d].up;
+            double bg = bps[d] / 1e9 - fat[d];
+            dir_congested(s, c, d, down, bps[d], ce[d], nfat[d], bg > 0 ? bg : 0, &hot);
+            /* Failures have their own wake-up (the routing watch). */
+            found = hot && !down && !rb->hot_seen[d] && rb->settle[d] <= now;
+        }
+    }
+    pthread_rwlock_unlock(&s->lock);
+    pthread_mutex_unlock(&rb->mu);
+    free(bps);
+    free(ce);
+    free(fat);
+    free(nfat);
+    return found;
 }
 
 /* At most this many routing events per sync; a spine going down turns many

@@ -31,6 +31,7 @@ struct events;
 struct metrics;
 struct backend;
 struct config;
+struct rebalance_group;
 
 struct rebalance_summary {
     bool valid, dry_run, applied;
@@ -55,7 +56,15 @@ struct rebalance {
     size_t nunsup;
     char fail_cause[256];        /* the last failure an event was written for
                                     ("" after a round that acted); under mu */
-    double settle_until;         /* automatic rounds make forced moves only until then */
+    /* Per link direction (2 * nlinks; sized by the round, under mu). */
+    uint32_t nd;
+    double *settle;              /* a choice move touched it: until then its flows stay put */
+    uint8_t *hot_seen;           /* contended at the last round */
+    uint64_t seen_gen;           /* state gen rebalance_contended last looked at */
+    /* Groups of flows a round moved by choice, judged against what they had
+     * before (see judge_groups in rebalance.c); under mu. */
+    struct rebalance_group *groups;
+    size_t ngroups;
 };
 
 int  rebalance_init(struct rebalance *rb, struct state *st, struct events *ev, struct metrics *m,
@@ -67,10 +76,23 @@ void rebalance_destroy(struct rebalance *rb);
 int  rebalance_run(struct rebalance *rb, double now, bool dry_run, json_t **out);
 /* The loop's round. After a round that moved flows, the probes' next reports
  * still describe the old paths (they cover an interval that began before the
- * change), so for thresholds.settle_intervals intervals an automatic round
- * makes only forced moves (flows on a failed link or an out-of-policy path);
- * moving others on stale loads is what made the fabric oscillate. */
+ * change), so for thresholds.settle_intervals intervals the directions a
+ * choice move touched (the moved flows' old and new paths) settle: an
+ * automatic round moves no flow that crosses one, except off a failed link;
+ * moving them on stale loads is what made the fabric oscillate. A collision
+ * elsewhere is fixed at once. The round also judges its own earlier moves
+ * (docs/policy.md "Do no harm"): a moved flow whose rate did not gain
+ * thresholds.move_gain, with its new path still contended, is backed off
+ * (min_move_interval doubling per futile move, up to thresholds.backoff_max);
+ * a group of flows a round moved that is thresholds.harm_margin worse than
+ * before, over thresholds.harm_intervals, has its pins withdrawn (back to
+ * ECMP), with a "harm" event. */
 int  rebalance_auto(struct rebalance *rb, double now);
+/* Whether a round now would find a contended direction that was not
+ * contended at the last round and that no recent move touched: what a probe
+ * report just revealed. Cheap when the state has not changed since the last
+ * call. The main loop runs a round thresholds.react_window after it says so. */
+bool rebalance_contended(struct rebalance *rb, double now);
 /* Takes what the switches' routing says from the backend (backend_routing)
  * into the state's link directions (state_dir_set_route_down), with an
  * event per change and per pin the backend withdrew. Returns how many

@@ -106,6 +106,12 @@ struct state_flow {
     uint32_t cls_src, cls_dst;   /* end nodes it was classified with */
     double last_seen, last_moved;
     uint32_t moves;
+    /* The loop's verdict on its own moves (rebalance.c): the measured rate
+     * when a round last moved it by choice (0: no verdict pending), and the
+     * back-off that futile moves earn it (futile in a row; no choice move
+     * before backoff_until). */
+    double move_bps, backoff_until;
+    uint8_t futile;
 };
 
 struct state {

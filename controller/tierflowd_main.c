@@ -116,6 +116,10 @@ static int load_policy(const struct config *c, struct topo **t, struct classes *
     return 0;
 }
 
+/* Seconds between two looks at whether reports revealed a new contended
+ * direction (thresholds.react_window > 0). */
+#define REACT_POLL 0.02
+
 /* The backend's watcher saw routing change: wake the main loop, which
  * takes it in and runs a round at once (SIGUSR1 is blocked everywhere and
  * taken by sigtimedwait, like every other signal here). */
@@ -382,9 +386,15 @@ int main(int argc, char **argv)
      * backend opened). */
     rebalance_adopt(&d.rb, tf_now_real());
     rebalance_routing(&d.rb, tf_now_real());
-    double next = tf_now_mono() + d.cfg.interval, last_poke_round = 0;
+    double next = tf_now_mono() + d.cfg.interval, last_poke_round = 0, react_at = 0;
     for (;;) {
         double wait = next - tf_now_mono();
+        /* Between ticks, look at what reports brought every REACT_POLL s
+         * (rebalance_contended is cheap when nothing changed). */
+        if (react_at > 0 && react_at - tf_now_mono() < wait)
+            wait = react_at - tf_now_mono();
+        else if (d.cfg.react_window > 0 && wait > REACT_POLL)
+            wait = REACT_POLL;
         if (wait < 0)
             wait = 0;
         struct timespec ts = {(time_t)wait, (long)((wait - (double)(time_t)wait) * 1e9)};
@@ -411,8 +421,23 @@ int main(int argc, char **argv)
             log_info("signal %d: shutting down", sig);
             break;
         }
+        /* A report showed a new contended direction: one round after
+         * react_window, so that the reports of the other probes of the same
+         * interval are in (a round on one leaf's view fixes only that leaf). */
+        if (d.cfg.react_window > 0 && tf_now_mono() < next) {
+            if (react_at == 0 && rebalance_contended(&d.rb, tf_now_real()))
+                react_at = tf_now_mono() + d.cfg.react_window;
+            if (react_at > 0 && tf_now_mono() >= react_at) {
+                react_at = 0;
+                now = tf_now_real();
+                state_tick(&d.st, now, probe_cb, &d);
+                rebalance_auto(&d.rb, now);
+                atomic_fetch_add(&d.m.react_rounds, 1);
+            }
+        }
         if (tf_now_mono() < next)
             continue;
+        react_at = 0;
         next += d.cfg.interval;
         if (next < tf_now_mono())
             next = tf_now_mono() + d.cfg.interval;

@@ -347,10 +347,137 @@ static void recently_moved_flow_stays(void **state)
     assert_string_equal(fx_spine(&x->st, moved), where);
     assert_string_not_equal(fx_spine(&x->st, stayed), where);
     assert_int_equal(moved->moves, 1);
-    /* After the interval it may move again. */
+    /* After the interval it could move again, but both moves proved futile
+     * (each flow is back on a contended spine at its old rate, once the
+     * reports after its move are in): both are backed off, `moved` for 2 x
+     * the 10 s it had when judged (T0 + 2), `stayed` for 2 x 1 s. */
     x->cfg.min_move_interval = 1;
     report(x, T0 + 4, NULL, 2, sp, now_on, g);
-    assert_int_equal(round_moves(x, T0 + 4), 1);
+    assert_int_equal(round_moves(x, T0 + 4), 0);
+    assert_int_equal(atomic_load(&x->m.futile_moves), 2);
+    assert_true(moved->backoff_until >= T0 + 22 && stayed->backoff_until >= T0 + 6 && stayed->backoff_until < T0 + 7);
+    report(x, T0 + 7, NULL, 2, sp, now_on, g);
+    assert_int_equal(round_moves(x, T0 + 7), 1);
+    assert_int_equal(moved->moves, 1);
+}
+
+/* The spine of the four left untouched by S1 and `where`, from S3 up. */
+static const char *untouched_spine(const char *where)
+{
+    return strcmp(where, "S3") ? "S3" : "S4";
+}
+
+/* Settle is per direction: inside the settle period of a move on L1's S1
+ * uplink (the report still shows the old paths), a new collision on links no
+ * move touched is fixed by the very next round, and the settling flows stay
+ * put. (A global settle period made it wait.) The fixture's leaves have two
+ * hosts, so the four flows share their NICs: rates that keep the NICs at
+ * most full, else the collision would be theirs and unfixable. */
+static void disjoint_collision_in_settle(void **state)
+{
+    struct fx *x = *state;
+    x->cfg.min_move_interval = 0;  /* only the settle period holds moves back */
+    const int sp[] = {1, 2, 3, 4};
+    const double g[] = {45, 45, 55, 55};   /* each host's NIC at most full */
+    const char *on[] = {"S1", "S1"};
+    report(x, T0, NULL, 2, sp, on, g);
+    assert_int_equal(auto_moves(x, T0), 1);
+    const struct state_flow *a = flow(x, 0, 1), *b = flow(x, 1, 2);
+    char where[4];
+    tf_strlcpy(where, fx_spine(&x->st, a->pinned ? a : b), sizeof(where));
+    const char *other = untouched_spine(where);
+    const char *on2[] = {"S1", "S1", other, other};
+    report(x, T0 + 1, NULL, 4, sp, on2, g);
+    assert_true(rebalance_contended(&x->rb, T0 + 1));
+    assert_int_equal(auto_moves(x, T0 + 1), 1);
+    const struct state_flow *c = flow(x, 2, 3), *d = flow(x, 3, 4);
+    assert_int_equal(a->moves + b->moves, 1);
+    assert_int_equal(c->moves + d->moves, 1);
+    assert_string_not_equal(fx_spine(&x->st, c), fx_spine(&x->st, d));
+}
+
+/* rebalance_contended, the report-driven wake-up: true for a contended
+ * direction the last round did not see and no move touched; false when
+ * nothing changed since it last looked, for what the last round already saw,
+ * and for directions that are settling. */
+static void contended_says_what_is_new(void **state)
+{
+    struct fx *x = *state;
+    const int sp[] = {1, 2, 3, 4};
+    const double g[] = {45, 45, 55, 55};   /* each host's NIC at most full */
+    const char *on[] = {"S1", "S1"};
+    report(x, T0, NULL, 2, sp, on, g);
+    assert_true(rebalance_contended(&x->rb, T0));
+    assert_false(rebalance_contended(&x->rb, T0));        /* no report since */
+    assert_int_equal(auto_moves(x, T0), 1);
+    report(x, T0 + 0.5, NULL, 2, sp, on, g);               /* stale: S1 settling and seen */
+    assert_false(rebalance_contended(&x->rb, T0 + 0.5));
+    const struct state_flow *a = flow(x, 0, 1), *b = flow(x, 1, 2);
+    const char *other = untouched_spine(fx_spine(&x->st, a->pinned ? a : b));
+    const char *on2[] = {"S1", "S1", other, other};
+    report(x, T0 + 0.6, NULL, 4, sp, on2, g);
+    assert_true(rebalance_contended(&x->rb, T0 + 0.6));
+    assert_int_equal(auto_moves(x, T0 + 0.6), 1);
+    report(x, T0 + 0.7, NULL, 4, sp, on2, g);              /* seen by the round at T0 + 0.6 */
+    assert_false(rebalance_contended(&x->rb, T0 + 0.7));
+}
+
+/* Do no harm: two flows collide at 50 Gb/s each; after one is moved, both
+ * do 30 (something the loads did not show limits them). Once the settle
+ * period is over the group is judged over harm_intervals rounds: at 60% of
+ * its rate before the move, the pin is withdrawn (back to ECMP), with an
+ * event and the metric; the futile move also backs the flow off. */
+static void harmful_pins_withdrawn(void **state)
+{
+    struct fx *x = *state;
+    const int sp[] = {1, 2};
+    const double g[] = {50, 50}, worse[] = {30, 30};
+    const char *on[] = {"S1", "S1"};
+    report(x, T0, NULL, 2, sp, on, g);
+    assert_int_equal(auto_moves(x, T0), 1);
+    const struct state_flow *a = flow(x, 0, 1), *b = flow(x, 1, 2);
+    const struct state_flow *moved = a->pinned ? a : b;
+    char where[4];
+    tf_strlcpy(where, fx_spine(&x->st, moved), sizeof(where));
+    const char *apart[] = {a == moved ? where : "S1", b == moved ? where : "S1"};
+    for (int t = 1; t <= 4; t++) {
+        report(x, T0 + t, NULL, 2, sp, apart, worse);
+        assert_int_equal(auto_moves(x, T0 + t), 0);
+        assert_true(moved->pinned);
+    }
+    assert_int_equal(atomic_load(&x->m.futile_moves), 1);
+    assert_true(moved->backoff_until > T0 + 2);
+    report(x, T0 + 5, NULL, 2, sp, apart, worse);
+    assert_int_equal(auto_moves(x, T0 + 5), 0);
+    assert_false(moved->pinned);
+    assert_int_equal(x->rb.last.nrules, 0);
+    assert_true(has_event(x, "harm", "1 pin withdrawn (back to ECMP)"));
+    assert_int_equal(atomic_load(&x->m.harm_withdrawn), 1);
+}
+
+/* The same move when it helps: both flows at 95 after it; the pin stays,
+ * no back-off, no harm. */
+static void helpful_pins_kept(void **state)
+{
+    struct fx *x = *state;
+    const int sp[] = {1, 2};
+    const double g[] = {50, 50}, better[] = {95, 95};
+    const char *on[] = {"S1", "S1"};
+    report(x, T0, NULL, 2, sp, on, g);
+    assert_int_equal(auto_moves(x, T0), 1);
+    const struct state_flow *a = flow(x, 0, 1), *b = flow(x, 1, 2);
+    const struct state_flow *moved = a->pinned ? a : b;
+    char where[4];
+    tf_strlcpy(where, fx_spine(&x->st, moved), sizeof(where));
+    const char *apart[] = {a == moved ? where : "S1", b == moved ? where : "S1"};
+    for (int t = 1; t <= 8; t++) {
+        report(x, T0 + t, NULL, 2, sp, apart, better);
+        assert_int_equal(auto_moves(x, T0 + t), 0);
+    }
+    assert_true(moved->pinned);
+    assert_true(moved->backoff_until == 0 && moved->move_bps == 0);
+    assert_int_equal(atomic_load(&x->m.futile_moves), 0);
+    assert_false(has_event(x, "harm", ""));
 }
 
 static void max_moves_and_hysteresis(void **state)
@@ -468,6 +595,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(collision_moves_one_then_plan_is_stable, setup, teardown),
         cmocka_unit_test_setup_teardown(recently_moved_flow_stays, setup, teardown),
         cmocka_unit_test_setup_teardown(settle_after_moves, setup, teardown),
+        cmocka_unit_test_setup_teardown(disjoint_collision_in_settle, setup, teardown),
+        cmocka_unit_test_setup_teardown(contended_says_what_is_new, setup, teardown),
+        cmocka_unit_test_setup_teardown(harmful_pins_withdrawn, setup, teardown),
+        cmocka_unit_test_setup_teardown(helpful_pins_kept, setup, teardown),
         cmocka_unit_test_setup_teardown(saturated_alone_is_not_moved, setup, teardown),
         cmocka_unit_test_setup_teardown(max_moves_and_hysteresis, setup, teardown),
         cmocka_unit_test_setup_teardown(dry_run_changes_nothing, setup, teardown),
