@@ -41,6 +41,8 @@ struct classes;
 #define STATE_UNMAPPED_MAX 8
 #define STATE_AGE_OUT 10.0       /* drop flows silent for this many stale periods */
 #define STATE_MAX_JOBS 64
+#define STATE_INGEST_REASONS 16  /* room for ingest's refusal reasons */
+#define STATE_SENDER_LEN 112     /* an IPv6 address, a space, a report's instance */
 #define STATE_MAX_FLOWS 16000000 /* ceiling of limits.max_flows; also bounds a flow page's offset */
 
 struct state_dir {
@@ -65,6 +67,14 @@ struct state_probe {
     bool stale;                  /* as of the last state_tick */
     uint8_t nunmapped;
     char unmapped[STATE_UNMAPPED_MAX][STATE_IF_LEN];
+    /* ingest's (ingest.c): who reports under this name, "ADDR" or
+     * "ADDR instance" ("" none yet), and the newest report time applied
+     * from it (0 none); the last sender refused for it and when (one
+     * probe_conflict event per such sender while it keeps trying). */
+    char sender[STATE_SENDER_LEN];
+    double last_ts;
+    char rival[STATE_SENDER_LEN];
+    double rival_seen;
 };
 
 struct state_flow_key {
@@ -138,6 +148,11 @@ struct state {
     double link_holddown;        /* seconds a direction routing gave back stays down */
     double start;
     uint64_t reports_total, reports_rejected;
+    /* ingest's counters (ingest.c, ingest_metrics): reports refused by
+     * reason (enum ingest_err), entries refused, reports taken without a
+     * timestamp, probe name conflicts. Bumped atomically. */
+    uint64_t ingest_refused[STATE_INGEST_REASONS];
+    uint64_t entries_refused, reports_no_ts, probe_conflicts;
     size_t pins_kept, pins_lost; /* by the last state_set_topo */
 };
 
