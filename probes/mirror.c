@@ -9,6 +9,11 @@
  * the port its (source, session) is mapped to; the mapping names the egress
  * side (see mirrormap.h).
  *
+ * Admission is decided once per datagram (sFlow: the agent address in its
+ * header) or per mirror (ERSPAN: the carrier's source): a binary search in
+ * the mapping, then the allow-list, then the pool's few views. A refused
+ * datagram costs that and a counter; its samples are not even delivered.
+ *
  * Estimation. A 1-in-N sample counts as N packets of its length, so a flow's
  * byte estimate is N times the sampled bytes. With n samples in an interval
  * the relative standard error of the estimate is about 1/sqrt(n) (samples are
@@ -20,33 +25,37 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <pcap/dlt.h>
 
+#include "common/log.h"
 #include "common/util.h"
 #include "probes/erspan.h"
 #include "probes/flowtab.h"
 #include "probes/sflow.h"
 
-#define PORT_NONE 0xffff
-#define MIRROR_MAX_UNMAPPED 1024
 #define COUNTER_FRESH_S 90.0 /* sFlow counter polling is often 20-30 s */
 
 enum { KIND_ERSPAN = 0, KIND_SFLOW = 1 };
+static const char *const kind_name[] = {"erspan", "sflow"};
 
 struct mport {
     char ifname[16];
+    uint32_t id;              /* pool views: the ifIndex or session it stands for */
+    bool seen;                /* reported from the first telemetry on it */
     double link_bps;          /* what fat shares are measured against */
     bool rate_from_map;       /* link_bps came from the mapping: keep it */
     const char *source;       /* "sflow" or "erspan" */
     uint64_t ivl_bytes, ivl_pkts, ivl_ce;   /* estimated (scaled) this interval */
     /* From the switch's own interface counters (sFlow counter samples). */
-    bool have_ctr, have_rate;
-    uint64_t last_in, last_out, last_drops, last_errs;
-    double last_t, rate_t;    /* agent uptime of the last sample; wall time of the last rate */
+    struct sflow_ctr_base base;
+    bool have_rate;
+    uint64_t last_drops, last_errs;
+    double rate_t;            /* wall time of the last rate */
     double tx_bps, rx_bps;
     uint64_t ivl_drops, ivl_errs;
     const char *oper;
@@ -54,57 +63,175 @@ struct mport {
 
 struct mview {
     char node[REPORT_NAME_LEN];
-    bool mapped;
+    bool mapped, active;      /* active: sent something, so reported */
+    /* pool views: the source they were handed to (used once handed out) */
+    bool used;
+    uint8_t kind, af, addr[16];
     struct flowtab *ft;
-    uint32_t nports;
-    struct mport ports[MIRROR_MAX_PORTS];
-    const char *ifnames[MIRROR_MAX_PORTS];
-    double link_bps[MIRROR_MAX_PORTS];
-    struct report_link links[MIRROR_MAX_PORTS];
+    uint32_t nports, cap;
+    struct mport *ports;      /* cap of each, allocated with the view */
+    const char **ifnames;
+    double *link_bps;
+    struct report_link *links;
     struct report rep;
     struct report_snap snap;
     uint64_t pkts, bytes, unparsed, truncated;
     uint64_t roce_opcodes[256];
 };
 
-struct unmapped {
-    uint8_t kind, af;
-    uint8_t addr[16];
-    uint32_t id;
-    uint16_t view, port;
+/* One warning of a kind at most every MIRROR_LOG_EVERY_S, saying how many
+ * were held back: a flood must not become a flood of log lines. */
+struct ratelog {
+    double next;
+    uint64_t held;
 };
 
 struct mirror {
     const struct mirrormap *map;
     struct mirror_opts o;
-    struct mview *views[MIRROR_MAX_VIEWS];
-    uint32_t nviews;
-    uint16_t *map_view, *map_port; /* per mapping port: its view and port, or PORT_NONE */
-    struct unmapped un[MIRROR_MAX_UNMAPPED];
-    uint32_t nun;
+    struct mview **views;     /* nmapped mapped views, then npool pool views */
+    uint32_t nmapped, npool, nviews;
+    uint32_t *map_view, *map_port; /* per mapping port: its view and port */
     struct sflow_seq *seq;
     struct sflow_stats sst;
     struct report_telemetry tel;
     double now;               /* arrival time of the datagram being parsed */
+    /* the datagram being parsed: its agent's mapped-ness and pool view */
+    bool cur_mapped;
+    struct mview *cur_pool;
+    struct ratelog log_refused, log_pool_full, log_unmapped_port, log_rejected;
 };
+
+static void ratelog(struct ratelog *rl, double now, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void ratelog(struct ratelog *rl, double now, const char *fmt, ...)
+{
+    if (now < rl->next) {
+        rl->held++;
+        return;
+    }
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    if (rl->held)
+        log_warn("%s (and %llu more like it in the last %.0f s)", msg, (unsigned long long)rl->held,
+                 MIRROR_LOG_EVERY_S);
+    else
+        log_warn("%s", msg);
+    rl->held = 0;
+    rl->next = now + MIRROR_LOG_EVERY_S;
+}
+
+/* ---- views: all made here, at start ------------------------------------ */
+
+static void view_free(struct mview *v)
+{
+    if (!v)
+        return;
+    flowtab_free(v->ft);
+    report_free_flows(&v->rep);
+    report_snap_free(&v->snap);
+    free(v->ports);
+    free(v->ifnames);
+    free(v->link_bps);
+    free(v->links);
+    free(v);
+}
+
+static struct mview *view_new(const char *node, bool mapped, uint32_t cap, uint32_t max_flows,
+                              double idle)
+{
+    struct mview *v = calloc(1, sizeof(*v));
+    if (!v)
+        return NULL;
+    v->cap = cap ? cap : 1;
+    v->ports = calloc(v->cap, sizeof(*v->ports));
+    v->ifnames = calloc(v->cap, sizeof(*v->ifnames));
+    v->link_bps = calloc(v->cap, sizeof(*v->link_bps));
+    v->links = calloc(v->cap, sizeof(*v->links));
+    v->ft = flowtab_new(max_flows, idle);
+    if (!v->ports || !v->ifnames || !v->link_bps || !v->links || !v->ft) {
+        view_free(v);
+        return NULL;
+    }
+    tf_strlcpy(v->node, node, sizeof(v->node));
+    tf_strlcpy(v->rep.probe, node, sizeof(v->rep.probe));
+    v->mapped = mapped;
+    return v;
+}
+
+static uint32_t port_add(struct mirror *m, struct mview *v, const char *ifname, double gbps)
+{
+    struct mport *p = &v->ports[v->nports];
+    tf_strlcpy(p->ifname, ifname, sizeof(p->ifname));
+    p->rate_from_map = gbps > 0;
+    p->link_bps = (gbps > 0 ? gbps : m->o.default_gbps) * 1e9;
+    v->ifnames[v->nports] = p->ifname;
+    return v->nports++;
+}
+
+/* One view per node the mapping names, with exactly its ports, in mapping
+ * order. */
+static int make_mapped_views(struct mirror *m)
+{
+    uint32_t np = mirrormap_nports(m->map);
+    m->map_view = calloc(np ? np : 1, sizeof(*m->map_view));
+    m->map_port = calloc(np ? np : 1, sizeof(*m->map_port));
+    if (!m->map_view || !m->map_port)
+        return -ENOMEM;
+    const char *names[MIRROR_MAX_VIEWS];
+    uint32_t count[MIRROR_MAX_VIEWS] = {0};
+    for (uint32_t i = 0; i < np; i++) {
+        const char *node = mirrormap_port(m->map, i)->node;
+        uint32_t vi = 0;
+        while (vi < m->nmapped && strcmp(names[vi], node) != 0)
+            vi++;
+        if (vi == m->nmapped) {
+            if (m->nmapped == MIRROR_MAX_VIEWS)
+                return -E2BIG;
+            names[m->nmapped++] = node;
+        }
+        m->map_view[i] = vi;
+        count[vi]++;
+    }
+    for (uint32_t vi = 0; vi < m->nmapped; vi++)
+        if (!(m->views[vi] = view_new(names[vi], true, count[vi], m->o.max_flows, m->o.idle_timeout)))
+            return -ENOMEM;
+    for (uint32_t i = 0; i < np; i++) {
+        const struct mirrormap_port *p = mirrormap_port(m->map, i);
+        m->map_port[i] = port_add(m, m->views[m->map_view[i]], p->ifname, p->link_gbps);
+    }
+    return 0;
+}
 
 int mirror_new(const struct mirrormap *map, const struct mirror_opts *o, struct mirror **out)
 {
+    if (o->max_unmapped > MIRROR_MAX_VIEWS)
+        return -E2BIG;
     struct mirror *m = calloc(1, sizeof(*m));
     if (!m)
         return -ENOMEM;
     m->map = map;
     m->o = *o;
-    uint32_t np = mirrormap_nports(map);
-    m->map_view = malloc(sizeof(uint16_t) * (np ? np : 1));
-    m->map_port = malloc(sizeof(uint16_t) * (np ? np : 1));
+    m->views = calloc(MIRROR_MAX_VIEWS + o->max_unmapped, sizeof(*m->views));
     m->seq = sflow_seq_new();
-    if (!m->map_view || !m->map_port || !m->seq) {
-        mirror_free(m);
-        return -ENOMEM;
+    int r = !m->views || !m->seq ? -ENOMEM : make_mapped_views(m);
+    uint32_t pool_flows = o->max_flows < MIRROR_UNMAPPED_FLOWS ? o->max_flows : MIRROR_UNMAPPED_FLOWS;
+    m->nviews = m->nmapped;
+    for (uint32_t i = 0; r == 0 && i < o->max_unmapped; i++) {
+        struct mview *v = view_new("", false, MIRROR_MAX_PORTS, pool_flows, o->idle_timeout);
+        if (!v)
+            r = -ENOMEM;
+        else
+            m->views[m->nviews++] = v;
     }
-    for (uint32_t i = 0; i < np; i++)
-        m->map_view[i] = m->map_port[i] = PORT_NONE;
+    m->npool = m->nviews - m->nmapped;
+    if (r < 0) {
+        mirror_free(m);
+        return r;
+    }
     m->tel.has_telemetry = true;
     *out = m;
     return 0;
@@ -114,122 +241,157 @@ void mirror_free(struct mirror *m)
 {
     if (!m)
         return;
-    for (uint32_t i = 0; i < m->nviews; i++) {
-        flowtab_free(m->views[i]->ft);
-        report_free_flows(&m->views[i]->rep);
-        report_snap_free(&m->views[i]->snap);
-        free(m->views[i]);
-    }
+    for (uint32_t i = 0; m->views && i < MIRROR_MAX_VIEWS + m->o.max_unmapped; i++)
+        view_free(m->views[i]);
+    free(m->views);
     sflow_seq_free(m->seq);
     free(m->map_view);
     free(m->map_port);
     free(m);
 }
 
-/* ---- views and ports --------------------------------------------------- */
-
-static int view_get(struct mirror *m, const char *node, bool mapped, uint16_t *vi)
+void mirror_carry(struct mirror *to, struct mirror *from)
 {
-    for (uint32_t i = 0; i < m->nviews; i++)
-        if (strcmp(m->views[i]->node, node) == 0) {
-            *vi = (uint16_t)i;
-            return 0;
-        }
-    if (m->nviews == MIRROR_MAX_VIEWS)
-        return -ENOSPC;
-    struct mview *v = calloc(1, sizeof(*v));
-    if (!v)
-        return -ENOMEM;
-    v->ft = flowtab_new(m->o.max_flows, m->o.idle_timeout);
-    if (!v->ft) {
-        free(v);
-        return -ENOMEM;
-    }
-    tf_strlcpy(v->node, node, sizeof(v->node));
-    tf_strlcpy(v->rep.probe, node, sizeof(v->rep.probe));
-    v->mapped = mapped;
-    *vi = (uint16_t)m->nviews;
-    m->views[m->nviews++] = v;
-    return 0;
+    to->sst = from->sst;
+    to->tel = from->tel;
+    struct sflow_seq *s = to->seq;
+    to->seq = from->seq;
+    from->seq = s;
 }
 
-static int port_get(struct mirror *m, struct mview *v, const char *ifname, double gbps,
-                    const char *source, uint16_t *pi)
+bool mirror_admits_any(const struct mirror *m)
 {
-    for (uint32_t i = 0; i < v->nports; i++)
-        if (strcmp(v->ports[i].ifname, ifname) == 0) {
-            *pi = (uint16_t)i;
-            return 0;
-        }
-    if (v->nports == MIRROR_MAX_PORTS)
-        return -ENOSPC;
-    struct mport *p = &v->ports[v->nports];
-    tf_strlcpy(p->ifname, ifname, sizeof(p->ifname));
-    p->rate_from_map = gbps > 0;
-    p->link_bps = (gbps > 0 ? gbps : m->o.default_gbps) * 1e9;
-    p->source = source;
-    v->ifnames[v->nports] = p->ifname;
-    *pi = (uint16_t)v->nports++;
-    return 0;
+    return !m->map && m->o.nallow == 0;
 }
 
-/* The view and port for a mirror session or an sFlow data source. */
-static int port_for(struct mirror *m, int kind, int af, const uint8_t *addr, uint32_t id,
-                    struct mview **vout, uint16_t *pout)
+/* ---- admission ---------------------------------------------------------- */
+
+static bool allowed(const struct mirror *m, int af, const uint8_t *addr)
 {
-    const char *source = kind == KIND_SFLOW ? "sflow" : "erspan";
-    uint32_t mp = kind == KIND_SFLOW ? mirrormap_sflow(m->map, af, addr, id)
-                                     : mirrormap_erspan(m->map, af, addr, (uint16_t)id);
-    uint16_t vi, pi;
-    int r;
-    if (mp != MIRRORMAP_NONE) {
-        if (m->map_view[mp] == PORT_NONE) {
-            const struct mirrormap_port *p = mirrormap_port(m->map, mp);
-            if ((r = view_get(m, p->node, true, &vi)) < 0 ||
-                (r = port_get(m, m->views[vi], p->ifname, p->link_gbps, source, &pi)) < 0)
-                return r;
-            m->map_view[mp] = vi;
-            m->map_port[mp] = pi;
-        }
-        *vout = m->views[m->map_view[mp]];
-        *pout = m->map_port[mp];
-        return 0;
-    }
+    if (mirror_admits_any(m))
+        return true;
+    for (size_t i = 0; i < m->o.nallow; i++)
+        if (m->o.allow[i].af == af && tf_prefix_contains(af, m->o.allow[i].addr, m->o.allow[i].plen, addr))
+            return true;
+    return false;
+}
+
+/* The pool view of a source (kind, af, addr): its own, or a free one handed
+ * to it for good, or NULL when the source is not allowed one or the pool is
+ * spent. */
+static struct mview *pool_view(struct mirror *m, int kind, int af, const uint8_t *addr, bool mapped)
+{
+    if (!m->npool || !allowed(m, af, addr))
+        return NULL;
     size_t alen = af == 6 ? 16 : 4;
-    for (uint32_t i = 0; i < m->nun; i++) {
-        struct unmapped *u = &m->un[i];
-        if (u->kind == kind && u->af == af && u->id == id && memcmp(u->addr, addr, alen) == 0) {
-            *vout = m->views[u->view];
-            *pout = u->port;
+    struct mview *free_v = NULL;
+    for (uint32_t i = m->nmapped; i < m->nviews; i++) {
+        struct mview *v = m->views[i];
+        if (!v->used) {
+            free_v = free_v ? free_v : v;
+            continue;
+        }
+        if (v->kind == kind && v->af == af && memcmp(v->addr, addr, alen) == 0)
+            return v;
+    }
+    char a[INET6_ADDRSTRLEN];
+    tf_addr_str(af, addr, a, sizeof(a));
+    if (!free_v) {
+        /* A mapped source's own ports are still taken: only its unmapped
+         * ones go without a view. */
+        if (!mapped)
+            ratelog(&m->log_pool_full, m->now, "%s: source %s refused: all %u views for sources not in the "
+                    "mirror map are taken (first come; raise the maximum or narrow the allowed prefixes)",
+                    kind_name[kind], a, m->npool);
+        return NULL;
+    }
+    free_v->used = true;
+    free_v->kind = (uint8_t)kind;
+    free_v->af = (uint8_t)af;
+    memcpy(free_v->addr, addr, alen);
+    /* "erspan:" + the longest IPv6 text (45) fits REPORT_NAME_LEN (64). */
+    snprintf(free_v->node, sizeof(free_v->node), "%s:%s", kind_name[kind], a);
+    tf_strlcpy(free_v->rep.probe, free_v->node, sizeof(free_v->rep.probe));
+    log_msg(LOG_NOTICE, "%s: source %s (not in the mirror map) gets view %s, printed and never posted",
+            kind_name[kind], a, free_v->node);
+    return free_v;
+}
+
+/* Whether a source's telemetry is taken at all; sets cur_mapped and
+ * cur_pool for its samples. Counts and logs a refusal. */
+static bool admit(struct mirror *m, int kind, int af, const uint8_t *addr)
+{
+    m->cur_mapped = kind == KIND_SFLOW ? mirrormap_has_sflow_agent(m->map, af, addr)
+                                       : mirrormap_has_erspan_src(m->map, af, addr);
+    /* A mapped source gets its pool view only if it sends about a port the
+     * map does not name (port_for). */
+    m->cur_pool = m->cur_mapped ? NULL : pool_view(m, kind, af, addr, false);
+    if (m->cur_mapped || m->cur_pool)
+        return true;
+    uint64_t *n = kind == KIND_SFLOW ? &m->tel.sflow_refused : &m->tel.erspan_refused;
+    (*n)++;
+    if (allowed(m, af, addr))
+        return false; /* pool spent: pool_view said so */
+    char a[INET6_ADDRSTRLEN];
+    ratelog(&m->log_refused, m->now, "%s: %s %s is not in the mirror map nor an allowed prefix: its telemetry "
+            "is dropped (%s_refused: %llu)", kind_name[kind], kind == KIND_SFLOW ? "agent" : "mirror source",
+            tf_addr_str(af, addr, a, sizeof(a)), kind_name[kind], (unsigned long long)*n);
+    return false;
+}
+
+/* The view and port for an admitted source's data source (ifIndex or
+ * session): the mapped port, else a port of its pool view. -ENOENT when it
+ * has neither (counted by the caller as unattributed). */
+static int port_for(struct mirror *m, int kind, int af, const uint8_t *addr, uint32_t id,
+                    struct mview **vout, uint32_t *pout)
+{
+    if (m->cur_mapped) {
+        uint32_t mp = kind == KIND_SFLOW ? mirrormap_sflow(m->map, af, addr, id)
+                                         : mirrormap_erspan(m->map, af, addr, (uint16_t)id);
+        if (mp != MIRRORMAP_NONE) {
+            *vout = m->views[m->map_view[mp]];
+            *pout = m->map_port[mp];
             return 0;
         }
     }
-    if (m->nun == MIRROR_MAX_UNMAPPED)
+    if (!m->cur_pool)
+        m->cur_pool = pool_view(m, kind, af, addr, true);
+    struct mview *v = m->cur_pool;
+    char a[INET6_ADDRSTRLEN];
+    if (!v) {
+        ratelog(&m->log_unmapped_port, m->now, "%s: %s %s %s %u is not in the mirror map: its data is "
+                "unattributed", kind_name[kind], kind == KIND_SFLOW ? "agent" : "mirror source",
+                tf_addr_str(af, addr, a, sizeof(a)), kind == KIND_SFLOW ? "ifIndex" : "session", id);
+        return -ENOENT;
+    }
+    for (uint32_t i = 0; i < v->nports; i++)
+        if (v->ports[i].id == id) {
+            *vout = v;
+            *pout = i;
+            return 0;
+        }
+    if (v->nports == v->cap)
         return -ENOSPC;
-    char a[INET6_ADDRSTRLEN], node[REPORT_NAME_LEN], ifname[16];
-    tf_addr_str(af == 6 ? 6 : 4, addr, a, sizeof(a));
-    /* "erspan:" + the longest IPv6 text (45) fits REPORT_NAME_LEN (64). */
-    if (snprintf(node, sizeof(node), "%s:%s", source, a) >= (int)sizeof(node) ||
-        snprintf(ifname, sizeof(ifname), kind == KIND_SFLOW ? "%u" : "s%u", id) >= (int)sizeof(ifname))
-        return -ENAMETOOLONG;
-    if ((r = view_get(m, node, false, &vi)) < 0 ||
-        (r = port_get(m, m->views[vi], ifname, 0, source, &pi)) < 0)
-        return r;
-    struct unmapped *u = &m->un[m->nun++];
-    memset(u, 0, sizeof(*u));
-    u->kind = (uint8_t)kind;
-    u->af = (uint8_t)af;
-    memcpy(u->addr, addr, alen);
-    u->id = id;
-    u->view = vi;
-    u->port = pi;
-    *vout = m->views[vi];
-    *pout = pi;
+    char ifname[16];
+    snprintf(ifname, sizeof(ifname), kind == KIND_SFLOW ? "%u" : "s%u", id);
+    *pout = port_add(m, v, ifname, 0);
+    v->ports[*pout].id = id;
+    *vout = v;
     return 0;
+}
+
+static void port_seen(struct mview *v, uint32_t pi, int kind)
+{
+    struct mport *p = &v->ports[pi];
+    if (!p->seen) {
+        p->seen = true;
+        p->source = kind_name[kind];
+    }
+    v->active = true;
 }
 
 /* Accounts one (possibly sampled) packet on a view's port. */
-static void account(struct mview *v, uint16_t pi, const struct decode_pkt *pkt, int decoded,
+static void account(struct mview *v, uint32_t pi, const struct decode_pkt *pkt, int decoded,
                     uint32_t wire, uint32_t scale, uint8_t source, double ts)
 {
     struct mport *p = &v->ports[pi];
@@ -246,7 +408,7 @@ static void account(struct mview *v, uint16_t pi, const struct decode_pkt *pkt, 
     p->ivl_ce += pkt->ecn == 3 ? scale : 0;
     if (pkt->roce)
         v->roce_opcodes[pkt->bth_opcode] += scale;
-    flowtab_update(v->ft, pkt, pi, ts, scale, source);
+    flowtab_update(v->ft, pkt, (uint16_t)pi, ts, scale, source);
 }
 
 /* ---- ERSPAN ------------------------------------------------------------ */
@@ -262,14 +424,18 @@ int mirror_erspan(struct mirror *m, const struct decode_pkt *outer, const uint8_
         m->tel.erspan_bad++;
         return r;
     }
+    m->now = ts;
+    if (!admit(m, KIND_ERSPAN, e.src_af, e.src))
+        return 0;
     m->tel.erspan_frames++;
     m->tel.erspan_truncated += e.truncated;
     struct mview *v;
-    uint16_t pi;
+    uint32_t pi;
     if (port_for(m, KIND_ERSPAN, e.src_af, e.src, e.session, &v, &pi) < 0) {
         m->tel.erspan_unattributed++;
         return 0;
     }
+    port_seen(v, pi, KIND_ERSPAN);
     struct decode_pkt in;
     int d = decode_frame(DLT_EN10MB, frame + e.inner_off, e.inner_caplen, e.inner_wire, &in);
     account(v, pi, &in, d, e.inner_wire, 1, FLOW_SRC_ERSPAN, ts);
@@ -278,24 +444,45 @@ int mirror_erspan(struct mirror *m, const struct decode_pkt *outer, const uint8_
 
 /* ---- sFlow ------------------------------------------------------------- */
 
-static void on_datagram(void *ctx, const struct sflow_datagram *d)
+static int on_datagram(void *ctx, const struct sflow_datagram *d)
 {
     struct mirror *m = ctx;
+    if (!admit(m, KIND_SFLOW, d->agent_af, d->agent))
+        return 1;
     sflow_seq_datagram(m->seq, d);
+    return 0;
+}
+
+/* Counts a sample out of bounds, and says why (rate-limited). */
+static bool rejected(struct mirror *m, const struct sflow_datagram *d, enum sflow_reject why,
+                     uint64_t value)
+{
+    if (why == SFLOW_OK)
+        return false;
+    m->sst.rejected[why]++;
+    char a[INET6_ADDRSTRLEN];
+    ratelog(&m->log_rejected, m->now, "sflow: agent %s: sample rejected: %s %llu out of bounds "
+            "(docs/telemetry.md, sample bounds)", tf_addr_str(d->agent_af, d->agent, a, sizeof(a)),
+            sflow_reject_name(why), (unsigned long long)value);
+    return true;
 }
 
 static void on_flow(void *ctx, const struct sflow_datagram *d, const struct sflow_flow_sample *s)
 {
     struct mirror *m = ctx;
     sflow_seq_sample(m->seq, d, 0, s->source_type, s->source_index, s->seq);
+    enum sflow_reject why = sflow_flow_check(s);
+    if (rejected(m, d, why, why == SFLOW_REJ_RATE ? s->rate : s->frame_len))
+        return;
     struct mview *v;
-    uint16_t pi;
+    uint32_t pi;
     /* Only a single, known output port puts the packet on a path. */
     if (!s->has_header || s->output_fmt != 0 || s->output == 0 ||
         port_for(m, KIND_SFLOW, d->agent_af, d->agent, s->output, &v, &pi) < 0) {
         m->tel.sflow_unattributed++;
         return;
     }
+    port_seen(v, pi, KIND_SFLOW);
     /* frame_len is the original length, including what was stripped before
      * the header was taken (typically the 4-byte FCS, which libpcap's wire
      * length does not count either). */
@@ -320,36 +507,39 @@ static void on_counters(void *ctx, const struct sflow_datagram *d, const struct 
 {
     struct mirror *m = ctx;
     sflow_seq_sample(m->seq, d, 1, c->source_type, c->source_index, c->seq);
+    if (rejected(m, d, sflow_counters_check(c), c->speed))
+        return;
     struct mview *v;
-    uint16_t pi;
+    uint32_t pi;
     if (port_for(m, KIND_SFLOW, d->agent_af, d->agent, c->ifindex, &v, &pi) < 0)
         return;
+    port_seen(v, pi, KIND_SFLOW);
     struct mport *p = &v->ports[pi];
+    if (!p->rate_from_map && c->speed > 0)
+        p->link_bps = (double)c->speed;
     double t = (double)d->uptime_ms / 1000.0; /* the agent's clock: no network jitter */
     uint64_t drops = (uint64_t)c->in_discards + c->out_discards;
     uint64_t errs = (uint64_t)c->in_errors + c->out_errors;
-    if (p->have_ctr && t > p->last_t && c->out_octets >= p->last_out && c->in_octets >= p->last_in) {
-        double dt = t - p->last_t;
-        p->tx_bps = 8.0 * (double)(c->out_octets - p->last_out) / dt;
-        p->rx_bps = 8.0 * (double)(c->in_octets - p->last_in) / dt;
+    double tx, rx;
+    int r = sflow_counter_rates(&p->base, t, c->in_octets, c->out_octets, p->link_bps, &tx, &rx);
+    if (r == 0) {
+        p->tx_bps = tx;
+        p->rx_bps = rx;
         p->have_rate = true;
         p->rate_t = m->now;
         if (drops >= p->last_drops)
             p->ivl_drops += drops - p->last_drops;
         if (errs >= p->last_errs)
             p->ivl_errs += errs - p->last_errs;
+    } else if (r == SFLOW_REJ_COUNTERS) {
+        rejected(m, d, SFLOW_REJ_COUNTERS, c->out_octets);
     }
-    /* A counter that went backwards (agent restart, 32-bit wrap) just
-     * restarts the baseline. */
-    p->have_ctr = true;
-    p->last_t = t;
-    p->last_in = c->in_octets;
-    p->last_out = c->out_octets;
+    /* Whatever the verdict the sample is the new baseline: an agent restart
+     * or one corrupt sample costs one rate, not every later one. */
+    p->base = (struct sflow_ctr_base){true, t, c->in_octets, c->out_octets};
     p->last_drops = drops;
     p->last_errs = errs;
     p->oper = (c->status & 2) ? "up" : "down";
-    if (!p->rate_from_map && c->speed > 0)
-        p->link_bps = (double)c->speed;
 }
 
 int mirror_sflow(struct mirror *m, const uint8_t *dgram, size_t len, double ts)
@@ -370,6 +560,7 @@ void mirror_telemetry(const struct mirror *m, struct report_telemetry *t)
     t->sflow_other_versions = m->sst.other_versions;
     t->sflow_flow_samples = m->sst.flow_samples;
     t->sflow_counter_samples = m->sst.counter_samples;
+    memcpy(t->sflow_rejected, m->sst.rejected, sizeof(t->sflow_rejected));
     struct sflow_seq_stats q;
     sflow_seq_get(m->seq, &q);
     t->sflow_lost_datagrams = q.lost_datagrams;
@@ -404,9 +595,15 @@ int mirror_close(struct mirror *m, double now, double interval_s, mirror_emit_fn
     mirror_telemetry(m, &tel);
     for (uint32_t i = 0; i < m->nviews; i++) {
         struct mview *v = m->views[i];
+        if (!v->active)
+            continue;
+        /* Only ports the switch sent something about are links of the
+         * report: a silent mapped port is not a link known to be idle. */
+        uint32_t nl = 0;
         for (uint32_t j = 0; j < v->nports; j++) {
-            fill_link(&v->ports[j], &v->links[j], now, interval_s);
             v->link_bps[j] = v->ports[j].link_bps;
+            if (v->ports[j].seen)
+                fill_link(&v->ports[j], &v->links[nl++], now, interval_s);
         }
         if (report_snap_take(&v->snap, v->ft) < 0)
             return -ENOMEM;
@@ -427,7 +624,7 @@ int mirror_close(struct mirror *m, double now, double interval_s, mirror_emit_fn
         v->rep.ts = now;
         v->rep.interval_s = interval_s;
         v->rep.links = v->links;
-        v->rep.nlinks = v->nports;
+        v->rep.nlinks = nl;
         emit(ctx, &v->rep, v->mapped);
     }
     return 0;

@@ -3,7 +3,9 @@
  * ERSPAN session and an sFlow source that describe the same switch port share
  * one index and their data lands in one place. Lookups are linear over at
  * most MIRRORMAP_MAX keys; they run once per datagram or mirrored frame, and
- * a switch fabric has few sessions, so a hash would buy nothing measurable.
+ * Keys are sorted once parsed, and looked up by binary search: a flood of
+ * datagrams from addresses the map does not name costs log2(keys) compares
+ * each, never a scan.
  */
 #include "probes/mirrormap.h"
 
@@ -30,6 +32,43 @@ struct mirrormap {
     struct mirrormap_port ports[MIRRORMAP_MAX];
     uint32_t nports;
 };
+
+/* Order: kind, family, address, id; so that all keys of one source are
+ * adjacent and the first of them is where (kind, af, addr, 0) would go. */
+static int key_cmp3(uint8_t kind, uint8_t af, const uint8_t *addr, uint32_t id, const struct mm_key *k)
+{
+    if (kind != k->kind)
+        return kind < k->kind ? -1 : 1;
+    if (af != k->af)
+        return af < k->af ? -1 : 1;
+    int c = memcmp(addr, k->addr, 16);
+    if (c)
+        return c;
+    return id == k->id ? 0 : id < k->id ? -1 : 1;
+}
+
+static int key_cmp(const void *a, const void *b)
+{
+    const struct mm_key *x = a;
+    return key_cmp3(x->kind, x->af, x->addr, x->id, b);
+}
+
+/* Index of the first key not below (kind, af, addr, id). */
+static uint32_t lower_bound(const struct mirrormap *m, uint8_t kind, int af, const uint8_t *addr,
+                            uint32_t id)
+{
+    uint8_t a[16] = {0};
+    memcpy(a, addr, af == 6 ? 16 : 4);
+    uint32_t lo = 0, hi = m->nkeys;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (key_cmp3(kind, (uint8_t)af, a, id, &m->keys[mid]) > 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
 
 static uint32_t port_index(struct mirrormap *m, const char *node, const char *ifname, double gbps)
 {
@@ -143,6 +182,7 @@ int mirrormap_parse(const char *text, size_t len, struct mirrormap **out, char *
     if ((r = parse_entries(m, json_object_get(root, "erspan"), KEY_ERSPAN, err, errlen)) < 0 ||
         (r = parse_entries(m, json_object_get(root, "sflow"), KEY_SFLOW, err, errlen)) < 0)
         goto out;
+    qsort(m->keys, m->nkeys, sizeof(m->keys[0]), key_cmp);
     *out = m;
     m = NULL;
     r = 0;
@@ -175,13 +215,31 @@ static uint32_t lookup(const struct mirrormap *m, uint8_t kind, int af, const ui
 {
     if (!m)
         return MIRRORMAP_NONE;
-    size_t alen = af == 6 ? 16 : 4;
-    for (uint32_t i = 0; i < m->nkeys; i++) {
-        const struct mm_key *k = &m->keys[i];
-        if (k->kind == kind && k->id == id && k->af == af && memcmp(k->addr, addr, alen) == 0)
-            return k->port;
-    }
+    uint32_t i = lower_bound(m, kind, af, addr, id);
+    const struct mm_key *k = &m->keys[i];
+    if (i < m->nkeys && k->kind == kind && k->af == af && k->id == id &&
+        memcmp(k->addr, addr, af == 6 ? 16 : 4) == 0)
+        return k->port;
     return MIRRORMAP_NONE;
+}
+
+static bool has_source(const struct mirrormap *m, uint8_t kind, int af, const uint8_t *addr)
+{
+    if (!m)
+        return false;
+    uint32_t i = lower_bound(m, kind, af, addr, 0);
+    const struct mm_key *k = &m->keys[i];
+    return i < m->nkeys && k->kind == kind && k->af == af && memcmp(k->addr, addr, af == 6 ? 16 : 4) == 0;
+}
+
+bool mirrormap_has_erspan_src(const struct mirrormap *m, int af, const uint8_t *src)
+{
+    return has_source(m, KEY_ERSPAN, af, src);
+}
+
+bool mirrormap_has_sflow_agent(const struct mirrormap *m, int af, const uint8_t *agent)
+{
+    return has_source(m, KEY_SFLOW, af, agent);
 }
 
 uint32_t mirrormap_erspan(const struct mirrormap *m, int af, const uint8_t *src, uint16_t session)
@@ -195,6 +253,18 @@ uint32_t mirrormap_sflow(const struct mirrormap *m, int af, const uint8_t *agent
 }
 
 uint32_t mirrormap_nports(const struct mirrormap *m) { return m ? m->nports : 0; }
+uint32_t mirrormap_nkeys(const struct mirrormap *m) { return m ? m->nkeys : 0; }
+
+/* Keys and ports are built in zeroed memory, names copied with their
+ * padding zero: equal contents compare equal byte for byte. */
+bool mirrormap_equal(const struct mirrormap *a, const struct mirrormap *b)
+{
+    if (!a || !b)
+        return a == b;
+    return a->nkeys == b->nkeys && a->nports == b->nports &&
+           memcmp(a->keys, b->keys, a->nkeys * sizeof(a->keys[0])) == 0 &&
+           memcmp(a->ports, b->ports, a->nports * sizeof(a->ports[0])) == 0;
+}
 
 const struct mirrormap_port *mirrormap_port(const struct mirrormap *m, uint32_t idx)
 {

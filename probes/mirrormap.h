@@ -15,12 +15,14 @@
  *                "link_gbps": 100}]}
  *
  * Invariants: at most MIRRORMAP_MAX entries; names are bounded; duplicate
- * keys are refused; lookups are by exact key and return a stable port index
- * in [0, nports) so callers can keep per-port arrays.
+ * keys are refused; lookups are by exact key (binary search over the sorted
+ * keys: O(log n) per datagram, whatever arrives) and return a stable port
+ * index in [0, nports) so callers can keep per-port arrays.
  */
 #ifndef TF_MIRRORMAP_H
 #define TF_MIRRORMAP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -47,7 +49,15 @@ void mirrormap_free(struct mirrormap *m);
 uint32_t mirrormap_erspan(const struct mirrormap *m, int af, const uint8_t *src, uint16_t session);
 uint32_t mirrormap_sflow(const struct mirrormap *m, int af, const uint8_t *agent, uint32_t ifindex);
 
+/* Whether a mirror source or an sFlow agent address has any entry: the
+ * sources whose telemetry the probe takes (see mirror.h). */
+bool mirrormap_has_erspan_src(const struct mirrormap *m, int af, const uint8_t *src);
+bool mirrormap_has_sflow_agent(const struct mirrormap *m, int af, const uint8_t *agent);
+
 uint32_t mirrormap_nports(const struct mirrormap *m);
+uint32_t mirrormap_nkeys(const struct mirrormap *m);
+/* Whether two mappings say the same (a reload that changes nothing). */
+bool mirrormap_equal(const struct mirrormap *a, const struct mirrormap *b);
 const struct mirrormap_port *mirrormap_port(const struct mirrormap *m, uint32_t idx);
 
 #endif

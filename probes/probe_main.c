@@ -11,6 +11,11 @@
  * reports, POST) happens once per interval. Intervals follow the wall clock
  * live and packet time with -r.
  *
+ * Signals: SIGINT and SIGTERM flush a final report and exit; SIGHUP reads
+ * --mirror-map again and, when it changed and is valid, closes the interval
+ * so far and carries on with the new mapping (an invalid one is logged and
+ * the old one kept). Handlers only set flags; the loop acts on them.
+ *
  * Exit status: 0 on success (also after SIGINT/SIGTERM, which flush a final
  * report), 1 when a source fails (open or read; a read error still prints
  * the report of what was read first), 2 on a usage error.
@@ -44,6 +49,7 @@
 #define PROBE_MAX_IF 64
 #define PROBE_DEFAULT_GBPS 100.0   /* link rate when neither sysfs nor --link-gbps says */
 #define PROBE_POST_WAIT_S 2.0      /* how long exit waits for queued POSTs */
+#define PROBE_MAX_ALLOW 64         /* --telemetry-allow prefixes */
 
 struct probe_opts {
     const char *ifs[PROBE_MAX_IF];
@@ -51,6 +57,9 @@ struct probe_opts {
     const char *file, *controller, *token_file, *filter;
     const char *mirror_map, *sflow_listen;
     bool telemetry;           /* decode sFlow and ERSPAN: --telemetry, or implied */
+    struct mirror_prefix allow[PROBE_MAX_ALLOW]; /* --telemetry-allow */
+    size_t nallow;
+    uint64_t max_unmapped;    /* --telemetry-max-unmapped */
     char node[REPORT_NAME_LEN];
     double interval, fat_share, link_gbps, idle_timeout;
     uint64_t max_flows, top, snaplen, buffer_mb;
@@ -87,6 +96,7 @@ struct probe {
     /* switch telemetry (sFlow, ERSPAN): reports per switch node */
     struct mirrormap *map;
     struct mirror *mirror;
+    struct mirror_opts mo;
     int sflow_fd;
     /* -r: packet time */
     bool have_ts;
@@ -95,12 +105,14 @@ struct probe {
     double ivl_start_mono;
 };
 
-static volatile sig_atomic_t probe_stop;
+static volatile sig_atomic_t probe_stop, probe_reload;
 
 static void on_signal(int sig)
 {
-    (void)sig;
-    probe_stop = 1;
+    if (sig == SIGHUP)
+        probe_reload = 1;
+    else
+        probe_stop = 1;
 }
 
 /* ---- intervals and reports ------------------------------------------- */
@@ -372,6 +384,9 @@ static int run_file(struct probe *pr)
         on_packet((u_char *)&pr->src[0], &h, d);
     if (probe_stop)
         r = 0;
+    if (probe_reload)
+        log_msg(LOG_NOTICE, "SIGHUP while reading -r %s: nothing reloaded (the mapping is read once for a file)",
+                c->src);
     double span = pr->last_ts - pr->ivl_start;
     /* A capture of one instant still gets a rate: over one second. */
     probe_close(pr, pr->have_ts ? pr->last_ts : 0, span > 0 ? span : 1.0);
@@ -382,6 +397,8 @@ static int run_file(struct probe *pr)
     }
     return 0;
 }
+
+static void reload_map(struct probe *pr);
 
 static int run_live(struct probe *pr)
 {
@@ -402,6 +419,8 @@ static int run_live(struct probe *pr)
         }
         if (rc)
             break;
+        if (probe_reload)
+            reload_map(pr);
         now = tf_now_mono();
         if (now >= next) {
             probe_close(pr, tf_now_real(), now - pr->ivl_start_mono);
@@ -429,11 +448,13 @@ static void usage(FILE *f)
         "         [--help] [--version]\n"
         "       switch telemetry (sFlow v5, ERSPAN), with -i, -r or on its own:\n"
         "         [--sflow-listen [ADDR:]PORT] [--mirror-map FILE] [--telemetry]\n"
+        "         [--telemetry-allow PREFIX[,PREFIX...]] [--telemetry-max-unmapped N]\n"
         "See tierflow-probe(1).\n");
 }
 
 enum { O_NODE = 256, O_CTL, O_TOKEN, O_IVL, O_FAT, O_GBPS, O_FILTER, O_FMT, O_MAXF, O_TOP,
-       O_SNAP, O_BUF, O_IDLE, O_LOG, O_HELP, O_VER, O_MAP, O_SFLOW, O_TEL, O_READER };
+       O_SNAP, O_BUF, O_IDLE, O_LOG, O_HELP, O_VER, O_MAP, O_SFLOW, O_TEL, O_READER, O_ALLOW,
+       O_MAXUN };
 
 static const struct option long_opts[] = {
     {"interface", required_argument, 0, 'i'}, {"read", required_argument, 0, 'r'},
@@ -447,6 +468,8 @@ static const struct option long_opts[] = {
     {"help", no_argument, 0, O_HELP}, {"version", no_argument, 0, O_VER},
     {"mirror-map", required_argument, 0, O_MAP}, {"sflow-listen", required_argument, 0, O_SFLOW},
     {"telemetry", no_argument, 0, O_TEL}, {"file-reader", required_argument, 0, O_READER},
+    {"telemetry-allow", required_argument, 0, O_ALLOW},
+    {"telemetry-max-unmapped", required_argument, 0, O_MAXUN},
     {0, 0, 0, 0},
 };
 
@@ -475,12 +498,32 @@ static int int_opt(const char *name, const char *val, uint64_t lo, uint64_t hi, 
     return bad_opt(name, val, why);
 }
 
+/* PREFIX[,PREFIX...] appended to o->allow. */
+static int allow_opt(const char *val, struct probe_opts *o)
+{
+    char buf[4096];
+    if (tf_strlcpy(buf, val, sizeof(buf)) >= sizeof(buf))
+        return bad_opt("--telemetry-allow", "...", "longer than 4095 bytes");
+    char *save = NULL;
+    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        struct mirror_prefix *p = &o->allow[o->nallow];
+        if (o->nallow == PROBE_MAX_ALLOW)
+            return bad_opt("--telemetry-allow", val, "more than 64 prefixes");
+        if (tf_prefix_parse(t, &p->af, p->addr, &p->plen) < 0)
+            return bad_opt("--telemetry-allow", t, "not an address prefix (ADDR/LEN or ADDR, IPv4 or IPv6)");
+        o->nallow++;
+    }
+    if (!o->nallow)
+        return bad_opt("--telemetry-allow", val, "needs at least one prefix");
+    return 0;
+}
+
 /* Returns 0 to run, 2 on a usage error, -1 after --help / --version. */
 static int parse_opts(int argc, char **argv, struct probe_opts *o)
 {
     *o = (struct probe_opts){.interval = -1, .fat_share = 0.10, .idle_timeout = 30,
                              .max_flows = 65536, .top = REPORT_DEFAULT_TOP, .snaplen = 128,
-                             .log_level = LOG_WARNING};
+                             .log_level = LOG_NOTICE, .max_unmapped = MIRROR_DEFAULT_UNMAPPED};
     if (gethostname(o->node, sizeof(o->node)) < 0 || !o->node[0])
         tf_strlcpy(o->node, "probe", sizeof(o->node));
     o->node[sizeof(o->node) - 1] = '\0';
@@ -539,6 +582,10 @@ static int parse_opts(int argc, char **argv, struct probe_opts *o)
         case O_MAP: o->mirror_map = a; o->telemetry = true; break;
         case O_SFLOW: o->sflow_listen = a; o->telemetry = true; break;
         case O_TEL: o->telemetry = true; break;
+        case O_ALLOW: r = allow_opt(a, o); o->telemetry = true; break;
+        case O_MAXUN:
+            r = int_opt("--telemetry-max-unmapped", a, 0, MIRROR_MAX_VIEWS, &o->max_unmapped);
+            break;
         case O_READER:
             if (strcmp(a, "auto") && strcmp(a, "libpcap"))
                 r = bad_opt("--file-reader", a, "must be auto or libpcap");
@@ -615,6 +662,19 @@ static int start_post(struct probe *pr)
     return r;
 }
 
+/* A mirror for map (NULL: none) with the probe's options; errors logged
+ * under what (the option or the reload). */
+static int open_mirror(struct probe *pr, const struct mirrormap *map, const char *what, struct mirror **out)
+{
+    int r = mirror_new(map, &pr->mo, out);
+    if (r == -E2BIG)
+        log_err("%s: the mapping names more than %d switch nodes (one probe takes at most that many)", what,
+                MIRROR_MAX_VIEWS);
+    else if (r < 0)
+        log_err("%s: cannot allocate the switch views: %s", what, strerror(-r));
+    return r;
+}
+
 static int start_telemetry(struct probe *pr)
 {
     char err[256];
@@ -624,15 +684,21 @@ static int start_telemetry(struct probe *pr)
         log_err("--mirror-map %s", err);
         return -EINVAL;
     }
-    struct mirror_opts mo = {.max_flows = (uint32_t)pr->o.max_flows,
-                             .idle_timeout = pr->o.idle_timeout, .fat_share = pr->o.fat_share,
-                             .default_gbps = pr->o.link_gbps > 0 ? pr->o.link_gbps : PROBE_DEFAULT_GBPS,
-                             .top = (unsigned)pr->o.top};
-    int r = mirror_new(pr->map, &mo, &pr->mirror);
-    if (r < 0) {
-        log_err("telemetry: %s", strerror(-r));
+    pr->mo = (struct mirror_opts){.max_flows = (uint32_t)pr->o.max_flows,
+                                  .idle_timeout = pr->o.idle_timeout, .fat_share = pr->o.fat_share,
+                                  .default_gbps = pr->o.link_gbps > 0 ? pr->o.link_gbps : PROBE_DEFAULT_GBPS,
+                                  .top = (unsigned)pr->o.top, .allow = pr->o.allow, .nallow = pr->o.nallow,
+                                  .max_unmapped = (uint32_t)pr->o.max_unmapped};
+    int r = open_mirror(pr, pr->map, "--mirror-map", &pr->mirror);
+    if (r < 0)
         return r;
-    }
+    /* With nothing to say which switches are ours, what arrives is shown:
+     * the first few sources, never more (see mirror.h). */
+    if (mirror_admits_any(pr->mirror))
+        log_msg(pr->offline ? LOG_NOTICE : LOG_WARNING,
+                "telemetry: no --mirror-map and no --telemetry-allow: the first %llu sFlow agents or ERSPAN "
+                "sources to send get a report (printed, never posted), any others are dropped; name your "
+                "switches with --mirror-map or --telemetry-allow", (unsigned long long)pr->o.max_unmapped);
     if (pr->o.sflow_listen) {
         pr->sflow_fd = open_sflow(pr->o.sflow_listen);
         if (pr->sflow_fd < 0) {
@@ -643,6 +709,50 @@ static int start_telemetry(struct probe *pr)
         }
     }
     return 0;
+}
+
+/* SIGHUP: --mirror-map read again. An unreadable or invalid file, or one
+ * that cannot be set up, is logged and the mapping in use kept; an
+ * unchanged one changes nothing; a changed one closes the interval so far
+ * (its reports follow the old mapping) and replaces the views, carrying the
+ * telemetry counters and sequence tracking over (flows' smoothed rates
+ * start over: a fat flow is found again within an interval or two). */
+static void reload_map(struct probe *pr)
+{
+    char err[256];
+    struct mirrormap *map;
+    struct mirror *m;
+    probe_reload = 0;
+    if (!pr->o.mirror_map) {
+        log_msg(LOG_NOTICE, "SIGHUP: no --mirror-map to reload; carrying on");
+        return;
+    }
+    if (mirrormap_load(pr->o.mirror_map, &map, err, sizeof(err)) < 0) {
+        log_err("SIGHUP: --mirror-map %s; keeping the mapping in use", err);
+        return;
+    }
+    if (mirrormap_equal(map, pr->map)) {
+        log_msg(LOG_NOTICE, "SIGHUP: --mirror-map %s unchanged (%u entr%s); nothing to do", pr->o.mirror_map,
+                mirrormap_nkeys(map), mirrormap_nkeys(map) == 1 ? "y" : "ies");
+        mirrormap_free(map);
+        return;
+    }
+    if (open_mirror(pr, map, "SIGHUP: --mirror-map", &m) < 0) {
+        log_err("SIGHUP: keeping the mapping in use");
+        mirrormap_free(map);
+        return;
+    }
+    double now = tf_now_mono();
+    probe_close(pr, tf_now_real(), now - pr->ivl_start_mono);
+    pr->ivl_start_mono = now;
+    log_msg(LOG_NOTICE, "SIGHUP: --mirror-map %s reloaded: %u entries for %u switch ports (were %u for %u); "
+            "the interval so far was reported, flow state starts over", pr->o.mirror_map, mirrormap_nkeys(map),
+            mirrormap_nports(map), mirrormap_nkeys(pr->map), mirrormap_nports(pr->map));
+    mirror_carry(m, pr->mirror);
+    mirror_free(pr->mirror);
+    mirrormap_free(pr->map);
+    pr->mirror = m;
+    pr->map = map;
 }
 
 static void probe_free(struct probe *pr)
@@ -681,6 +791,7 @@ int main(int argc, char **argv)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
 
     int rc = 1;

@@ -226,9 +226,15 @@ static json_t *telemetry_json(const struct report_telemetry *t)
         {"sflow_unattributed", t->sflow_unattributed}, {"erspan_frames", t->erspan_frames},
         {"erspan_bad", t->erspan_bad}, {"erspan_truncated", t->erspan_truncated},
         {"erspan_unattributed", t->erspan_unattributed},
+        {"sflow_refused", t->sflow_refused}, {"erspan_refused", t->erspan_refused},
     };
     for (size_t i = 0; !bad && i < TF_ARRAY_SIZE(f); i++)
         bad = jset(o, f[i].k, json_integer((json_int_t)f[i].v));
+    for (int i = SFLOW_OK + 1; !bad && i < SFLOW_REJ_N; i++) {
+        char k[48];
+        snprintf(k, sizeof(k), "sflow_rejected_%s", sflow_reject_name(i));
+        bad = jset(o, k, json_integer((json_int_t)t->sflow_rejected[i]));
+    }
     if (bad) {
         json_decref(o);
         return NULL;

@@ -23,6 +23,7 @@
 #include <jansson.h>
 
 #include "probes/flowtab.h"
+#include "probes/sflow.h"
 
 #define REPORT_MAX_FAT 1024
 #define REPORT_DEFAULT_TOP 20
@@ -50,6 +51,10 @@ struct report_telemetry {
     uint64_t sflow_flow_samples, sflow_counter_samples;
     uint64_t sflow_lost_datagrams, sflow_lost_samples, sflow_unattributed;
     uint64_t erspan_frames, erspan_bad, erspan_truncated, erspan_unattributed;
+    /* Refused: from sources the configuration does not name (mirror.h). */
+    uint64_t sflow_refused, erspan_refused;
+    /* Samples out of bounds, by enum sflow_reject (sflow_rejected_<name>). */
+    uint64_t sflow_rejected[SFLOW_REJ_N];
 };
 
 struct report_stats {

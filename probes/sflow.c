@@ -157,8 +157,6 @@ static int parse_sample(struct cur *c, const struct sflow_datagram *d,
             fs.input_fmt = (uint8_t)(ifmt & 3);
             fs.output_fmt = (uint8_t)(ofmt & 3);
         }
-        if (fs.rate == 0)
-            return -EBADMSG; /* a sampling rate of 0 would make every estimate infinite */
         if (parse_records(&s, 0, d, &fs, &cs, h, deliver, st) < 0)
             return -EBADMSG;
         if (deliver)
@@ -213,8 +211,8 @@ static int parse_pass(const uint8_t *buf, size_t len, const struct sflow_handler
     if (u32(&c, &d.sub_agent) < 0 || u32(&c, &d.seq) < 0 || u32(&c, &d.uptime_ms) < 0 ||
         u32(&c, &d.nsamples) < 0 || d.nsamples > SFLOW_MAX_SAMPLES)
         return -EBADMSG;
-    if (deliver && h->datagram)
-        h->datagram(h->ctx, &d);
+    if (deliver && h->datagram && h->datagram(h->ctx, &d) != 0)
+        return 0; /* refused by the caller: its samples are neither delivered nor counted */
     for (uint32_t i = 0; i < d.nsamples; i++)
         if (parse_sample(&c, &d, h, deliver, st) < 0)
             return -EBADMSG;
@@ -236,6 +234,50 @@ int sflow_parse(const uint8_t *buf, size_t len, const struct sflow_handler *h,
     }
     st->datagrams++;
     return parse_pass(buf, len, h ? h : &none, 1, st);
+}
+
+/* ---- bounds ------------------------------------------------------------ */
+
+enum sflow_reject sflow_flow_check(const struct sflow_flow_sample *s)
+{
+    /* A rate of 0 would make every estimate infinite. */
+    if (s->rate == 0 || s->rate > SFLOW_MAX_RATE)
+        return SFLOW_REJ_RATE;
+    if (s->frame_len > SFLOW_MAX_FRAME)
+        return SFLOW_REJ_FRAME;
+    return SFLOW_OK;
+}
+
+enum sflow_reject sflow_counters_check(const struct sflow_if_counters *c)
+{
+    return (double)c->speed > SFLOW_MAX_SPEED ? SFLOW_REJ_SPEED : SFLOW_OK;
+}
+
+const char *sflow_reject_name(int reason)
+{
+    static const char *const names[SFLOW_REJ_N] = {
+        [SFLOW_REJ_RATE] = "rate", [SFLOW_REJ_FRAME] = "frame_len",
+        [SFLOW_REJ_SPEED] = "speed", [SFLOW_REJ_COUNTERS] = "counters",
+    };
+    return reason > SFLOW_OK && reason < SFLOW_REJ_N ? names[reason] : "?";
+}
+
+int sflow_counter_rates(const struct sflow_ctr_base *base, double t, uint64_t in_octets,
+                        uint64_t out_octets, double speed_bps, double *tx_bps, double *rx_bps)
+{
+    if (!base->valid || t <= base->t)
+        return -EAGAIN;
+    if (in_octets < base->in_octets || out_octets < base->out_octets)
+        return SFLOW_REJ_COUNTERS;
+    double dt = t - base->t;
+    double max_bps = SFLOW_LINE_FACTOR * (speed_bps > 0 ? speed_bps : SFLOW_MAX_SPEED);
+    double tx = 8.0 * (double)(out_octets - base->out_octets) / dt;
+    double rx = 8.0 * (double)(in_octets - base->in_octets) / dt;
+    if (tx > max_bps || rx > max_bps)
+        return SFLOW_REJ_COUNTERS;
+    *tx_bps = tx;
+    *rx_bps = rx;
+    return 0;
 }
 
 /* ---- sequence tracking ------------------------------------------------ */

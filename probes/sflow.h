@@ -11,11 +11,15 @@
  * bytes that remain, sample and record counts are bounded, XDR padding is
  * honoured, and a malformed datagram is rejected whole before any callback
  * runs (a first pass validates, a second pass delivers), so a lying length
- * can never make the caller account half a datagram.
+ * can never make the caller account half a datagram. Field values are
+ * delivered as sent; what a sample may say is bounded below (SFLOW_MAX_*),
+ * checked per sample by the caller with sflow_flow_check() and
+ * sflow_counters_check().
  */
 #ifndef TF_SFLOW_H
 #define TF_SFLOW_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -23,6 +27,41 @@
 #define SFLOW_MAX_SAMPLES 1024
 #define SFLOW_MAX_RECORDS 64
 #define SFLOW_MAX_HEADER 1024 /* longest sampled header we accept */
+
+/*
+ * Bounds on what one sample may say, defined here once (docs/telemetry.md
+ * lists them). A sample outside them is rejected alone, counted by reason
+ * (sflow_stats.rejected), and the rest of its datagram is kept: one garbled
+ * or forged sample must not cost a switch its report, nor be scaled into
+ * an estimate that no link could carry.
+ *
+ *   SFLOW_MAX_RATE    1-in-N sampling rate, 1..2^24: N ~ link Gb/s x 1000
+ *                     is the usual choice, and 2^24 covers 1-in-16M, a 1.6 Tb/s
+ *                     port sampled ten times more sparsely than that;
+ *   SFLOW_MAX_FRAME   original frame length: the largest IP packet (65,535)
+ *                     plus link headers, which covers host agents that
+ *                     sample GSO/GRO super-packets;
+ *   SFLOW_MAX_SPEED   ifSpeed of a counter sample, 4 Tb/s (above any port
+ *                     made; twice it stays below the controller's 10 Tb/s);
+ *   SFLOW_LINE_FACTOR an interface's octet counters may advance by at most
+ *                     this many times its speed over the agent-clock time
+ *                     between two counter samples (timestamps are taken at
+ *                     send, not at poll, so some slack is due); a step past
+ *                     it, or backwards, is a counter jump.
+ */
+#define SFLOW_MAX_RATE (1u << 24)
+#define SFLOW_MAX_FRAME (65535u + 64u)
+#define SFLOW_MAX_SPEED 4e12
+#define SFLOW_LINE_FACTOR 2.0
+
+enum sflow_reject {
+    SFLOW_OK = 0,
+    SFLOW_REJ_RATE,           /* sampling rate 0 or above SFLOW_MAX_RATE */
+    SFLOW_REJ_FRAME,          /* frame length above SFLOW_MAX_FRAME */
+    SFLOW_REJ_SPEED,          /* ifSpeed above SFLOW_MAX_SPEED */
+    SFLOW_REJ_COUNTERS,       /* octet counters backwards or past line rate */
+    SFLOW_REJ_N
+};
 
 struct sflow_datagram {
     uint8_t  agent_af;        /* 4 or 6 */
@@ -62,8 +101,10 @@ struct sflow_if_counters {
 };
 
 struct sflow_handler {
-    /* Called once per valid datagram, before its samples (may be NULL). */
-    void (*datagram)(void *ctx, const struct sflow_datagram *d);
+    /* Called once per valid datagram, before its samples (may be NULL).
+     * A non-zero return skips the datagram's samples: none is delivered or
+     * counted (the caller refuses the agent). */
+    int (*datagram)(void *ctx, const struct sflow_datagram *d);
     void (*flow)(void *ctx, const struct sflow_datagram *d, const struct sflow_flow_sample *s);
     void (*counters)(void *ctx, const struct sflow_datagram *d, const struct sflow_if_counters *c);
     void *ctx;
@@ -73,7 +114,32 @@ struct sflow_stats {
     uint64_t datagrams, bad_datagrams;
     uint64_t other_versions;  /* not sFlow v5 (e.g. NetFlow sent to the port) */
     uint64_t flow_samples, counter_samples, skipped_samples, skipped_records;
+    uint64_t rejected[SFLOW_REJ_N]; /* samples out of bounds, by reason (filled by the caller) */
 };
+
+/* Whether a delivered sample is within the bounds above: SFLOW_OK or the
+ * reason to reject it. The parser delivers what is on the wire; the caller
+ * checks, so that a rejected sample still counts for sequence tracking. */
+enum sflow_reject sflow_flow_check(const struct sflow_flow_sample *s);
+enum sflow_reject sflow_counters_check(const struct sflow_if_counters *c);
+/* "rate", "frame_len", "speed", "counters"; "?" outside the enum. */
+const char *sflow_reject_name(int reason);
+
+/* Rates from two successive counter samples of one interface. base is the
+ * previous sample (valid false before the first), t the agent uptime (s) of
+ * the new one, speed_bps the interface's rate. Returns 0 with *tx_bps and
+ * *rx_bps set; -EAGAIN when there is no rate to take (first sample, or the
+ * agent's clock did not advance: it restarted); SFLOW_REJ_COUNTERS when the
+ * counters went backwards or advanced past SFLOW_LINE_FACTOR x speed. In
+ * every case the caller makes the new sample its base, so a reset or a
+ * corrupt sample costs one rate, never every later one. */
+struct sflow_ctr_base {
+    bool valid;
+    double t;
+    uint64_t in_octets, out_octets;
+};
+int sflow_counter_rates(const struct sflow_ctr_base *base, double t, uint64_t in_octets,
+                        uint64_t out_octets, double speed_bps, double *tx_bps, double *rx_bps);
 
 /* Parses one datagram. 0 on success (callbacks ran), -EBADMSG when malformed
  * (counted in bad_datagrams) or -EPROTONOSUPPORT when not version 5 (counted

@@ -4,7 +4,7 @@
  *
  *   telemetry_send --sflow ADDR:PORT --ifindex N --rate N --flow-gbps G
  *                  [--pkt-bytes B] [--mouse-gbps G] [--seconds S] [--seed N]
- *                  [--skip-every K]
+ *                  [--skip-every K] [--forge-agents N [--forge-from ADDR]]
  *   telemetry_send --erspan ADDR --session ID --pps N [--inner-bytes B] [--seconds S]
  *   telemetry_send --write-pcaps DIR [--count N] [--rate N]
  *
@@ -15,6 +15,10 @@
  * RoCEv2 to QP 0x1234 for the fat flow, a TCP mouse beside it); a counter
  * sample with the port's octet counters goes out every second. --skip-every
  * K skips one datagram sequence number every K datagrams (simulated loss).
+ * --forge-agents N plays an attacker beside the switch: N more datagrams,
+ * spread over the run, each a copy of a real one under its own agent
+ * address (--forge-from, default 10.200.0.0, plus 0..N-1), sent from the
+ * same socket (the agent address is in the datagram, not the UDP source).
  * ERSPAN: type II frames (GRE 0x88BE with sequence numbers, session ID)
  * mirroring a RoCEv2 frame of --inner-bytes, at --pps, through a raw GRE
  * socket, so the kernel builds the carrier IPv4 header.
@@ -141,6 +145,8 @@ struct sflow_state {
     uint32_t nsamples, seq, sample_seq, pool, skip_every, ndgrams;
     uint64_t sent_dgrams, sent_samples[2], skipped;
     double t0;
+    uint32_t forge_from, forge_n, forge_per; /* forged copies per real datagram */
+    uint64_t forged;
 };
 
 static void dgram_begin(struct sflow_state *s)
@@ -172,6 +178,11 @@ static void dgram_flush(struct sflow_state *s)
     patch32(&s->d, s->nsamples_at, s->nsamples);
     if (sendto(s->fd, s->d.b, s->d.n, 0, (struct sockaddr *)&s->dst, sizeof(s->dst)) < 0)
         perror("telemetry_send: sendto");
+    for (uint32_t k = 0; k < s->forge_per && s->forged < s->forge_n; k++, s->forged++) {
+        patch32(&s->d, 8, s->forge_from + (uint32_t)s->forged);
+        if (sendto(s->fd, s->d.b, s->d.n, 0, (struct sockaddr *)&s->dst, sizeof(s->dst)) < 0)
+            perror("telemetry_send: sendto");
+    }
     s->sent_dgrams++;
     s->ndgrams++;
     dgram_begin(s);
@@ -229,9 +240,13 @@ static void add_counter_sample(struct sflow_state *s, uint32_t ifindex, uint64_t
 
 static int run_sflow(const char *dst, uint32_t ifindex, uint32_t rate, double flow_gbps,
                      double mouse_gbps, uint32_t pkt_bytes, double seconds, double link_gbps,
-                     uint32_t skip_every)
+                     uint32_t skip_every, uint32_t forge_n, uint32_t forge_from)
 {
-    struct sflow_state s = {.skip_every = skip_every};
+    /* One real datagram a 10 ms tick: the forged ones ride along, spread
+     * over the first half of the run so the switch's own go on after. */
+    uint32_t forge_ticks = (uint32_t)(seconds / 0.01 / 2) + 1;
+    struct sflow_state s = {.skip_every = skip_every, .forge_n = forge_n, .forge_from = forge_from,
+                            .forge_per = (forge_n + forge_ticks - 1) / forge_ticks};
     if (parse_hostport(dst, &s.dst) < 0) {
         fprintf(stderr, "telemetry_send: --sflow %s: expected ADDR:PORT\n", dst);
         return 2;
@@ -261,10 +276,10 @@ static int run_sflow(const char *dst, uint32_t ifindex, uint32_t rate, double fl
     }
     close(s.fd);
     printf("{\"datagrams\": %llu, \"fat_samples\": %llu, \"mouse_samples\": %llu, \"skipped_seq\": %llu, "
-           "\"fat_bps\": %.0f, \"link_tx_bps\": %.0f}\n",
+           "\"fat_bps\": %.0f, \"link_tx_bps\": %.0f, \"forged_datagrams\": %llu}\n",
            (unsigned long long)s.sent_dgrams, (unsigned long long)s.sent_samples[0],
            (unsigned long long)s.sent_samples[1], (unsigned long long)s.skipped,
-           flow_gbps * 1e9, (fat_pps * pkt_bytes + mouse_pps * 1500) * 8.0);
+           flow_gbps * 1e9, (fat_pps * pkt_bytes + mouse_pps * 1500) * 8.0, (unsigned long long)s.forged);
     return 0;
 }
 
@@ -391,8 +406,8 @@ static int write_pcaps(const char *dir, uint64_t count, uint32_t rate)
 
 int main(int argc, char **argv)
 {
-    const char *sflow = NULL, *erspan = NULL, *agent = "0.0.0.0", *pcaps = NULL;
-    uint64_t count = 1000000;
+    const char *sflow = NULL, *erspan = NULL, *agent = "0.0.0.0", *pcaps = NULL, *forge_from = "10.200.0.0";
+    uint64_t count = 1000000, forge = 0;
     uint64_t ifindex = 7, rate = 1000, pkt = 4096, session = 42, inner = 1000, seed = 1, skip = 0;
     double flow_gbps = 40, mouse_gbps = 0.5, seconds = 5, pps = 1000, link_gbps = 100;
     for (int i = 1; i + 1 < argc; i += 2) {
@@ -410,6 +425,8 @@ int main(int argc, char **argv)
         else if (!strcmp(k, "--inner-bytes")) r = tf_parse_u64(v, 64, 9000, &inner);
         else if (!strcmp(k, "--seed")) r = tf_parse_u64(v, 1, UINT64_MAX, &seed);
         else if (!strcmp(k, "--skip-every")) r = tf_parse_u64(v, 0, 1u << 30, &skip);
+        else if (!strcmp(k, "--forge-agents")) r = tf_parse_u64(v, 0, 1u << 24, &forge);
+        else if (!strcmp(k, "--forge-from")) forge_from = v;
         else if (!strcmp(k, "--flow-gbps")) r = tf_parse_double(v, 0, 1e5, &flow_gbps);
         else if (!strcmp(k, "--mouse-gbps")) r = tf_parse_double(v, 0, 1e5, &mouse_gbps);
         else if (!strcmp(k, "--link-gbps")) r = tf_parse_double(v, 0.001, 1e5, &link_gbps);
@@ -428,11 +445,17 @@ int main(int argc, char **argv)
         return 2;
     }
     agent_addr = ntohl(a.s_addr);
+    struct in_addr ff;
+    if (inet_pton(AF_INET, forge_from, &ff) != 1) {
+        fprintf(stderr, "telemetry_send: --forge-from %s: expected an IPv4 address\n", forge_from);
+        return 2;
+    }
     if (pcaps)
         return write_pcaps(pcaps, count, (uint32_t)rate);
     if (sflow)
         return run_sflow(sflow, (uint32_t)ifindex, (uint32_t)rate, flow_gbps, mouse_gbps,
-                         (uint32_t)pkt, seconds, link_gbps, (uint32_t)skip);
+                         (uint32_t)pkt, seconds, link_gbps, (uint32_t)skip, (uint32_t)forge,
+                         ntohl(ff.s_addr));
     if (erspan)
         return run_erspan(erspan, (uint32_t)session, pps, (uint32_t)inner, seconds);
     fprintf(stderr, "usage: telemetry_send --sflow ADDR:PORT ... | --erspan ADDR ... (see the source)\n");
