@@ -8,6 +8,7 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <jansson.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -87,6 +88,12 @@ struct post {
     uint64_t rejected;        /* under mu: 4xx answers, dropped unretried */
     char body[POST_ANSWER_MAX + 1]; /* the answer to the current attempt, cut */
     size_t body_len;
+    long retry_after_s;       /* the last answer's Retry-After, capped; 0 if none */
+    /* sender thread only: the last failure logged, when, and how many
+     * repeats of it were held back since */
+    char last_msg[POST_URL_MAX + POST_ANSWER_MAX + 128];
+    double last_log;
+    uint64_t held;
     CURL *curl;
     struct curl_slist *hdrs;
     char url[POST_URL_MAX];
@@ -127,12 +134,38 @@ int post_status_class(long status)
 {
     if (status >= 200 && status <= 299)
         return 0;
+    /* 408 and 429 say "not now", not "never": the same report may pass. */
+    if (status == 408 || status == 429)
+        return -EAGAIN;
     return status >= 400 && status <= 499 ? -EBADMSG : -EAGAIN;
 }
 
+/* Logs a failed attempt unless it repeats the last one logged within
+ * POST_LOG_EVERY_S (then it is only counted, and the next line says so). */
+static void post_log(struct post *p, const char *msg)
+{
+    double now = tf_now_mono();
+    if (strcmp(msg, p->last_msg) == 0 && now < p->last_log + POST_LOG_EVERY_S) {
+        p->held++;
+        return;
+    }
+    if (p->held && strcmp(msg, p->last_msg) == 0) {
+        log_warn("%s (%llu more like it in the last %.0f s)", msg, (unsigned long long)p->held,
+                 now - p->last_log);
+    } else {
+        if (p->held)
+            log_warn("post %s: the failure before came %llu more times", p->url, (unsigned long long)p->held);
+        log_warn("%s", msg);
+    }
+    tf_strlcpy(p->last_msg, msg, sizeof(p->last_msg));
+    p->last_log = now;
+    p->held = 0;
+}
+
 /* One attempt: 0 on a 2xx answer, -EBADMSG when the controller refused the
- * report (4xx: the same report would be refused again), -EAGAIN when
- * another attempt may succeed (network error, 5xx, anything else). */
+ * report (a 4xx but 408 and 429: the same report would be refused again),
+ * -EAGAIN when another attempt may succeed (network error, 5xx, 408, 429,
+ * anything else; retry_after_s set from the answer). */
 static int post_once(struct post *p, const char *json)
 {
     p->body_len = 0;
@@ -140,8 +173,11 @@ static int post_once(struct post *p, const char *json)
     curl_easy_setopt(p->curl, CURLOPT_POSTFIELDS, json);
     curl_easy_setopt(p->curl, CURLOPT_POSTFIELDSIZE, (long)strlen(json));
     CURLcode rc = curl_easy_perform(p->curl);
+    char msg[POST_URL_MAX + POST_ANSWER_MAX + 128];
+    p->retry_after_s = 0;
     if (rc != CURLE_OK) {
-        log_warn("post %s: %s", p->url, curl_easy_strerror(rc));
+        snprintf(msg, sizeof(msg), "post %s: %s", p->url, curl_easy_strerror(rc));
+        post_log(p, msg);
         return -EAGAIN;
     }
     long status = 0;
@@ -149,9 +185,13 @@ static int post_once(struct post *p, const char *json)
     int r = post_status_class(status);
     if (r) {
         char why[POST_ANSWER_MAX + 1];
+        curl_off_t ra = 0;
+        if (curl_easy_getinfo(p->curl, CURLINFO_RETRY_AFTER, &ra) == CURLE_OK && ra > 0)
+            p->retry_after_s = ra > POST_RETRY_AFTER_MAX_S ? POST_RETRY_AFTER_MAX_S : (long)ra;
         post_reason(p, why, sizeof(why));
-        log_warn("post %s: HTTP status %ld: %s%s", p->url, status, why,
+        snprintf(msg, sizeof(msg), "post %s: HTTP status %ld: %s%s", p->url, status, why,
                  r == -EBADMSG ? " (report dropped: the controller refuses it)" : "");
+        post_log(p, msg);
     }
     return r;
 }
@@ -189,7 +229,8 @@ static void *post_thread(void *arg)
         int r = -EIO;
         long wait = p->backoff_ms;
         for (unsigned t = 0; t <= p->retries && !atomic_load(&p->abort_now); t++) {
-            if (t && !post_backoff(p, wait))
+            long ra_ms = p->retry_after_s * 1000;
+            if (t && !post_backoff(p, ra_ms > wait ? ra_ms : wait))
                 break;
             if (t)
                 wait *= 2;
@@ -274,7 +315,13 @@ int post_start(struct post **out, const struct post_opts *o)
                 r == -EINVAL ? "not an http:// or https:// URL" : "URL too long");
     } else if ((r = post_queue_init(&p->q, o->queue_len ? o->queue_len : 16)) == 0 &&
                (r = post_setup_curl(p, o)) == 0) {
+        /* The sender takes no signals: SIGHUP, SIGTERM and SIGINT must
+         * interrupt the capture thread's poll, which acts on them. */
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
         r = -pthread_create(&p->thr, NULL, post_thread, p);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
     }
     if (r < 0) {
         post_free(p);

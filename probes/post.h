@@ -4,12 +4,17 @@
  *
  * Reports pass through a bounded FIFO (post_queue). When it is full the
  * oldest report is dropped and counted: a fresh report is worth more to the
- * controller than a stale one. A report the controller refuses (4xx: bad
- * report, token, size) would be refused again: it is dropped at once and
- * counted as rejected, with the controller's error message in the log. On a
- * network error or a 5xx it is tried up to post_opts.retries + 1 times with
- * exponential backoff; a report that still fails is counted as an error and
- * dropped.
+ * controller than a stale one. A report the controller refuses (a 4xx but
+ * 408 and 429: bad report, token, size) would be refused again: it is sent
+ * once, dropped and counted as rejected, and the log gives the status and
+ * the controller's error message. On a network error, a 5xx, 408 (request
+ * timeout) or 429 (too many requests) it is tried up to post_opts.retries + 1
+ * times with exponential backoff, or after the answer's Retry-After when
+ * that is longer (at most POST_RETRY_AFTER_MAX_S); a report that still fails
+ * is counted as an error and dropped. A refusal or failure that repeats the
+ * last one logged (same status and message) is logged again only after
+ * POST_LOG_EVERY_S, with the count of those held back, so that a probe the
+ * controller refuses every second does not write a line every second.
  *
  * Invariants: the capture thread only ever takes the queue mutex for a
  * push (O(1), no I/O under the lock); the sender owns the report it is
@@ -26,6 +31,8 @@
 #define POST_PATH "/api/v1/reports"
 #define POST_URL_MAX 1024
 #define POST_ANSWER_MAX 512   /* bytes of an error answer kept for the log */
+#define POST_RETRY_AFTER_MAX_S 10 /* longest Retry-After honoured: reports go stale */
+#define POST_LOG_EVERY_S 60.0 /* a repeated refusal is logged this often */
 
 /* The bounded FIFO of JSON strings, usable (and tested) on its own. */
 struct post_queue {
@@ -65,7 +72,8 @@ void post_submit(struct post *p, char *json);
  * every retry, refused by the controller (4xx); rejected and sent may be NULL. */
 void post_counters(struct post *p, uint64_t *dropped, uint64_t *errors, uint64_t *rejected, uint64_t *sent);
 /* What an HTTP status means for a report: 0 accepted (2xx), -EBADMSG
- * refused for good (4xx: drop it), -EAGAIN worth another attempt. */
+ * refused for good (4xx but 408 and 429: drop it), -EAGAIN worth another
+ * attempt (5xx, 408, 429, anything else). */
 int post_status_class(long status);
 /* Sends what is queued until deadline_s (seconds from now), then aborts any
  * transfer, joins the thread and frees everything. */
