@@ -5,7 +5,8 @@
 # (-i, --interval 1, --link-gbps 0.2) posting every report to report_sink on
 # 127.0.0.1 inside the sender's namespace with a bearer token. Checks the
 # flow's rate against iperf3's own measurement (--json), the link counters,
-# the POSTs, and the SIGTERM flush; then a controller answering 500.
+# the POSTs, SIGHUP mid-run (logged, nothing stops), and the SIGTERM flush;
+# then a controller answering 500.
 set -u
 . "$(dirname "$0")/../lib/tap.sh"
 t_need_root "probe live test"
@@ -33,7 +34,15 @@ probe=$!; pids+=($probe)
 wait_for 10 listening "$A" 18080 || t_fail "report_sink up"
 wait_for 10 test -s "$T/reports" || t_fail "probe emits a first report" "$(cat "$T/probe.err")"
 wait_for 10 listening "$B" 5201 || t_fail "iperf3 server up"
-ip netns exec "$A" iperf3 -c 10.77.0.2 -p 5201 -t 5 --json >"$T/iperf.json" 2>&1
+ip netns exec "$A" iperf3 -c 10.77.0.2 -p 5201 -t 5 --json >"$T/iperf.json" 2>&1 &
+iperf=$!
+# SIGHUP mid-run (it used to kill the probe silently): logged, and the
+# probe carries on (the flow checks below need every interval).
+sleep 2; kill -HUP "$probe"
+wait_for 5 grep -q 'SIGHUP' "$T/probe.err"
+t_check "SIGHUP: the probe says what it did" grep -q 'SIGHUP: no --mirror-map to reload; carrying on' "$T/probe.err"
+wait "$iperf"
+t_check "... and is still running after it" kill -0 "$probe"
 sleep 1.5   # let one more interval close so the flow's last second is reported
 kill -TERM "$probe"; wait "$probe"; prc=$?
 t_eq "probe exits 0 after SIGTERM" 0 "$prc"
