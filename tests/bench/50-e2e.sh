@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
-# Benchmark part: real traffic on the emulated k=4 fat tree (16 hosts, links
-# shaped to BENCH_MBIT, default 50). For each Hedera pattern (stride 1/2/4/8,
-# staggered(0.5,0.3), random, randbij) 16 iperf3 flows run first under plain
-# ECMP, then with tierflow (probes on every leaf and spine uplink, tierflowd
-# with the netlink backend): the aggregate goodput of each, from the
-# receivers' iperf3 JSON, in the same run -- the experiment the Stanford
-# reproductions of Hedera ran on Mininet. Then the reaction time: tierflowd
-# already running, colliding stride:4 flows start, seconds until the
-# aggregate reaches 90% of its settled value. Figures are reported, not
-# asserted. Needs root.
+# Benchmark part: real traffic on two emulated fabrics, a 4-leaf x 4-spine
+# leaf/spine (4 hosts a leaf) and the k=4 fat tree (16 hosts each), links
+# shaped to BENCH_MBIT (default 50). For each Hedera pattern (stride 1/2/4/8,
+# staggered(0.5,0.3), random, randbij) 16 iperf3 flows run three times in the
+# same run: the oracle (the simulator's optimal assignment for these flows
+# installed as static rules before they start, no probes: what this machine
+# can carry on those paths, docs/lab.md), then plain ECMP, then tierflow
+# (probes on every leaf and spine uplink, tierflowd with the netlink backend)
+# on the same flows: aggregate goodput of each from the receivers' iperf3
+# JSON, tierflow's ratio to ECMP and to the oracle, and its moves per flow.
+# Then the reaction: tierflowd already running, colliding stride:4 flows
+# start; seconds until the aggregate reaches 90% of its settled value (0.2-s
+# bins), at --interval 1 and 0.2, BENCH_REACT_RUNS runs each (median), with
+# the oracle's own ramp (TCP start, no collision) beside it and the cores
+# tierflowd and the probes used. Figures are reported, not asserted. Needs
+# root.
 set -u
 TF_ROOT=${TF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 . "$TF_ROOT/tests/lab/lib.sh"
@@ -16,32 +22,53 @@ TF_ROOT=${TF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 [ "$(id -u)" -eq 0 ] || { echo "50-e2e: skipped, needs root for network namespaces"; exit 0; }
 MBIT=${BENCH_MBIT:-50}
 PATTERNS=${BENCH_PATTERNS:-"stride:1 stride:2 stride:4 stride:8 staggered:0.5,0.3 random randbij"}
+FABRICS=${BENCH_FABRICS:-"leafspine:leaves=4,spines=4,hosts=4,gbps=1 fattree:k=4,gbps=1"}
+RUNS=${BENCH_REACT_RUNS:-3}
 CTL=$(tf_bin tierflowd); PROBE=$(tf_bin tierflow-probe)
-if [ -z "$CTL" ] || [ -z "$PROBE" ]; then
-  echo "50-e2e: NOT RUN: tierflowd or tierflow-probe is not built ($TF_OPT_BIN)"; exit 1
+if [ -z "$CTL" ] || [ -z "$PROBE" ] || [ -z "$(tf_bin tierflow-sim)" ]; then
+  echo "50-e2e: NOT RUN: tierflowd, tierflow-probe or tierflow-sim is not built ($TF_OPT_BIN)"; exit 1
 fi
-lab_init bench50
 trap 'lab_cleanup' EXIT
 trap 'exit 130' INT TERM
-lab_up fattree:k=4,gbps=1 --mbit "$MBIT" --seed 7 || { echo "50-e2e: lab up failed"; exit 1; }
-MGMT=$(jq -r '.lab.mgmt.controller' "$LAB_TOPO")
-E2E_URL="http://$MGMT:$((20000 + $$ % 2000))"
-E2E_TOKEN=$LAB_TMP/token; head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$E2E_TOKEN"; chmod 600 "$E2E_TOKEN"
-E2E_GBPS=$(awk -v m="$MBIT" 'BEGIN{print m/1000}')
 ideal=$(awk -v m="$MBIT" 'BEGIN{print 16 * 0.955 * m * 1e6}')   # 16 flows at one flow's TCP ceiling
 mb() { awk -v a="$1" 'BEGIN{printf "%.1f", a/1e6}'; }
 pc() { awk -v a="$1" -v b="$ideal" 'BEGIN{printf "%.0f%%", 100*a/b}'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2f", (b > 0 ? a/b : 0)}'; }
+median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{v[NR] = $1} END {print (NR ? v[int((NR + 1) / 2)] : -1)}'; }
 
-echo "fattree:k=4, 16 hosts, links $MBIT Mbit/s; % = of 16 flows x one flow's ceiling (0.955 x $MBIT) = $(mb "$ideal") Mbit/s,"
-echo "reachable only by the permutations (stride, randbij): random and staggered send several flows to some hosts"
-echo "react = seconds from tierflowd's start to the first 1-s bin at >= 90% of its settled aggregate"
-printf '%-20s %14s %14s %8s %8s\n' pattern "ECMP Mbit/s" "tierflow" "ratio" "react s"
-for p in $PATTERNS; do
-  lab_pattern "$p" 1 > "$LAB_TMP/pairs"
-  e2e_run "$LAB_TMP/pairs" 8 9 8
-  printf '%-20s %8s (%4s) %8s (%4s) %8s %8s\n' "$p" "$(mb "$E2E_ECMP")" "$(pc "$E2E_ECMP")" "$(mb "$E2E_TF")" "$(pc "$E2E_TF")" \
-    "$(awk -v a="$E2E_TF" -v b="$E2E_ECMP" 'BEGIN{printf "%.2f", (b > 0 ? a/b : 0)}')" "$E2E_REACT"
+echo "links $MBIT Mbit/s; % = of 16 flows x one flow's ceiling (0.955 x $MBIT) = $(mb "$ideal") Mbit/s,"
+echo "reachable only by the permutations (stride, randbij): random and staggered send several flows to some hosts."
+echo "oracle = the simulator's assignment as static rules before the flows start, no probes (this machine's ceiling);"
+echo "react = seconds from tierflowd's start to the first 1-s bin at >= 90% of its settled aggregate."
+for fab in $FABRICS; do
+  lab_init bench50
+  TF_PROBE_IFS=()
+  lab_up "$fab" --mbit "$MBIT" --seed 7 || { echo "50-e2e: lab up $fab failed"; exit 1; }
+  MGMT=$(jq -r '.lab.mgmt.controller' "$LAB_TOPO")
+  E2E_URL="http://$MGMT:$((20000 + $$ % 2000))"
+  E2E_TOKEN=$LAB_TMP/token; head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$E2E_TOKEN"; chmod 600 "$E2E_TOKEN"
+  E2E_GBPS=$(awk -v m="$MBIT" 'BEGIN{print m/1000}')
+  echo
+  echo "== $fab"
+  printf '%-18s %15s %15s %15s %7s %9s %10s %6s\n' pattern "ECMP Mbit/s" tierflow oracle "tf/ECMP" "tf/oracle" "moves/flow" "react"
+  for p in $PATTERNS; do
+    lab_pattern "$p" 1 > "$LAB_TMP/pairs"
+    e2e_oracle "$LAB_TMP/pairs" 3 8 || E2E_ORACLE=0
+    e2e_run "$LAB_TMP/pairs" 8 9 8
+    printf '%-18s %8s (%4s) %8s (%4s) %8s (%4s) %7s %9s %10s %6s\n' "$p" "$(mb "$E2E_ECMP")" "$(pc "$E2E_ECMP")" \
+      "$(mb "$E2E_TF")" "$(pc "$E2E_TF")" "$(mb "$E2E_ORACLE")" "$(pc "$E2E_ORACLE")" "$(ratio "$E2E_TF" "$E2E_ECMP")" \
+      "$(ratio "$E2E_TF" "$E2E_ORACLE")" "$(ratio "${E2E_MOVES:-0}" 16)" "$E2E_REACT"
+  done
+  lab_pattern stride:4 1 > "$LAB_TMP/pairs"
+  for iv in 1 0.2; do
+    r=""; o=""; cpu=""
+    for ((k = 0; k < RUNS; k++)); do
+      IPERF_INTERVAL=0.2 e2e_oracle "$LAB_TMP/pairs" 3 5 || true; o+=" $E2E_ORACLE_REACH"
+      IPERF_INTERVAL=0.2 TF_INTERVAL=$iv e2e_run "$LAB_TMP/pairs" 0 8 6; r+=" $E2E_REACT_S"; cpu+=" $E2E_CPU"
+    done
+    echo "reaction at --interval $iv (stride:4 flows start with tierflowd running; 90% of the settled aggregate, 0.2-s bins):" \
+      "median $(echo "$r" | median) s (runs:$r); the oracle's own ramp: median $(echo "$o" | median) s (runs:$o);" \
+      "tierflowd + probes used$cpu cores"
+  done
+  lab_cleanup
 done
-lab_pattern stride:4 1 > "$LAB_TMP/pairs"
-e2e_run "$LAB_TMP/pairs" 0 8 6
-echo "reaction: stride:4 flows start with tierflowd running; 90% of the settled $(mb "$E2E_TF") Mbit/s after ${E2E_REACT}s (1-s bins: $E2E_BINS)"

@@ -12,6 +12,8 @@
 #   iperf_client NODE DST PORT CPORT SECS JSON
 #   iperf_window T1 T2 JSON...      aggregate goodput (bit/s) received in [T1,T2] (epoch s)
 #   iperf_bins T1 T2 JSON...        per-second aggregate goodput, "T BPS" lines
+#   iperf_reach LEVEL T0 T1 STEP BASE JSON...   when the aggregate first reaches LEVEL
+#   (IPERF_INTERVAL: iperf3's report interval, default 1 s)
 #   lab_txbytes NODE IF...          tx_bytes of interfaces inside NODE
 #   tf_bin NAME                     path of a tierflow program (optimised first), or fail
 #   lab_cleanup                     stop every remembered process, lab down
@@ -97,8 +99,8 @@ lab_cleanup() {
   return 0
 }
 
-iperf_server() { lab_bg "srv-$1-$2" "$LAB" exec "$1" -- iperf3 -s -1 -J -i 1 -p "$2" --logfile "$3"; }
-iperf_client() { lab_bg "cli-$1-$4" "$LAB" exec "$1" -- iperf3 -c "$2" -p "$3" --cport "$4" -t "$5" -i 1 -J --logfile "$6"; }
+iperf_server() { lab_bg "srv-$1-$2" "$LAB" exec "$1" -- iperf3 -s -1 -J -i "${IPERF_INTERVAL:-1}" -p "$2" --logfile "$3"; }
+iperf_client() { lab_bg "cli-$1-$4" "$LAB" exec "$1" -- iperf3 -c "$2" -p "$3" --cport "$4" -t "$5" -i "${IPERF_INTERVAL:-1}" -J --logfile "$6"; }
 # Waits until NODE listens on PORT (iperf3 server up), at most 5 s.
 iperf_wait_listen() {
   local i
@@ -123,6 +125,25 @@ iperf_window() {
     { s = $1; e = $2; if (e <= s) next; lo = (s > a ? s : a); hi = (e < b ? e : b)
       if (hi > lo) bytes += $3 * (hi - lo) / (e - s) }
     END { printf "%.0f\n", (b > a ? bytes * 8 / (b - a) : 0) }'
+}
+# iperf_reach LEVEL T0 T1 STEP BASE JSON [BASE JSON ...]: seconds from T0 to
+# the end of the first STEP-long bin in [T0, T1] whose aggregate reaches
+# LEVEL bit/s, or -1. iperf3 stamps its start in whole seconds, so each
+# receiver's intervals are placed from BASE (epoch, sub-second: when its
+# client was started) instead; IPERF_INTERVAL below 1 gives the resolution.
+iperf_reach() {
+  local level=$1 t0=$2 t1=$3 step=$4; shift 4
+  while [ $# -ge 2 ]; do
+    [ -s "$2" ] && jq -r --argjson b "$1" '.intervals[]?.sum | "\($b + .start) \($b + .end) \(.bytes)"' "$2" 2>/dev/null
+    shift 2
+  done | awk -v L="$level" -v a="$t0" -v b="$t1" -v st="$step" '
+    { s[NR] = $1; e[NR] = $2; by[NR] = $3; n = NR }
+    END { for (t = a; t + st <= b + 1e-9; t += st) { bytes = 0
+            for (i = 1; i <= n; i++) { if (e[i] <= s[i]) continue
+              lo = (s[i] > t ? s[i] : t); hi = (e[i] < t + st ? e[i] : t + st)
+              if (hi > lo) bytes += by[i] * (hi - lo) / (e[i] - s[i]) }
+            if (bytes * 8 / st >= L) { printf "%.1f\n", t + st - a; exit } }
+          print -1 }'
 }
 iperf_bins() {
   local t1=$1 t2=$2 t; shift 2

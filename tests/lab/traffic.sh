@@ -14,6 +14,11 @@
 #        E2E_ECMP and E2E_TF (aggregate goodput, bit/s, receivers' JSON) and
 #        E2E_REACT (seconds from tierflowd's start to the first 1-s bin at
 #        >= 90% of E2E_TF). With ECMP_S=0 tierflow runs from the start.
+#        E2E_REACT_S: the same from tierflowd's start (or, with ECMP_S=0, from
+#        the flows' start) in 0.2-s bins (set IPERF_INTERVAL=0.2 for that
+#        resolution); E2E_MOVES: flows moved in all (tierflowd's counter).
+#        E2E_CPU: cores tierflowd and the probes used (tf_cpu).
+#        TF_INTERVAL: the probes' and tierflowd's --interval (default 1).
 #   e2e_oracle PAIRS_FILE SETTLE_S MEAS_S [probes]
 #        the oracle run (docs/lab.md): the simulator's assignment for the same
 #        flows (tierflow-sim --algo tierflow, each flow at its NIC's rate)
@@ -68,14 +73,26 @@ tf_start() {
       TF_PROBE_IFS[$node]=$(lab_uplinks "$node" | tr '\n' ' ')
     done
   fi
+  TF_STARTED=$(date +%s.%N)
   lab_bg tierflowd "$CTL" --topology "$LAB_TOPO" --backend "${TF_BACKEND:-netlink}" --listen "$mgmt:$port" \
-    --token-file "$token" --interval 1 --withdraw-on-exit ${TF_CTL_ARGS:-} >>"$LAB_TMP/tierflowd.log" 2>&1
+    --token-file "$token" --interval "${TF_INTERVAL:-1}" --withdraw-on-exit ${TF_CTL_ARGS:-} >>"$LAB_TMP/tierflowd.log" 2>&1
   for node in "${!TF_PROBE_IFS[@]}"; do
     a=(); for u in ${TF_PROBE_IFS[$node]}; do a+=(-i "$u"); done
     [ ${#a[@]} -gt 0 ] || continue
     lab_bg "probe-$node" "$LAB" exec "$node" -- "$PROBE" "${a[@]}" --node "$node" --controller "$url" \
-      --token-file "$token" --interval 1 --link-gbps "$gbps" >>"$LAB_TMP/probe-$node.log" 2>&1
+      --token-file "$token" --interval "${TF_INTERVAL:-1}" --link-gbps "$gbps" >>"$LAB_TMP/probe-$node.log" 2>&1
   done
+}
+# CPU tierflowd and the probes used since tf_start, in cores (CPU seconds
+# over wall seconds), for the cost of shorter intervals.
+tf_cpu() {
+  local n pid t=0
+  for n in "${!LAB_PIDS[@]}"; do
+    [[ "$n" == probe-* || "$n" == tierflowd ]] || continue
+    pid=${LAB_PIDS[$n]}
+    [ -r "/proc/$pid/stat" ] && t=$((t + $(awk '{print $14 + $15}' "/proc/$pid/stat")))
+  done
+  awk -v t="$t" -v hz="$(getconf CLK_TCK)" -v s="$TF_STARTED" -v n="$(date +%s.%N)" 'BEGIN{printf "%.2f", t / hz / (n - s)}'
 }
 tf_stop() {
   local n
@@ -97,9 +114,11 @@ _e2e_servers() {
   done
   for ((i = 0; i < ${#srcs[@]}; i++)); do iperf_wait_listen "${dsts[$i]}" $((5400 + i)); done
 }
-_e2e_clients() { # SECONDS
+_e2e_clients() { # SECONDS; bases: "EPOCH SERVER_JSON" of each flow, for iperf_reach
   local i
+  bases=()
   for ((i = 0; i < ${#srcs[@]}; i++)); do
+    bases+=("$(date +%s.%N)" "${files[$i]}")
     iperf_client "${srcs[$i]}" "${addrs[$i]}" $((5400 + i)) $((42000 + i)) "$1" "$LAB_TMP/run-cli$i.json"
   done
 }
@@ -111,7 +130,7 @@ _e2e_reap() {
 
 e2e_oracle() {
   local pairs=$1 settle_s=$2 meas_s=$3 probes=${4:-} i f sw tool sim dir rc=0 tstart te1 te2
-  local -a files=() srcs=() dsts=() addrs=()
+  local -a files=() srcs=() dsts=() addrs=() bases=()
   tool=$(tf_bin oracle_batch); [ -n "$tool" ] || tool="$TF_ROOT/${O:-build}/tools/oracle_batch"
   sim=$(tf_bin tierflow-sim)
   _e2e_flows "$pairs"
@@ -136,12 +155,13 @@ e2e_oracle() {
   _e2e_reap
   for f in "$dir"/*.clear; do "$LAB" exec "$(basename "$f" .clear)" -- ip -batch "$f" || rc=1; done
   E2E_ORACLE=$(iperf_window "$te1" "$te2" "${files[@]}")
+  E2E_ORACLE_REACH=$(iperf_reach "$(awk -v a="$E2E_ORACLE" 'BEGIN{print 0.9 * a}')" "${bases[0]}" "$te2" 0.2 "${bases[@]}")
   return $rc
 }
 
 e2e_run() {
-  local pairs=$1 ecmp_s=$2 settle_s=$3 tf_s=$4 i=0 total t tstart tctl tm1 tm2 te1 te2
-  local -a files=() srcs=() dsts=() addrs=()
+  local pairs=$1 ecmp_s=$2 settle_s=$3 tf_s=$4 i=0 total t tstart tctl tm1 tm2 te1 te2 t0
+  local -a files=() srcs=() dsts=() addrs=() bases=()
   _e2e_flows "$pairs"
   total=$((ecmp_s + settle_s + tf_s + 10))   # margin: starting 16 flows and the probes takes time
   _e2e_servers
@@ -150,12 +170,15 @@ e2e_run() {
   _e2e_clients "$total"
   if [ "$ecmp_s" -gt 0 ]; then
     sleep "$ecmp_s"; tctl=$(date +%s); tm1=$((tstart + 2)); tm2=$tctl
+    t0=$(date +%s.%N)
     tf_start "$E2E_URL" "$E2E_TOKEN" "$E2E_GBPS"
   else
-    tctl=$tstart
+    tctl=$tstart; t0=${bases[0]}
   fi
   sleep "$settle_s"; te1=$(date +%s); sleep "$tf_s"; te2=$(date +%s)
   [ "$te2" -gt $((tstart + total - 2)) ] && { echo "e2e_run: measurement ran past the flows; clamped" >&2; te2=$((tstart + total - 2)); }
+  E2E_MOVES=$(curl -s --max-time 2 "$E2E_URL/metrics" | awk '/^tierflow_rebalance_moves_total /{print $2}')
+  E2E_CPU=$(tf_cpu)
   tf_stop
   _e2e_reap
   E2E_ECMP=0; [ "$ecmp_s" -gt 0 ] && E2E_ECMP=$(iperf_window "$tm1" "$tm2" "${files[@]}")
@@ -164,5 +187,6 @@ e2e_run() {
   while read -r t b; do
     if awk -v b="$b" -v f="$E2E_TF" 'BEGIN{exit !(b >= 0.9 * f)}'; then E2E_REACT=$((t + 1 - tctl)); break; fi
   done < <(iperf_bins "$tctl" "$te2" "${files[@]}")
+  E2E_REACT_S=$(iperf_reach "$(awk -v a="$E2E_TF" 'BEGIN{print 0.9 * a}')" "$t0" "$te2" 0.2 "${bases[@]}")
   E2E_BINS=$(iperf_bins "$tstart" "$te2" "${files[@]}" | awk -v t0="$tstart" '{printf "%d:%.1f ", $1 - t0, $2/1e6}')
 }
