@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/util.h"
 #include "policy/classes.h"
 #include "policy/job.h"
 
@@ -386,6 +387,27 @@ void state_flow_place(struct state *s, struct state_flow *f, const struct state_
     f->path = (int64_t)l->first;
     memcpy(f->dirs, l->dirs, sizeof(f->dirs));
     f->ndirs = (int8_t)l->ndirs;
+}
+
+bool state_flow_observe(struct state *s, struct state_flow *f, bool inserted, uint32_t node, uint32_t egress,
+                        const char *ifname, const struct state_loc *l, double bps, double now)
+{
+    bool held = !inserted && f->probe != node && f->probe != TOPO_NONE && f->path >= 0 &&
+                !state_flow_stale(s, f, now);
+    bool take = !held;
+    if (held && l->count > 0) {
+        bool fits = (uint64_t)f->path >= l->first && (uint64_t)f->path < l->first + l->count;
+        if (!fits && bps < f->bps)
+            return false;       /* a remnant on a path the flow has left */
+        take = !fits || l->count < f->loc_count;
+    }
+    if (take) {
+        f->probe = node;
+        f->egress = egress;
+        tf_strlcpy(f->ifname, ifname, sizeof(f->ifname));
+        state_flow_place(s, f, l);
+    }
+    return true;
 }
 
 void state_flow_locate(struct state *s, struct state_flow *f)

@@ -198,6 +198,24 @@ bool state_loc_cached(struct state *s, const struct state_flow_key *k, uint32_t 
 void state_flow_place(struct state *s, struct state_flow *f, const struct state_loc *l);
 /* Both steps at once (tests, single flows). */
 void state_flow_locate(struct state *s, struct state_flow *f);
+/*
+ * One probe's observation of a flow (ingest, write lock): where it left
+ * (egress, ifname, its resolved location l) and its rate. A flow crosses
+ * several probes (its leaf's and a spine's uplinks on a fat tree); each sees
+ * where it leaves, which names a range of paths. Observations are merged, not
+ * overwritten by the last to arrive. The placement of the probe that holds
+ * the flow (the last one that placed it) stands, unless it is this probe, it
+ * is stale, or its path is outside this observation's range and this one
+ * measures the flow at least as fast; an observation whose range holds that
+ * path replaces it only when narrower (a spine sees more of the path than a
+ * leaf); a probe that cannot place the flow (count 0) only brings its rate.
+ * Returns false for an observation to drop whole (rate and flags): a
+ * slower one outside the holder's path is a remnant on a path the flow has
+ * left, which its probe reports, slowing down, until its table ages it out;
+ * believing it put the flow back on its old path and made it look small.
+ */
+bool state_flow_observe(struct state *s, struct state_flow *f, bool inserted, uint32_t node, uint32_t egress,
+                        const char *ifname, const struct state_loc *l, double bps, double now);
 
 /* Classification (DESIGN 2.2, precedence in policy/classes.h): a flow
  * between two ranks' nodes of a registered job (the first registered that

@@ -50,6 +50,80 @@ static double load_of(struct state *s, double now, const char *from, const char 
     return bps[dir];
 }
 
+static uint32_t dir_of(const struct topo *t, const char *a, const char *b)
+{
+    uint32_t d;
+    assert_int_equal(topo_dir_between(t, fx_node(t, a), fx_node(t, b), &d), 0);
+    return d;
+}
+
+/* Takes an observation as ingest does: placement by state_flow_observe,
+ * then (when it is taken) the rate and the time. */
+static bool observe(struct state *s, struct state_flow *f, bool ins, const char *probe, const char *to, double bps,
+                    double now)
+{
+    const struct topo *t = s->topo;
+    uint32_t dir = dir_of(t, probe, to);
+    struct state_loc l;
+    state_loc_resolve(t, &f->k, fx_node(t, probe), dir, &l);
+    if (!state_flow_observe(s, f, ins, fx_node(t, probe), dir, to, &l, bps, now))
+        return false;
+    f->bps = bps;
+    f->last_seen = now;
+    return true;
+}
+
+/* A flow across the k=4 fat tree is seen by its edge switch (leaving by S1:
+ * two paths) and by the aggregation switch above (leaving by SS2: one). The
+ * narrower placement stands whichever report comes last; when the flow moves
+ * to S2 the edge's faster report moves it; the slower remnant S1 still sees
+ * of it is dropped whole. (Each report used to overwrite the last: the flow
+ * flipped between its real path and the first path via S1, through SS1, and
+ * took the remnant's rate.) */
+static void observations_merge(void **st)
+{
+    (void)st;
+    struct topo *t;
+    char err[256];
+    assert_int_equal(topo_load("fattree:k=4,gbps=1", &t, err, sizeof(err)), 0);
+    struct state s;
+    assert_int_equal(state_init(&s, t, 1000, STALE, T0), 0);
+    struct state_flow_key k = {.af = 4, .proto = 6, .sport = 42000, .dport = 5400};
+    memcpy(k.src, t->nodes[fx_node(t, "H1")].addr, 16);
+    memcpy(k.dst, t->nodes[fx_node(t, "H5")].addr, 16);
+    bool ins;
+    struct state_flow *f = state_flow_upsert(&s, &k, &ins);
+    assert_non_null(f);
+    f->probe = TOPO_NONE;
+    assert_true(observe(&s, f, ins, "S1", "SS2", 40e6, T0));
+    int64_t via_ss2 = f->path;
+    assert_int_equal(f->loc_count, 1);
+    assert_true(observe(&s, f, false, "L1", "S1", 41e6, T0 + 0.3));   /* wider, consistent */
+    assert_int_equal(f->path, via_ss2);
+    assert_true(f->bps == 41e6);
+    assert_int_equal(f->probe, fx_node(t, "S1"));
+    assert_true(observe(&s, f, false, "S1", "SS2", 42e6, T0 + 1));
+    assert_int_equal(f->path, via_ss2);
+    /* Moved: the edge sees it leave by S2 at full rate. */
+    assert_true(observe(&s, f, false, "L1", "S2", 45e6, T0 + 1.5));
+    uint32_t d[TOPO_MAX_HOPS];
+    assert_true(state_flow_dirs(&s, f, d, TOPO_MAX_HOPS) > 1);
+    assert_int_equal(d[1], dir_of(t, "L1", "S2"));
+    int64_t moved = f->path;
+    /* S1's table still holds it, slowing down: dropped, rate and path kept. */
+    assert_false(observe(&s, f, false, "S1", "SS2", 10e6, T0 + 1.7));
+    assert_int_equal(f->path, moved);
+    assert_true(f->bps == 45e6);
+    /* S2 sees where it goes above: narrower, taken. */
+    assert_true(observe(&s, f, false, "S2", "SS4", 45e6, T0 + 2));
+    assert_int_equal(f->loc_count, 1);
+    assert_int_equal(f->probe, fx_node(t, "S2"));
+    /* Once the holder's observation is stale, anything places it again. */
+    assert_true(observe(&s, f, false, "S1", "SS2", 5e6, T0 + 2 + STALE + 1));
+    assert_int_equal(f->path, via_ss2);
+    state_free(&s);
+}
+
 static void probe_goes_stale_and_data_ages_out(void **st)
 {
     (void)st;
@@ -257,6 +331,7 @@ static void flows_classified_by_job(void **st)
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(reload_keeps_pins_by_name),
+                                       cmocka_unit_test(observations_merge),
                                        cmocka_unit_test(probe_goes_stale_and_data_ages_out),
                                        cmocka_unit_test(loads_from_flows_when_unmeasured),
                                        cmocka_unit_test(flows_classified_by_job)};
