@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/log.h"
 #include "common/util.h"
 #include "controller/nl_backend.h"
 #include "controller/plan_backend.h"
@@ -170,6 +171,11 @@ int backend_apply(struct backend *b, const struct plan *want, struct backend_res
     if (!res)
         res = &scratch;
     memset(res, 0, sizeof(*res));
+    /* The loop logs a failure once per cause (rebalance.c); the end of one
+     * is said here, once, so that the log shows when it was fixed. */
+    bool was_healthy = b->healthy;
+    char was_err[sizeof(b->err)];
+    tf_strlcpy(was_err, b->err, sizeof(was_err));
     b->err[0] = '\0';
     int rc = check_owned(b, want);
     if (rc) {
@@ -206,6 +212,9 @@ int backend_apply(struct backend *b, const struct plan *want, struct backend_res
      * is not: that is not healthy, and says which switch and selector. */
     tf_strlcpy(b->err, rc ? res->error : res->unsupported, sizeof(b->err));
     b->healthy = rc == 0 && !res->unsupported[0];
+    if (b->healthy && !was_healthy)
+        log_info("backend %s: working again (it had failed: %s)", kinds[b->kind].name,
+                 was_err[0] ? was_err : "reading its state");
     return rc;
 }
 

@@ -1,7 +1,10 @@
 /*
  * plan_backend: see plan_backend.h. Switch names become file names, so a
  * name that is not a plain file name is refused (named in the error)
- * rather than mangled.
+ * rather than mangled. An error names the folder or the file it was
+ * writing, never the temporary file's random name: the rebalance loop logs
+ * a failure once per distinct message, so a message that changed every
+ * round (a missing folder's mkstemp name) was a log line every round.
  */
 #include "controller/plan_backend.h"
 
@@ -32,7 +35,7 @@ static int write_atomic(const char *dir, const char *name, writer_fn fn, const v
     int fd = mkstemp(tmp);
     if (fd < 0) {
         int e = errno;
-        snprintf(err, errlen, "%s: %s", tmp, strerror(e));
+        snprintf(err, errlen, "writing %s: %s", dst, strerror(e));
         return -e;
     }
     FILE *f = fdopen(fd, "w");
@@ -40,7 +43,7 @@ static int write_atomic(const char *dir, const char *name, writer_fn fn, const v
         int e = errno;
         close(fd);
         unlink(tmp);
-        snprintf(err, errlen, "%s: %s", tmp, strerror(e));
+        snprintf(err, errlen, "writing %s: %s", dst, strerror(e));
         return -e;
     }
     fchmod(fd, 0644);
@@ -157,6 +160,16 @@ int plan_backend_write(const char *dir, const struct plan *p, const struct plan 
         snprintf(err, errlen, "plan backend: no output folder (plan_dir)");
         return -EINVAL;
     }
+    /* The folder first, in words an operator acts on; tierflowd does not
+     * make it (its owner and mode are the deployment's choice). */
+    struct stat st;
+    if (stat(dir, &st) < 0) {
+        int e = errno;
+        return tf_fail(err, errlen, -e, "backend_options.plan_dir %s: %s (tierflowd does not create it; each "
+                       "round tries again)", dir, strerror(e));
+    }
+    if (!S_ISDIR(st.st_mode))
+        return tf_fail(err, errlen, -ENOTDIR, "backend_options.plan_dir %s: not a folder", dir);
     struct plan all, empty;
     plan_init(&all);
     plan_init(&empty);

@@ -9,7 +9,10 @@
  * so that a reader that sees it also sees every script. Every file is
  * replaced atomically: temp file in the same folder, fsync, rename, fsync of
  * the folder. A switch name that is not a plain file name, or ends in
- * ".full", is refused (-EINVAL, named).
+ * ".full", is refused (-EINVAL, named). The folder must exist: a missing
+ * one fails the write with the same message every time (naming
+ * backend_options.plan_dir), so that the loop's failure is logged once and
+ * the next write, once the folder is there, succeeds.
  */
 #ifndef TF_PLAN_BACKEND_H
 #define TF_PLAN_BACKEND_H

@@ -15,7 +15,11 @@
 #   (topology "iproute2", default 6.1) lacks it: the class rule is refused,
 #   the rest written, the backend not healthy naming switch and version; with
 #   "iproute2": "6.13.0" it is written; a bad "iproute2" fails --check-config;
-#   --backend none accepts the round and answers applied false.
+#   --backend none accepts the round and answers applied false;
+#   a missing plan folder (issue 12, item 6): every automatic round fails and
+#   counts, /status says why (naming backend_options.plan_dir), but the log
+#   has one line for it, not one a round; once the folder exists the next
+#   round writes the files and the log says, once, that the backend works again.
 # timeout: 180
 set -u
 . "$(dirname "$0")/../lib/tap.sh"
@@ -52,8 +56,10 @@ t_check "--check-config --backend plan on an addressed topology passes" \
 # ---- plan backend on a bare topology --------------------------------------
 PORT=$(port); U=http://127.0.0.1:$PORT
 cp "$W/bare.json" "$W/topo.json"
+# No reaction to reports (thresholds.react_window 0): the rounds counted
+# are the three asked for.
 "$D" --topology "$W/topo.json" --listen 127.0.0.1:$PORT --backend plan --plan-dir "$W/plans" \
-     --interval 3600 2>"$W/log" & PID=$!
+     --interval 3600 --set thresholds.react_window=0 2>"$W/log" & PID=$!
 wait_up "$U" || { t_fail "daemon starts" "$(tail -3 "$W/log")"; t_done; }
 t_check "the start warns that rounds will fail" grep -q "backend plan cannot program this topology" "$W/log"
 "$G" --topology "$W/topo.json" --flows 4 --congest L1-S1 --post $U/api/v1/reports >/dev/null
@@ -122,6 +128,29 @@ echo '{"name": "x", "tiers": ["host", "leaf", "spine"], "nodes": [{"name": "L1",
 "$D" --topology "$W/badv.json" --check-config >"$W/out" 2>&1; rc=$?
 t_eq "a bad \"iproute2\" is a configuration error" 2 "$rc"
 t_check "... naming the node and the value" grep -q 'node L1: "iproute2" "six" is not a version' "$W/out"
+
+# ---- a missing plan folder: one log line, not one a round --------------------
+PORT=$(port); U=http://127.0.0.1:$PORT
+"$D" --topology "$W/addressed.json" --listen 127.0.0.1:$PORT --backend plan --plan-dir "$W/missing" \
+     --interval 0.1 2>"$W/log" & PID=$!
+wait_up "$U" || { t_fail "daemon with a missing plan folder starts" "$(tail -3 "$W/log")"; t_done; }
+for i in $(seq 100); do n=$(errors_total); [ "${n:-0}" -ge 15 ] && break; sleep 0.1; done
+t_ge "missing folder: at least 15 automatic rounds failed" "$(errors_total)" 15
+t_eq "... and the log says so once (and its event once)" "1 1" \
+  "$(grep -c 'warning: rebalance: backend: backend_options.plan_dir' "$W/log") $(grep -c 'event backend_error' "$W/log")"
+t_check "... naming the key, the folder and the cause" \
+  grep -q "rebalance: backend: backend_options.plan_dir $W/missing: No such file or directory" "$W/log"
+t_eq "... one backend_error event" 1 "$(nevents backend_error)"
+t_check "/status: not healthy, naming plan_dir" \
+  status_is '(.backend.healthy|not) and (.backend.error|test("backend_options.plan_dir .*/missing: No such file"))'
+mkdir "$W/missing"
+for i in $(seq 50); do [ -s "$W/missing/plan.json" ] && break; sleep 0.1; done
+t_check "once the folder exists a round writes the plan" test -s "$W/missing/plan.json"
+t_check "/status: healthy again" status_is '.backend.healthy and .backend.error==null'
+sleep 0.5
+t_eq "the log says once that it works again" 1 "$(grep -c 'backend plan: working again' "$W/log")"
+t_eq "... and nothing more about the folder" 3 "$(grep -c 'plan_dir' "$W/log")"
+stop
 
 # ---- backend none ----------------------------------------------------------
 PORT=$(port); U=http://127.0.0.1:$PORT
