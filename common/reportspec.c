@@ -33,3 +33,13 @@ bool reportspec_name_ok(const char *s, size_t max)
             return false;
     return true;
 }
+
+double reportspec_rate_bound(double link_bps)
+{
+    return REPORTSPEC_LINK_SLACK * link_bps;
+}
+
+double reportspec_pkts_bound(double link_bps, double interval_s)
+{
+    return REPORTSPEC_LINK_SLACK * link_bps * interval_s / REPORTSPEC_MIN_FRAME_BITS;
+}

@@ -7,6 +7,12 @@
  * pseudo-interface is named within them); tierflowd's ingest refuses a
  * report outside them with 400, naming the field.
  *
+ * It also holds what a value in a report may be (the bounds below, with
+ * the reason for each in docs/telemetry.md, "What the controller refuses"):
+ * tierflowd refuses an entry (one flow, one link) outside them and applies
+ * the rest of its report, so the same number must not mean "drop this
+ * entry" to one side and "fine" to the other.
+ *
  * Invariants: the enum's values are the wire order of reportspec_source_*
  * and the values the probe's flow table and the controller's state store.
  */
@@ -18,6 +24,36 @@
 
 #define REPORTSPEC_PROBE_MAX 31  /* bytes of `probe` (a topology node name) */
 #define REPORTSPEC_IF_MAX 15     /* bytes of `if` (Linux IFNAMSIZ - 1) */
+#define REPORTSPEC_INSTANCE_MAX 63 /* bytes of the optional `instance` (which process sends) */
+
+/* The report format's version, `schema` (absent: this one). A report of
+ * another is refused whole: its fields may mean other things. */
+#define REPORTSPEC_SCHEMA 1
+
+/* Absolute bounds of one value, whatever the topology: 10 Tb/s is above
+ * any port made; 1e18 is above any counter a 64-bit agent wraps at in a
+ * century at that rate; sampling 1-in-2^30 is far past the 2^24 switches
+ * use (and past the probe's own sFlow bound). */
+#define REPORTSPEC_MAX_BPS 1e13
+#define REPORTSPEC_MAX_COUNT 1000000000000000000LL
+#define REPORTSPEC_MAX_SAMPLING (1 << 30)
+
+/* Bounds relative to the link an entry is on (its `if` mapped to a
+ * topology link): a rate, or a per-interval packet counter (drops,
+ * ce_pkts), above REPORTSPEC_LINK_SLACK times what the link can carry is
+ * no measurement (a sampled estimate gone wild, a huge frame length, a
+ * counter that wrapped or jumped). The slack is the probe's own for sFlow
+ * counters: agents stamp datagrams, not polls, and an interval's edges
+ * are not exact. A packet is at least REPORTSPEC_MIN_FRAME_BITS on the
+ * wire (64-byte frame, preamble and gap). */
+#define REPORTSPEC_LINK_SLACK 2.0
+#define REPORTSPEC_MIN_FRAME_BITS 672.0
+
+/* The largest rate an entry on a link of link_bps may report. */
+double reportspec_rate_bound(double link_bps);
+/* The largest packet count an entry may report for one interval of
+ * interval_s on a link of link_bps. */
+double reportspec_pkts_bound(double link_bps, double interval_s);
 
 /* How a probe saw a flow: every packet captured, mirrored (ERSPAN) or
  * sampled 1-in-N (sFlow). Absent on the wire means pcap. */

@@ -51,6 +51,20 @@ static void source_names_round_trip(void **state)
     assert_int_equal(FLOW_SRC_ERSPAN, STATE_SRC_ERSPAN);
 }
 
+/* The bounds an entry's link sets: twice its capacity; packets at the
+ * smallest frame, over the interval. */
+static void link_bounds(void **state)
+{
+    (void)state;
+    assert_true(reportspec_rate_bound(100e9) == 200e9);
+    /* 100 Gb/s of 84-byte frames is 148.8 Mpkt/s; twice that in 2 s. */
+    assert_true(reportspec_pkts_bound(100e9, 2) > 5.95e8 && reportspec_pkts_bound(100e9, 2) < 5.96e8);
+    assert_true(reportspec_pkts_bound(100e9, 0) == 0);
+    /* The absolute bounds sit above every relative one a port could set. */
+    assert_true(reportspec_rate_bound(4e12) < 1.0001 * REPORTSPEC_MAX_BPS);
+    assert_true(REPORTSPEC_MAX_SAMPLING >= 1 << 24);
+}
+
 static void status_classes(void **state)
 {
     (void)state;
@@ -71,6 +85,7 @@ int main(void)
         cmocka_unit_test(names_within_bounds),
         cmocka_unit_test(source_names_round_trip),
         cmocka_unit_test(status_classes),
+        cmocka_unit_test(link_bounds),
     };
     return cmocka_run_group_tests_name("reportspec", tests, NULL, NULL);
 }
