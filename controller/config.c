@@ -69,6 +69,8 @@ static const struct config_key config_keys[] = {
     {"thresholds.backoff_max", CK_DOUBLE, F(backoff_max), "300", 0, 86400, NULL},
     {"thresholds.harm_intervals", CK_DOUBLE, F(harm_intervals), "3", 1, 1000, NULL},
     {"thresholds.harm_margin", CK_DOUBLE, F(harm_margin), "0.05", 0, 1, NULL},
+    {"ingest.timestamps", CK_ENUM, F(ingest_timestamps), "check", 0, 0, "check|ignore"},
+    {"ingest.clock_skew", CK_DOUBLE, F(clock_skew), "5", 0, 3600, NULL},
     {"limits.max_connections", CK_LONG, F(max_connections), "1024", 1, 65536, NULL},
     {"limits.connection_timeout", CK_LONG, F(connection_timeout), "10", 1, 3600, NULL},
     {"limits.max_body", CK_LONG, F(max_body), "8388608", 1024, 268435456, NULL},

@@ -49,6 +49,9 @@ struct config {
     double backoff_max;                /* s, cap of a flow's back-off after futile moves */
     double harm_intervals;             /* intervals a group of moves is judged over after its settle */
     double harm_margin;                /* pins withdrawn when the group is this much worse than before */
+    /* ingest (controller/ingest.c) */
+    char ingest_timestamps[8];         /* check | ignore: a report's ts against staleness and order */
+    double clock_skew;                 /* s a probe's clock may be ahead of (or behind) ours */
     /* limits */
     long max_connections;
     long connection_timeout;           /* seconds */

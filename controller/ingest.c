@@ -1,7 +1,9 @@
 /*
  * ingest: see ingest.h. Every field is checked for type and bounds before it
- * is stored; the first violation aborts the whole batch (nothing applied),
- * and its message names the field by its JSON path.
+ * is stored, and every message names the field by its JSON path. A
+ * violation in the body's structure or in a report's own members aborts the
+ * whole batch (nothing applied); one inside a list entry drops that entry
+ * (struct ingest_refusals) and parsing goes on with the next.
  */
 #include "controller/ingest.h"
 
@@ -14,8 +16,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/log.h"
+#include "common/ratelog.h"
 #include "common/reportspec.h"
 #include "common/util.h"
+#include "controller/config.h"
 #include "controller/events.h"
 #include "controller/jsonarena.h"
 #include "controller/jsonscan.h"
@@ -72,7 +77,24 @@ static int cfail(const struct ctx *c, const char *key, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(what, sizeof(what), fmt, ap);
     va_end(ap);
-    return fail(c->e, INGEST_BAD_FIELD, "%s%s%s: %s", at, at[0] && key ? "." : "", key ? key : "", what);
+    /* Paths are short ("reports[63].flows[99999].sampling"); a longer one
+     * would only be cut. */
+    if (snprintf(c->e->path, sizeof(c->e->path), "%s%s%s", at, at[0] && key ? "." : "", key ? key : "") < 0)
+        c->e->path[0] = '\0';
+    return fail(c->e, INGEST_BAD_FIELD, "%s: %s", c->e->path, what);
+}
+
+/* Keeps e's message as an entry refused (counted always, named while there
+ * is room) and clears e, so that parsing goes on. */
+static void refuse_entry(struct ingest_refusals *r, struct ingest_error *e)
+{
+    if (r->kept < INGEST_REFUSED_KEEP) {
+        tf_strlcpy(r->e[r->kept].path, e->path, sizeof(r->e[r->kept].path));
+        tf_strlcpy(r->e[r->kept].msg, e->msg, sizeof(r->e[r->kept].msg));
+        r->kept++;
+    }
+    r->n++;
+    memset(e, 0, sizeof(*e));
 }
 
 enum fkind { F_STR, F_INT, F_NUM, F_BOOL };
@@ -120,12 +142,24 @@ struct raw_flow {
     bool fat;
 };
 
-/* In the order their errors are reported. */
+/* In the order their errors are reported: probe first, so that an error
+ * in another member can name the report's probe. */
 static const struct field report_fields[] = {
     FSTR(struct ingest_report, "probe", true, probe),
+    FINT(struct ingest_report, "schema", false, 0, INT32_MAX, schema),
+    FSTR(struct ingest_report, "instance", false, instance),
     FNUM(struct ingest_report, "ts", false, 0, 1e11, ts),
     FNUM(struct ingest_report, "interval_s", false, 0, 86400, interval_s),
 };
+
+/* The checks across a report's own members, after they are read. */
+static int finish_report(const struct ctx *c, const struct ingest_report *r)
+{
+    if (r->schema != REPORTSPEC_SCHEMA)
+        return cfail(c, "schema", "%llu is not a schema this controller reads (%d)", (unsigned long long)r->schema,
+                     REPORTSPEC_SCHEMA);
+    return 0;
+}
 
 static const struct field link_fields[] = {
     FSTR(struct raw_link, "if", true, ifname),
@@ -220,6 +254,7 @@ static int finish_link(const struct ctx *c, const void *raw, void *entry)
     struct ingest_link *out = entry;
     if (strcmp(r->oper, "up") && strcmp(r->oper, "down"))
         return cfail(c, "oper", "'%s' is not up or down", r->oper);
+    out->idx = (uint32_t)c->idx;
     memcpy(out->ifname, r->ifname, sizeof(out->ifname));
     out->tx_bps = r->tx_bps;
     out->has_rx = r->rx_bps >= 0;
@@ -247,6 +282,7 @@ static int finish_flow(const struct ctx *c, const void *raw, void *entry)
     if (af != af2)
         return cfail(c, NULL, "src and dst of different families");
     memcpy(out->k.dst, tmp, 16);
+    out->idx = (uint32_t)c->idx;
     out->k.af = (uint8_t)af;
     out->k.proto = (uint8_t)r->proto;
     out->k.sport = (uint16_t)r->sport;
@@ -375,7 +411,7 @@ static int read_fields_json(const struct ctx *c, const json_t *o, const struct f
  * bound before any entry is judged (413, not a field error, for a probe that
  * sends too many). *budget is how many flows the batch may still hold. */
 static int parse_list(const json_t *r, const char *at, const struct list_kind *k, size_t *budget,
-                      struct ingest_report *out, struct ingest_error *e)
+                      struct ingest_report *out, struct ingest_refusals *refused, struct ingest_error *e)
 {
     bool flows = k == &flows_kind;
     const json_t *a = json_object_get(r, k->name);
@@ -398,34 +434,42 @@ static int parse_list(const json_t *r, const char *at, const struct list_kind *k
     if (flows)
         *budget -= count;
     struct ctx c = {at, k->name, 0, e};
-    int rc = 0;
-    for (size_t i = 0; i < count && rc == 0; i++) {
+    for (size_t i = 0; i < count; i++) {
         c.idx = i;
         const json_t *o = json_array_get(a, i);
         union raw_entry raw;
         memcpy(&raw, k->defaults, k->raw_size);
-        if (!json_is_object(o))
-            rc = cfail(&c, NULL, "must be an object");
+        int rc = json_is_object(o) ? 0 : cfail(&c, NULL, "must be an object");
         if (rc == 0)
             rc = read_fields_json(&c, o, k->fields, k->nfields, &raw);
         if (rc == 0)
             rc = k->finish(&c, &raw, list_add(&l, k->entry_size));
-        l.n += rc == 0;
+        if (rc == 0)
+            l.n++;
+        else
+            refuse_entry(refused, e); /* this entry only: the next is judged on its own */
     }
     set_list(out, flows, &l);
-    return rc;
+    return 0;
 }
 
 /* One report object. at: "" for a lone report (whose own members are then
  * named "report.probe"), "reports[2]" in a batch. */
 static int parse_report(const json_t *r, const char *at, size_t *budget, struct ingest_report *out,
-                        struct ingest_error *e)
+                        struct ingest_refusals *refused, struct ingest_error *e)
 {
     const struct ctx c = {at[0] ? at : "report", NULL, 0, e};
+    out->schema = REPORTSPEC_SCHEMA;
     int rc = read_fields_json(&c, r, report_fields, TF_ARRAY_SIZE(report_fields), out);
     if (rc == 0)
-        rc = parse_list(r, at, &links_kind, budget, out, e);
-    return rc ? rc : parse_list(r, at, &flows_kind, budget, out, e);
+        rc = finish_report(&c, out);
+    if (rc == 0)
+        rc = parse_list(r, at, &links_kind, budget, out, refused, e);
+    if (rc == 0)
+        rc = parse_list(r, at, &flows_kind, budget, out, refused, e);
+    if (rc)
+        tf_strlcpy(e->probe, out->probe, sizeof(e->probe));
+    return rc;
 }
 
 void ingest_batch_free(struct ingest_batch *b)
@@ -444,7 +488,8 @@ static int parse_root(const json_t *root, size_t *budget, struct ingest_batch *b
     const json_t *reports = json_object_get(root, "reports");
     if (!reports) {
         b->n = 1;
-        return parse_report(root, "", budget, &b->r[0], e);
+        b->lone = true;
+        return parse_report(root, "", budget, &b->r[0], &b->refused, e);
     }
     if (!json_is_array(reports) || json_array_size(reports) == 0)
         return fail(e, INGEST_BAD_FIELD, "reports: must be a non-empty array");
@@ -457,7 +502,7 @@ static int parse_root(const json_t *root, size_t *budget, struct ingest_batch *b
         b->n++; /* counted before it is filled, so that a failure frees it */
         if (!json_is_object(r))
             return fail(e, INGEST_BAD_FIELD, "%s: report must be an object", at);
-        int rc = parse_report(r, at, budget, &b->r[i], e);
+        int rc = parse_report(r, at, budget, &b->r[i], &b->refused, e);
         if (rc)
             return rc;
     }
@@ -606,6 +651,7 @@ static int scan_report(struct scan *sc, uint32_t obj, bool lone, const char *at,
     size_t hint = 0;
     bool more = true;
     int rc = 0;
+    out->schema = REPORTSPEC_SCHEMA;
     for (size_t i = 0; rc == 0; i++) {
         const char *key;
         size_t klen;
@@ -624,7 +670,9 @@ static int scan_report(struct scan *sc, uint32_t obj, bool lone, const char *at,
             rc = scan_member(sc, &c, obj, report_fields, n, &hint, &seen, key, klen, out);
         seen |= bit;
     }
-    return rc == 0 && !have_required(report_fields, n, seen) ? -EINVAL : rc;
+    if (rc == 0 && (!have_required(report_fields, n, seen) || finish_report(&c, out)))
+        rc = -EINVAL; /* jansson words it */
+    return rc;
 }
 
 /* {"reports": [...], ...}: the batch's members after "reports" are skipped. */
@@ -680,6 +728,7 @@ int ingest_parse_scan(const char *body, size_t len, size_t max_flows, struct ing
         rc = scan_batch(&sc, root.obj, b);
     } else if (rc == 0) {
         b->n = 1;
+        b->lone = true;
         rc = scan_report(&sc, root.obj, true, "", &b->r[0]);
     }
     if (rc == 0)
@@ -735,12 +784,13 @@ static void note_unmapped(struct state_probe *p, struct ingest_result *res, cons
 
 
 /* A report resolved against the topology, before the write lock: link and
- * flow directions, flow locations, and CE per link (which depends on the
- * report alone). */
+ * flow directions, flow locations, CE per link (which depends on the
+ * report alone), and which entries the link they are on refuses. */
 struct resolved {
     uint32_t node;
     uint32_t *link_dir;          /* nlinks, TOPO_NONE unmapped */
     double *link_ce;
+    bool *link_bad, *flow_bad;   /* beyond what their link carries (entry_bound) */
     uint32_t *egress;            /* nflows, TOPO_NONE unmapped */
     struct state_loc *loc;       /* nflows */
 };
@@ -767,26 +817,88 @@ static uint32_t memo_dir(struct if_memo *m, const struct topo *t, uint32_t node,
     return dir;
 }
 
+/* The bounds an entry's link sets (reportspec): a rate above
+ * reportspec_rate_bound of what its direction carries, a per-interval
+ * packet counter (tx+rx drops, captured CE packets: both directions) above
+ * reportspec_pkts_bound of both directions over the report's interval.
+ * Returns the member at fault and writes the reason into why (may be
+ * NULL: only the verdict), or NULL when every member is within. */
+struct bound_check {
+    const char *key;
+    double v, bound;
+};
+
+static const char *entry_bound(const struct topo *t, uint32_t dir, const struct bound_check *c, size_t n,
+                               char *why, size_t len)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (c[i].bound <= 0 || c[i].v <= c[i].bound)
+            continue;
+        if (why)
+            snprintf(why, len, "%g beyond the bound %g (%g times what %s -> %s carries at %g Gb/s%s)", c[i].v,
+                     c[i].bound, REPORTSPEC_LINK_SLACK, t->nodes[topo_dir_from(t, dir)].name,
+                     t->nodes[topo_dir_to(t, dir)].name, topo_dir_gbps(t, dir),
+                     strstr(c[i].key, "bps") ? "" : ", in packets of the interval, both ways");
+        return c[i].key;
+    }
+    return NULL;
+}
+
+static const char *link_bound(const struct topo *t, uint32_t dir, const struct ingest_link *l, double interval_s,
+                              char *why, size_t len)
+{
+    double cap = topo_dir_gbps(t, dir) * 1e9, pk = reportspec_pkts_bound(2 * cap, interval_s);
+    const struct bound_check c[] = {
+        {"tx_bps", l->tx_bps, reportspec_rate_bound(cap)},
+        {"rx_bps", l->rx_bps, reportspec_rate_bound(cap)},
+        {"drops", (double)l->drops, pk},
+        {"ce_pkts", (double)l->ce_pkts, pk},
+    };
+    return entry_bound(t, dir, c, TF_ARRAY_SIZE(c), why, len);
+}
+
+static const char *flow_bound(const struct topo *t, uint32_t dir, const struct ingest_flow *f, char *why, size_t len)
+{
+    const struct bound_check c[] = {{"bps", f->bps, reportspec_rate_bound(topo_dir_gbps(t, dir) * 1e9)}};
+    return entry_bound(t, dir, c, TF_ARRAY_SIZE(c), why, len);
+}
+
 static void resolve_report(struct state *s, const struct topo *t, uint32_t node, const struct ingest_report *r,
                            struct resolved *x)
 {
     struct if_memo m = {0};
     x->node = node;
+    for (size_t i = 0; i < r->nflows; i++) {
+        x->egress[i] = memo_dir(&m, t, node, r->flows[i].ifname);
+        x->flow_bad[i] = x->egress[i] != TOPO_NONE && flow_bound(t, x->egress[i], &r->flows[i], NULL, 0);
+        if (!state_loc_cached(s, &r->flows[i].k, node, x->egress[i], &x->loc[i]))
+            state_loc_resolve(t, &r->flows[i].k, node, x->egress[i], &x->loc[i]);
+    }
     for (size_t j = 0; j < r->nlinks; j++) {
         x->link_dir[j] = memo_dir(&m, t, node, r->links[j].ifname);
+        x->link_bad[j] = x->link_dir[j] != TOPO_NONE &&
+                         link_bound(t, x->link_dir[j], &r->links[j], r->interval_s, NULL, 0);
         double bps = 0, ce = 0;
         for (size_t i = 0; i < r->nflows; i++)
-            if (strcmp(r->flows[i].ifname, r->links[j].ifname) == 0) {
+            if (!x->flow_bad[i] && strcmp(r->flows[i].ifname, r->links[j].ifname) == 0) {
                 bps += r->flows[i].bps;
                 ce += r->flows[i].bps * r->flows[i].ce_frac;
             }
         x->link_ce[j] = bps > 0 ? ce / bps : 0;
     }
-    for (size_t i = 0; i < r->nflows; i++) {
-        x->egress[i] = memo_dir(&m, t, node, r->flows[i].ifname);
-        if (!state_loc_cached(s, &r->flows[i].k, node, x->egress[i], &x->loc[i]))
-            state_loc_resolve(t, &r->flows[i].k, node, x->egress[i], &x->loc[i]);
-    }
+}
+
+/* An entry the topology's bounds refuse, named by its path in the body. */
+static void refuse_bound(struct ingest_refusals *r, const struct ingest_batch *b, size_t report, const char *list,
+                         size_t idx, const char *key, const char *why)
+{
+    struct ingest_error e = {0};
+    char at[32] = "";
+    if (!b->lone)
+        snprintf(at, sizeof(at), "reports[%zu].", report);
+    snprintf(e.path, sizeof(e.path), "%s%s[%zu].%s", at, list, idx, key);
+    snprintf(e.msg, sizeof(e.msg), "%s: %s", e.path, why);
+    refuse_entry(r, &e);
 }
 
 static void apply_flow(struct state *s, uint32_t node, const struct ingest_flow *in, uint32_t egress,
@@ -869,11 +981,13 @@ static int resolve_nodes(const struct topo *t, const struct ingest_batch *b, uin
 {
     for (size_t i = 0; i < b->n; i++) {
         nodes[i] = topo_node_by_name(t, b->r[i].probe);
-        if (nodes[i] == TOPO_NONE && b->n > 1)
+        if (nodes[i] != TOPO_NONE)
+            continue;
+        tf_strlcpy(e->probe, b->r[i].probe, sizeof(e->probe));
+        if (b->n > 1)
             return fail(e, INGEST_UNKNOWN, "reports[%zu].probe: '%s' is not a node of topology '%s'", i,
                         b->r[i].probe, t->name);
-        if (nodes[i] == TOPO_NONE)
-            return fail(e, INGEST_UNKNOWN, "probe: '%s' is not a node of topology '%s'", b->r[i].probe, t->name);
+        return fail(e, INGEST_UNKNOWN, "probe: '%s' is not a node of topology '%s'", b->r[i].probe, t->name);
     }
     return 0;
 }
@@ -888,11 +1002,108 @@ static int resolve_batch(struct state *s, const struct ingest_batch *b, struct r
     return rc;
 }
 
+/* ---- whether a report may be applied: its time, its sender ------------ */
+
+static void count(uint64_t *c)
+{
+    __atomic_add_fetch(c, 1, __ATOMIC_RELAXED);
+}
+
+/* Who sent a report: the client's address, and the report's instance when
+ * it names one (two processes on one host tell themselves apart by it). */
+static void sender_id(const char *from, const struct ingest_report *r, char *id, size_t len)
+{
+    snprintf(id, len, "%s%s%s", from, r->instance[0] ? " " : "", r->instance);
+}
+
+/* Whether report r (path at: "report" or "reports[2]") may be applied
+ * under its probe's name p, sent by id (NULL: not checked), at now; else
+ * why not. The holder of a name keeps it while it is fresh (state's
+ * staleness); a report's age is measured against the controller's clock,
+ * so every bound on it allows the configured clock skew. Write lock. */
+static enum ingest_err report_verdict(const struct state *s, const struct state_probe *p,
+                                      const struct ingest_report *r, const char *at, const struct ingest_opts *o,
+                                      const char *id, double now, char *why, size_t len)
+{
+    bool holder_fresh = p->sender[0] && p->last_seen > 0 && now - p->last_seen <= s->stale_after;
+    if (id && holder_fresh && strcmp(p->sender, id)) {
+        snprintf(why, len, "%s.probe: '%s' is reported by %s (last %.1f s ago); reports from %s under it are "
+                 "refused until that sender has been silent for %g s", at, r->probe, p->sender, now - p->last_seen,
+                 id, s->stale_after);
+        return INGEST_CONFLICT;
+    }
+    if (!o || !o->check_ts || r->ts <= 0)
+        return INGEST_OK;
+    if (r->ts > now + o->clock_skew) {
+        snprintf(why, len, "%s.ts: %.3f is %.1f s ahead of the controller's clock (ingest.clock_skew allows %g s)",
+                 at, r->ts, r->ts - now, o->clock_skew);
+        return INGEST_FUTURE;
+    }
+    if (now - r->ts > s->stale_after + o->clock_skew) {
+        snprintf(why, len, "%s.ts: %.3f is %.1f s old, beyond the staleness window (%g s, plus ingest.clock_skew "
+                 "%g s): not applied as current", at, r->ts, now - r->ts, s->stale_after, o->clock_skew);
+        return INGEST_STALE;
+    }
+    bool same = !id || !p->sender[0] || !strcmp(p->sender, id); /* a new holder starts its own clock */
+    if (same && p->last_ts > 0 && r->ts < p->last_ts) {
+        snprintf(why, len, "%s.ts: %.3f is older than the last report applied for '%s' (%.3f, %.3f s later): not "
+                 "applied over it", at, r->ts, r->probe, p->last_ts, p->last_ts - r->ts);
+        return INGEST_OUT_OF_ORDER;
+    }
+    return INGEST_OK;
+}
+
+/* A report refused for its time or sender: counted, kept in res; a sender
+ * refused for a name another holds is a probe_conflict event the first
+ * time, and again only after it stopped trying for a staleness window. */
+static void refuse_report(struct state *s, struct state_probe *p, const struct ingest_report *r, size_t index,
+                          enum ingest_err kind, const char *id, const char *why, double now, struct events *ev,
+                          struct ingest_result *res)
+{
+    count(&s->ingest_refused[kind]);
+    count(&s->reports_rejected);
+    if (kind == INGEST_CONFLICT) {
+        if (strcmp(p->rival, id) || now - p->rival_seen > s->stale_after) {
+            count(&s->probe_conflicts);
+            tf_strlcpy(p->rival, id, sizeof(p->rival));
+            if (ev)
+                events_add(ev, now, "probe_conflict", "probe %s: %s reports under the name %s holds; refused "
+                           "(409) until %s is silent for %g s", r->probe, id, p->sender, p->sender, s->stale_after);
+        }
+        p->rival_seen = now;
+    }
+    res->refused_reports[res->nrefused].index = index;
+    res->refused_reports[res->nrefused].kind = kind;
+    tf_strlcpy(res->refused_reports[res->nrefused].probe, r->probe, INGEST_NAME_LEN);
+    tf_strlcpy(res->refused_reports[res->nrefused].msg, why, INGEST_WHY_LEN);
+    res->nrefused++;
+}
+
+/* The name is id's from now on (a first sender, or one taking over from a
+ * holder gone stale: the newest time applied was the other's clock). */
+static void take_name(struct state_probe *p, const struct ingest_report *r, const char *id, double now)
+{
+    if (!strcmp(p->sender, id))
+        return;
+    if (p->sender[0])
+        log_info("probe %s: now reported by %s (%s silent for %.1f s)", r->probe, id, p->sender,
+                   now - p->last_seen);
+    tf_strlcpy(p->sender, id, sizeof(p->sender));
+    p->last_ts = 0;
+}
+
 int ingest_apply(struct state *s, const struct ingest_batch *b, double now, struct events *ev,
                  struct ingest_result *res, struct ingest_error *e)
 {
+    return ingest_apply_from(s, b, NULL, NULL, now, ev, res, e);
+}
+
+int ingest_apply_from(struct state *s, const struct ingest_batch *b, const struct ingest_opts *o, const char *from,
+                      double now, struct events *ev, struct ingest_result *res, struct ingest_error *e)
+{
     memset(res, 0, sizeof(*res));
     memset(e, 0, sizeof(*e));
+    res->refused = b->refused;
     /* Scratch for the resolution, one block for the whole batch. */
     size_t nl = 0, nf = 0;
     for (size_t i = 0; i < b->n; i++) {
@@ -902,16 +1113,19 @@ int ingest_apply(struct state *s, const struct ingest_batch *b, double now, stru
     struct resolved x[INGEST_MAX_REPORTS];
     uint32_t *ld = malloc((nl + 1) * sizeof(*ld)), *eg = malloc((nf + 1) * sizeof(*eg));
     double *lce = malloc((nl + 1) * sizeof(*lce));
+    bool *bad = malloc(nl + nf + 1);
     struct state_loc *loc = malloc((nf + 1) * sizeof(*loc));
-    if (!ld || !eg || !lce || !loc) {
+    if (!ld || !eg || !lce || !loc || !bad) {
         free(ld);
         free(eg);
         free(lce);
+        free(bad);
         free(loc);
         return fail(e, INGEST_BAD_FIELD, "out of memory for %zu flows", nf);
     }
     for (size_t i = 0, ol = 0, of = 0; i < b->n; i++) {
-        x[i] = (struct resolved){.link_dir = ld + ol, .link_ce = lce + ol, .egress = eg + of, .loc = loc + of};
+        x[i] = (struct resolved){.link_dir = ld + ol, .link_ce = lce + ol, .link_bad = bad + ol,
+                                 .flow_bad = bad + nl + of, .egress = eg + of, .loc = loc + of};
         ol += b->r[i].nlinks;
         of += b->r[i].nflows;
     }
@@ -925,33 +1139,252 @@ int ingest_apply(struct state *s, const struct ingest_batch *b, double now, stru
     pthread_rwlock_wrlock(&s->lock);
     if (rc == 0 && s->topo != t) /* reloaded in between: resolve again */
         rc = resolve_batch(s, b, x, e);
+    t = s->topo;
     for (size_t i = 0; i < b->n && rc == 0; i++) {
         const struct ingest_report *r = &b->r[i];
         uint32_t node = x[i].node;
         struct state_probe *p = &s->probes[node];
+        char at[32], id[STATE_SENDER_LEN] = "", why[INGEST_WHY_LEN];
+        snprintf(at, sizeof(at), b->lone ? "report" : "reports[%zu]", i);
+        if (from)
+            sender_id(from, r, id, sizeof(id));
+        enum ingest_err v = report_verdict(s, p, r, at, o, from ? id : NULL, now, why, sizeof(why));
+        if (v != INGEST_OK) {
+            refuse_report(s, p, r, i, v, id, why, now, ev, res);
+            continue;
+        }
+        if (from)
+            take_name(p, r, id, now);
+        if (r->ts > p->last_ts)
+            p->last_ts = r->ts;
+        if (r->ts <= 0) {
+            res->no_ts++;
+            count(&s->reports_no_ts);
+        }
         p->nunmapped = 0;
-        for (size_t j = 0; j < r->nlinks; j++)
-            apply_link(s, node, &r->links[j], x[i].link_dir[j], x[i].link_ce[j], now, ev, res);
-        for (size_t j = 0; j < r->nflows; j++)
-            apply_flow(s, node, &r->flows[j], x[i].egress[j], &x[i].loc[j], now, res);
+        for (size_t j = 0; j < r->nlinks; j++) {
+            const char *key = x[i].link_bad[j] ? link_bound(t, x[i].link_dir[j], &r->links[j], r->interval_s, why,
+                                                            sizeof(why)) : NULL;
+            if (key)
+                refuse_bound(&res->refused, b, i, "links", r->links[j].idx, key, why);
+            else
+                apply_link(s, node, &r->links[j], x[i].link_dir[j], x[i].link_ce[j], now, ev, res);
+        }
+        for (size_t j = 0; j < r->nflows; j++) {
+            const char *key = x[i].flow_bad[j] ? flow_bound(t, x[i].egress[j], &r->flows[j], why, sizeof(why)) : NULL;
+            if (key) {
+                refuse_bound(&res->refused, b, i, "flows", r->flows[j].idx, key, why);
+                res->refused_flows++;
+            } else {
+                apply_flow(s, node, &r->flows[j], x[i].egress[j], &x[i].loc[j], now, res);
+            }
+        }
         if (p->stale && ev)
             events_add(ev, now, "probe_alive", "probe %s reports again", r->probe);
         p->stale = false;
         p->last_seen = now;
         p->reports++;
-        tf_strlcpy(res->probes[i], r->probe, INGEST_NAME_LEN);
+        tf_strlcpy(res->probes[res->accepted], r->probe, INGEST_NAME_LEN);
         res->accepted++;
     }
     if (rc == 0) {
-        s->reports_total += b->n;
+        s->reports_total += res->accepted;
         s->gen++;
+        __atomic_add_fetch(&s->entries_refused, res->refused.n, __ATOMIC_RELAXED);
     } else {
-        s->reports_rejected++;
+        count(&s->reports_rejected);
+        count(&s->ingest_refused[e->kind]);
     }
     pthread_rwlock_unlock(&s->lock);
     free(ld);
     free(eg);
     free(lce);
+    free(bad);
     free(loc);
     return rc;
+}
+
+/* ---- POST /api/v1/reports --------------------------------------------- */
+
+/* The refusals, catalogued once: the API's error code, the HTTP status,
+ * the metric's reason label (docs/api.md and docs/telemetry.md show them). */
+static const struct {
+    const char *code, *reason;
+    unsigned status;
+} err_table[INGEST_ERR_N] = {
+    [INGEST_OK] = {"ok", "ok", 200},
+    [INGEST_BAD_JSON] = {"bad_json", "bad_json", 400},
+    [INGEST_BAD_FIELD] = {"bad_request", "bad_field", 400},
+    [INGEST_TOO_MANY] = {"payload_too_large", "too_large", 413},
+    [INGEST_UNKNOWN] = {"bad_request", "unknown_probe", 400},
+    [INGEST_STALE] = {"stale_report", "stale", 422},
+    [INGEST_FUTURE] = {"future_report", "future", 422},
+    [INGEST_OUT_OF_ORDER] = {"out_of_order", "out_of_order", 409},
+    [INGEST_CONFLICT] = {"probe_conflict", "probe_conflict", 409},
+};
+_Static_assert(INGEST_ERR_N <= STATE_INGEST_REASONS, "state keeps a counter per reason");
+
+const char *ingest_err_code(enum ingest_err k)
+{
+    return k < INGEST_ERR_N ? err_table[k].code : "internal";
+}
+
+const char *ingest_err_reason(enum ingest_err k)
+{
+    return k < INGEST_ERR_N ? err_table[k].reason : "internal";
+}
+
+unsigned ingest_err_status(enum ingest_err k)
+{
+    return k < INGEST_ERR_N ? err_table[k].status : 500;
+}
+
+void ingest_opts_from_config(const struct config *c, struct ingest_opts *o)
+{
+    o->max_flows = (size_t)c->max_flows_per_report;
+    o->check_ts = strcmp(c->ingest_timestamps, "ignore") != 0;
+    o->clock_skew = c->clock_skew;
+}
+
+/* Every refusal is logged with the probe's name, the sender and the
+ * reason, at most once per INGEST_LOG_EVERY_S for one (sender, probe,
+ * reason): a probe refused every second writes one line a minute, saying
+ * how many it held back. Process-wide, like the log it guards. */
+static struct ratelog refusal_log = RATELOG_INIT(INGEST_LOG_EVERY_S);
+
+static void log_refusal(const char *from, const char *probe, const char *reason, double now, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static void log_refusal(const char *from, const char *probe, const char *reason, double now, const char *fmt, ...)
+{
+    char key[STATE_SENDER_LEN + INGEST_NAME_LEN + 32], msg[1024], more[80] = "";
+    uint64_t held;
+    snprintf(key, sizeof(key), "%s|%s|%s", from, probe, reason);
+    if (!ratelog_pass(&refusal_log, key, now, &held))
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    if (held)
+        snprintf(more, sizeof(more), " (%llu more like it since the last line)", (unsigned long long)held);
+    log_warn("%s%s", msg, more);
+}
+
+static json_t *error_json(enum ingest_err kind, const char *msg)
+{
+    return json_pack("{s{ss ss}}", "error", "code", ingest_err_code(kind), "message", msg);
+}
+
+static json_t *refused_reports_json(const struct ingest_result *res)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; i < res->nrefused; i++)
+        json_array_append_new(a, json_pack("{sI ss ss ss}", "index", (json_int_t)res->refused_reports[i].index,
+                                           "probe", res->refused_reports[i].probe, "code",
+                                           ingest_err_code(res->refused_reports[i].kind), "message",
+                                           res->refused_reports[i].msg));
+    return a;
+}
+
+static json_t *result_json(const struct ingest_result *res)
+{
+    json_t *probes = json_array(), *un = json_array(), *ref = json_array();
+    for (size_t i = 0; i < res->accepted; i++)
+        json_array_append_new(probes, json_string(res->probes[i]));
+    for (size_t i = 0; i < res->nunmapped; i++)
+        json_array_append_new(un, json_string(res->unmapped[i]));
+    for (size_t i = 0; i < res->refused.kept; i++)
+        json_array_append_new(ref, json_pack("{ss ss}", "path", res->refused.e[i].path, "message",
+                                             res->refused.e[i].msg));
+    return json_pack("{sI so sI sI sI so sI sI sI so so sI}", "accepted", (json_int_t)res->accepted, "probes", probes,
+                     "links", (json_int_t)res->links, "flows", (json_int_t)res->flows, "fat", (json_int_t)res->fat,
+                     "unmapped_ifs", un, "unmapped_flows", (json_int_t)res->unmapped_flows, "dropped_full",
+                     (json_int_t)res->dropped_full, "refused_entries", (json_int_t)res->refused.n, "refused", ref,
+                     "refused_reports", refused_reports_json(res), "no_ts", (json_int_t)res->no_ts);
+}
+
+/* The probe an entry refusal belongs to, by its path's report index. */
+static const char *probe_of_path(const struct ingest_batch *b, const char *path)
+{
+    size_t i = 0;
+    if (!b->lone && sscanf(path, "reports[%zu]", &i) != 1)
+        return "?";
+    return i < b->n ? b->r[i].probe : "?";
+}
+
+unsigned ingest_post(struct state *s, struct events *ev, const struct ingest_opts *o, const char *from,
+                     const char *body, size_t len, double now, json_t **reply)
+{
+    const char *who = from && from[0] ? from : "an unknown sender";
+    struct ingest_batch *b = malloc(sizeof(*b));
+    struct ingest_result *res = malloc(sizeof(*res));
+    struct ingest_error e;
+    if (!b || !res) {
+        free(b);
+        free(res);
+        *reply = json_pack("{s{ss ss}}", "error", "code", "internal", "message", "out of memory");
+        return 500;
+    }
+    int rc = ingest_parse(body ? body : "", len, o->max_flows, b, &e);
+    if (rc == 0) {
+        rc = ingest_apply_from(s, b, o, from && from[0] ? from : NULL, now, ev, res, &e);
+    } else {
+        count(&s->reports_rejected);
+        count(&s->ingest_refused[e.kind]);
+    }
+    unsigned status = 200;
+    if (rc < 0) {
+        status = ingest_err_status(e.kind);
+        log_refusal(who, e.probe, ingest_err_reason(e.kind), now, "report refused (%u %s): probe %s from %s: %s",
+                    status, ingest_err_code(e.kind), e.probe[0] ? e.probe : "?", who, e.msg);
+        *reply = e.kind == INGEST_BAD_JSON
+                     ? json_pack("{s{ss ss si si si}}", "error", "code", "bad_json", "message", e.msg, "line", e.line,
+                                 "column", e.column, "position", e.position)
+                     : error_json(e.kind, e.msg);
+    } else {
+        for (size_t i = 0; i < res->nrefused; i++)
+            log_refusal(who, res->refused_reports[i].probe, ingest_err_reason(res->refused_reports[i].kind), now,
+                        "report refused (%u %s): probe %s from %s: %s",
+                        ingest_err_status(res->refused_reports[i].kind),
+                        ingest_err_code(res->refused_reports[i].kind), res->refused_reports[i].probe, who,
+                        res->refused_reports[i].msg);
+        if (res->refused.n) {
+            const char *probe = probe_of_path(b, res->refused.e[0].path);
+            log_refusal(who, probe, "entries", now, "report of probe %s from %s: %zu entr%s refused, the rest "
+                        "applied: %s%s%s", probe, who, res->refused.n, res->refused.n == 1 ? "y" : "ies",
+                        res->refused.e[0].msg, res->refused.kept > 1 ? "; " : "",
+                        res->refused.kept > 1 ? res->refused.e[1].msg : "");
+        }
+        if (res->accepted == 0) {
+            /* Every report refused: the first one's status and reason. */
+            status = ingest_err_status(res->refused_reports[0].kind);
+            *reply = error_json(res->refused_reports[0].kind, res->refused_reports[0].msg);
+            json_object_set_new(*reply, "refused_reports", refused_reports_json(res));
+        } else {
+            *reply = result_json(res);
+        }
+    }
+    ingest_batch_free(b);
+    free(b);
+    free(res);
+    return status;
+}
+
+void ingest_metrics(const struct state *s, FILE *f)
+{
+    fprintf(f, "# HELP tierflow_report_refusals_total Probe reports (or whole requests) refused, by reason.\n"
+               "# TYPE tierflow_report_refusals_total counter\n");
+    for (int k = INGEST_OK + 1; k < INGEST_ERR_N; k++)
+        fprintf(f, "tierflow_report_refusals_total{reason=\"%s\"} %llu\n", err_table[k].reason,
+                (unsigned long long)__atomic_load_n(&s->ingest_refused[k], __ATOMIC_RELAXED));
+    fprintf(f, "# HELP tierflow_report_entries_refused_total Report entries (flows, links) refused out of bounds; "
+               "the rest of their reports applied.\n# TYPE tierflow_report_entries_refused_total counter\n"
+               "tierflow_report_entries_refused_total %llu\n",
+            (unsigned long long)__atomic_load_n(&s->entries_refused, __ATOMIC_RELAXED));
+    fprintf(f, "# HELP tierflow_reports_without_ts_total Reports applied without a timestamp (taken as of their "
+               "arrival).\n# TYPE tierflow_reports_without_ts_total counter\ntierflow_reports_without_ts_total %llu\n",
+            (unsigned long long)__atomic_load_n(&s->reports_no_ts, __ATOMIC_RELAXED));
+    fprintf(f, "# HELP tierflow_probe_conflicts_total Times a second sender reported under a probe name another "
+               "sender holds.\n# TYPE tierflow_probe_conflicts_total counter\ntierflow_probe_conflicts_total %llu\n",
+            (unsigned long long)__atomic_load_n(&s->probe_conflicts, __ATOMIC_RELAXED));
 }

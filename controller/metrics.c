@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "controller/ingest.h"
 #include "controller/state.h"
 #include "policy/classes.h"
 
@@ -106,6 +107,7 @@ static void fabric(FILE *f, struct state *s, double now)
     fprintf(f, "# HELP tierflow_probe_reports_rejected_total Probe reports rejected.\n"
                "# TYPE tierflow_probe_reports_rejected_total counter\n"
                "tierflow_probe_reports_rejected_total %llu\n", (unsigned long long)s->reports_rejected);
+    ingest_metrics(s, f);
 }
 
 int metrics_render(struct metrics *m, struct state *s, double now, char **out, size_t *len)

@@ -77,7 +77,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         double now = 1000 + (double)(runs % 64);
         rc = ingest_apply(&st, batch, now, NULL, &res, &e);
         ingest_batch_free(batch);
-        if (rc == 0 && (res.accepted != n || res.flows + res.dropped_full != nflows))
+        if (rc == 0 && (res.accepted != n || res.flows + res.dropped_full + res.refused_flows != nflows))
             abort(); /* an accepted batch accounts for every flow */
     } else if (e.msg[0] == '\0' || (e.kind == INGEST_BAD_JSON && e.line < 0)) {
         abort(); /* every refusal says why */

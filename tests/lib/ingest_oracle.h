@@ -21,10 +21,21 @@ static inline const char *ingest_batches_differ(const struct ingest_batch *a, co
         snprintf(why, len, "%zu reports, the other %zu", a->n, b->n);
         return why;
     }
+    if (a->lone != b->lone || a->refused.n != b->refused.n || a->refused.kept != b->refused.kept) {
+        snprintf(why, len, "lone %d, %zu entries refused; the other lone %d, %zu", a->lone, a->refused.n, b->lone,
+                 b->refused.n);
+        return why;
+    }
+    for (size_t i = 0; i < a->refused.kept; i++)
+        if (strcmp(a->refused.e[i].path, b->refused.e[i].path) || strcmp(a->refused.e[i].msg, b->refused.e[i].msg)) {
+            snprintf(why, len, "refused entry %zu differs", i);
+            return why;
+        }
     for (size_t i = 0; i < a->n; i++) {
         const struct ingest_report *x = &a->r[i], *y = &b->r[i];
         const char *d = NULL;
-        if (memcmp(x->probe, y->probe, sizeof(x->probe)) || memcmp(&x->ts, &y->ts, sizeof(x->ts)) ||
+        if (memcmp(x->probe, y->probe, sizeof(x->probe)) || memcmp(x->instance, y->instance, sizeof(x->instance)) ||
+            x->schema != y->schema || memcmp(&x->ts, &y->ts, sizeof(x->ts)) ||
             memcmp(&x->interval_s, &y->interval_s, sizeof(x->interval_s)) || x->nlinks != y->nlinks ||
             x->nflows != y->nflows)
             d = "differs";

@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -95,9 +96,14 @@ static void parse_every_field(void **st)
     struct ingest_batch *b = test_malloc(sizeof(*b));
     struct ingest_error e;
     char body[2048];
+    /* A bad entry is dropped alone, named by its path. */
     snprintf(body, sizeof(body), REPORT_FMT, "fd00::5");
-    assert_int_equal(ingest_parse(body, strlen(body), 10, b, &e), -22);
-    assert_non_null(strstr(e.msg, "reports[0].flows[0]: src and dst of different families"));
+    assert_int_equal(ingest_parse(body, strlen(body), 10, b, &e), 0);
+    assert_int_equal(b->r[0].nflows, 0);
+    assert_int_equal(b->r[0].nlinks, 1);
+    assert_int_equal(b->refused.n, 1);
+    assert_string_equal(b->refused.e[0].msg, "reports[0].flows[0]: src and dst of different families");
+    ingest_batch_free(b);
     snprintf(body, sizeof(body), REPORT_FMT, "10.0.2.5");
     assert_int_equal(ingest_parse(body, strlen(body), 10, b, &e), 0);
     assert_int_equal(b->n, 2);
@@ -118,22 +124,48 @@ static void parse_every_field(void **st)
 
     struct { const char *body; enum ingest_err kind; const char *msg; } bad[] = {
         {"{\"probe\": \"L1\", \"probe\": \"L2\"}", INGEST_BAD_JSON, "duplicate object key near '\"probe\"'"},
-        {"{\"probe\": \"L1\", \"flows\": [{\"src\": \"10.0.0.1\", \"dst\": \"10.0.0.2\", \"proto\": 17, \"if\": \"e\","
-         " \"bps\": 1, \"sport\": 1.5}]}", INGEST_BAD_FIELD, "flows[0].sport: must be an integer"},
-        {"{\"probe\": \"L1\", \"flows\": [{\"src\": \"10.0.0.1\", \"dst\": \"10.0.0.2\", \"if\": \"e\", \"bps\": 1}]}",
-         INGEST_BAD_FIELD, "flows[0].proto: required"},
         {"{\"reports\": []}", INGEST_BAD_FIELD, "reports: must be a non-empty array"},
         {"{\"reports\": [{\"probe\": \"L1\"}, 5]}", INGEST_BAD_FIELD, "reports[1]: report must be an object"},
         {"{\"probe\": \"L1\", \"links\": {}}", INGEST_BAD_FIELD, "links: must be an array"},
         {"{\"probe\": \"a b\"}", INGEST_BAD_FIELD, "report.probe: invalid character"},
         {"{\"ts\": 1}", INGEST_BAD_FIELD, "report.probe: required"},
-        {"{\"probe\": \"L1\", \"flows\": [{\"src\": \"10.0.0.1\", \"dst\": \"10.0.0.2\", \"proto\": 17, \"if\": \"e\","
-         " \"bps\": 1, \"fat\": 1}]}", INGEST_BAD_FIELD, "flows[0].fat: must be true or false"},
+        {"{\"probe\": \"L1\", \"schema\": 2}", INGEST_BAD_FIELD,
+         "report.schema: 2 is not a schema this controller reads (1)"},
+        {"{\"reports\": [{\"probe\": \"L1\"}, {\"probe\": \"L2\", \"schema\": 0}]}", INGEST_BAD_FIELD,
+         "reports[1].schema: 0 is not a schema"},
+        {"{\"probe\": \"L1\", \"instance\": \"a b\"}", INGEST_BAD_FIELD, "report.instance: invalid character"},
+        {"{\"probe\": \"L1\", \"ts\": \"now\"}", INGEST_BAD_FIELD, "report.ts: must be a number"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         if (ingest_parse(bad[i].body, strlen(bad[i].body), 10, b, &e) >= 0 || e.kind != bad[i].kind ||
             !strstr(e.msg, bad[i].msg))
             fail_msg("case %zu: kind %d, '%s'", i, e.kind, e.msg);
+    }
+    /* A report's own member names its probe, for the log. */
+    const char *named = "{\"probe\": \"L7\", \"interval_s\": -1}";
+    assert_int_equal(ingest_parse(named, strlen(named), 10, b, &e), -22);
+    assert_string_equal(e.probe, "L7");
+    /* An entry's member: the entry goes, the others and the report stay. */
+    struct { const char *flow, *msg; } entry[] = {
+        {"\"sport\": 1.5", "flows[1].sport: must be an integer"},
+        {"\"fat\": 1", "flows[1].fat: must be true or false"},
+        {"\"proto\": 300", "flows[1].proto: 300 exceeds the maximum 255"},
+    };
+    for (size_t i = 0; i < sizeof(entry) / sizeof(entry[0]); i++) {
+        snprintf(body, sizeof(body), "{\"probe\": \"L1\", \"schema\": 1, \"instance\": \"probe-4711\", \"flows\": ["
+                 "{\"src\": \"10.0.0.1\", \"dst\": \"10.0.0.2\", \"proto\": 17, \"if\": \"e\", \"bps\": 1},"
+                 "{\"src\": \"10.0.0.1\", \"dst\": \"10.0.0.3\", \"proto\": 17, \"if\": \"e\", \"bps\": 1, %s},"
+                 "{\"src\": \"10.0.0.1\", \"dst\": \"10.0.0.4\", \"proto\": 17, \"if\": \"e\", \"bps\": 1}]}",
+                 entry[i].flow);
+        if (strstr(entry[i].flow, "proto"))
+            memcpy(strstr(body, "\"proto\": 17, \"if\": \"e\", \"bps\": 1, "), "\"zzzzz\"", 7); /* one proto only */
+        assert_int_equal(ingest_parse(body, strlen(body), 10, b, &e), 0);
+        assert_int_equal(b->r[0].nflows, 2);
+        assert_true(b->r[0].flows[0].k.dst[3] == 2 && b->r[0].flows[1].k.dst[3] == 4);
+        assert_string_equal(b->r[0].instance, "probe-4711");
+        assert_int_equal(b->refused.n, 1);
+        assert_string_equal(b->refused.e[0].msg, entry[i].msg);
+        ingest_batch_free(b);
     }
     test_free(b);
 }
@@ -301,15 +333,18 @@ static void source_and_sampling(void **st)
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         snprintf(body, sizeof(body), FLOW_FMT, bad[i].extra);
-        if (ingest_parse(body, strlen(body), 10, b, &e) != -22 || e.kind != INGEST_BAD_FIELD ||
-            strcmp(e.msg, bad[i].msg) != 0)
-            fail_msg("case %zu: kind %d, '%s'", i, e.kind, e.msg);
+        if (ingest_parse(body, strlen(body), 10, b, &e) != 0 || b->refused.n != 1 || b->r[0].nflows != 0 ||
+            strcmp(b->refused.e[0].msg, bad[i].msg) != 0)
+            fail_msg("case %zu: '%s'", i, b->refused.e[0].msg);
+        ingest_batch_free(b);
     }
     /* In a batch the path says which report. */
     const char *batch = "{\"reports\": [{\"probe\": \"L1\"}, {\"probe\": \"L2\", \"flows\": [{\"src\": \"10.0.1.1\","
                         " \"dst\": \"10.0.2.1\", \"proto\": 17, \"if\": \"S1\", \"bps\": 1, \"sampling\": 0}]}]}";
-    assert_int_equal(ingest_parse(batch, strlen(batch), 10, b, &e), -22);
-    assert_string_equal(e.msg, "reports[1].flows[0].sampling: below minimum 0");
+    assert_int_equal(ingest_parse(batch, strlen(batch), 10, b, &e), 0);
+    assert_string_equal(b->refused.e[0].msg, "reports[1].flows[0].sampling: below minimum 0");
+    assert_string_equal(b->refused.e[0].path, "reports[1].flows[0].sampling");
+    ingest_batch_free(b);
     test_free(b);
 
     /* Kept in the state, and replaced by the next report of the flow. */
@@ -338,11 +373,16 @@ static void too_many_flows_before_entries(void **st)
     assert_int_equal(ingest_parse(body, strlen(body), 3, b, &e), -E2BIG);
     assert_int_equal(e.kind, INGEST_TOO_MANY);
     assert_non_null(strstr(e.msg, "flows: 4 entries"));
-    assert_int_equal(ingest_parse(body, strlen(body), 4, b, &e), -22);
-    assert_string_equal(e.msg, "flows[0]: must be an object");
+    assert_int_equal(ingest_parse(body, strlen(body), 4, b, &e), 0); /* each entry refused alone */
+    assert_int_equal(b->refused.n, 4);
+    assert_string_equal(b->refused.e[0].msg, "flows[0]: must be an object");
+    assert_string_equal(b->refused.e[3].path, "flows[3]");
+    ingest_batch_free(b);
     const char *batch = "{\"reports\": [{\"probe\": \"L1\", \"flows\": [{}, {}]}, {\"probe\": \"L2\", \"flows\": [{}, {}]}]}";
-    assert_int_equal(ingest_parse(batch, strlen(batch), 3, b, &e), -22); /* 2 <= 3: the entries are judged */
-    assert_string_equal(e.msg, "reports[0].flows[0].src: required");
+    assert_int_equal(ingest_parse(batch, strlen(batch), 3, b, &e), -E2BIG); /* the batch's bound */
+    assert_int_equal(ingest_parse(batch, strlen(batch), 4, b, &e), 0); /* 4 <= 4: the entries are judged */
+    assert_string_equal(b->refused.e[0].msg, "reports[0].flows[0].src: required");
+    ingest_batch_free(b);
     test_free(b);
 }
 
@@ -438,6 +478,325 @@ static void sampled_rate_alone_moves_nothing(void **st)
     state_free(&s);
 }
 
+
+/* ---- per-entry refusals, report times, senders (issue 12) ------------- */
+
+#define NOW 1700000000.0
+
+/* POST through ingest_post, as the daemon's handler does: the status, and
+ * the reply in *out (the caller frees it). */
+static unsigned post_from(struct state *s, struct events *ev, const struct ingest_opts *o, const char *from,
+                          const char *body, double now, json_t **out)
+{
+    return ingest_post(s, ev, o, from, body, strlen(body), now, out);
+}
+
+static const char *jstr(json_t *o, const char *path1, const char *path2)
+{
+    json_t *v = json_object_get(o, path1);
+    return json_string_value(path2 ? json_object_get(v, path2) : v);
+}
+
+static bool dir_measured(struct state *s, const char *from, const char *to)
+{
+    uint32_t dir;
+    assert_int_equal(topo_dir_between(s->topo, N(s->topo, from), N(s->topo, to), &dir), 0);
+    return s->dirs[dir].measured;
+}
+
+/* One value out of bounds (a sampling rate of 2^32-1, a flow rate no link
+ * could carry, a drop counter that jumped) costs its entry, never the
+ * report: the rest applies, and the reply names each entry by its path. */
+static void bad_entry_not_whole_report(void **st)
+{
+    (void)st;
+    struct state s;
+    struct ingest_opts o = {.max_flows = 100, .check_ts = true, .clock_skew = 5};
+    assert_int_equal(state_init(&s, fx_topo(), 1000, 3, NOW), 0);
+    const char *body =
+        "{\"probe\": \"L1\", \"ts\": 1699999999.5, \"interval_s\": 1, \"links\": ["
+        "{\"if\": \"swp1\", \"tx_bps\": 5e10, \"drops\": 0},"
+        "{\"if\": \"swp2\", \"tx_bps\": 1e10, \"drops\": 2000000000},"
+        "{\"if\": \"swp3\", \"tx_bps\": 3e11}],"
+        " \"flows\": ["
+        "{\"src\": \"10.0.1.1\", \"dst\": \"10.0.2.1\", \"proto\": 17, \"sport\": 1, \"dport\": 4791, \"if\": \"swp1\", \"bps\": 5e10},"
+        "{\"src\": \"10.0.1.1\", \"dst\": \"10.0.2.1\", \"proto\": 17, \"sport\": 2, \"dport\": 4791, \"if\": \"swp1\", \"bps\": 1e9,"
+        " \"source\": \"sflow\", \"sampling\": 4294967295},"
+        "{\"src\": \"10.0.1.2\", \"dst\": \"10.0.2.2\", \"proto\": 17, \"sport\": 3, \"dport\": 4791, \"if\": \"swp2\", \"bps\": 4e11}]}";
+    json_t *r;
+    assert_int_equal(post_from(&s, NULL, &o, "192.0.2.1", body, NOW, &r), 200);
+    assert_int_equal(json_integer_value(json_object_get(r, "accepted")), 1);
+    assert_int_equal(json_integer_value(json_object_get(r, "flows")), 1);
+    assert_int_equal(json_integer_value(json_object_get(r, "links")), 1);
+    assert_int_equal(json_integer_value(json_object_get(r, "refused_entries")), 4);
+    json_t *ref = json_object_get(r, "refused");
+    assert_int_equal(json_array_size(ref), 4);
+    /* Parse-time refusals first (in the body's order), then the topology's. */
+    const char *want[][2] = {
+        {"flows[1].sampling", "flows[1].sampling: 4294967295 exceeds the maximum 1073741824"},
+        {"links[1].drops", "links[1].drops: 2e+09 beyond the bound 5.95238e+08 (2 times what L1 -> S2 carries at 100 "
+                           "Gb/s, in packets of the interval, both ways)"},
+        {"links[2].tx_bps", "links[2].tx_bps: 3e+11 beyond the bound 2e+11 (2 times what L1 -> S3 carries at 100 Gb/s)"},
+        {"flows[2].bps", "flows[2].bps: 4e+11 beyond the bound 2e+11 (2 times what L1 -> S2 carries at 100 Gb/s)"},
+    };
+    for (size_t i = 0; i < 4; i++) {
+        json_t *e = json_array_get(ref, i);
+        assert_string_equal(jstr(e, "path", NULL), want[i][0]);
+        assert_string_equal(jstr(e, "message", NULL), want[i][1]);
+    }
+    json_decref(r);
+    /* Applied: the good flow and link; the refused ones left no trace. */
+    assert_non_null(flow_of(&s, "10.0.1.1", "10.0.2.1", 1));
+    assert_null(flow_of(&s, "10.0.1.1", "10.0.2.1", 2));
+    assert_null(flow_of(&s, "10.0.1.2", "10.0.2.2", 3));
+    assert_true(dir_measured(&s, "L1", "S1"));
+    assert_false(dir_measured(&s, "L1", "S2"));
+    assert_false(dir_measured(&s, "L1", "S3"));
+    assert_int_equal(s.probes[N(s.topo, "L1")].reports, 1);
+    assert_int_equal(s.entries_refused, 4);
+    /* The same bound at exactly twice the link: taken. */
+    const char *edge = "{\"probe\": \"L1\", \"flows\": [{\"src\": \"10.0.1.2\", \"dst\": \"10.0.2.2\", \"proto\": 17,"
+                       " \"sport\": 3, \"if\": \"swp2\", \"bps\": 2e11}]}";
+    assert_int_equal(post_from(&s, NULL, &o, "192.0.2.1", edge, NOW + 1, &r), 200);
+    assert_int_equal(json_integer_value(json_object_get(r, "refused_entries")), 0);
+    json_decref(r);
+    /* In a batch the path names the report; the structure still refuses all. */
+    const char *batch = "{\"reports\": [{\"probe\": \"L2\"}, {\"probe\": \"L1\", \"flows\": [{\"src\": \"10.0.1.1\","
+                        " \"dst\": \"10.0.2.1\", \"proto\": 17, \"sport\": 9, \"if\": \"swp4\", \"bps\": 1e12}]}]}";
+    assert_int_equal(post_from(&s, NULL, &o, "192.0.2.1", batch, NOW + 2, &r), 200);
+    assert_string_equal(jstr(json_array_get(json_object_get(r, "refused"), 0), "path", NULL),
+                        "reports[1].flows[0].bps");
+    json_decref(r);
+    const char *structural[][3] = {
+        {"{\"probe\": \"L1\", \"links\": {}}", "400", "links: must be an array"},
+        {"{\"probe\": \"L1\", \"schema\": 2}", "400", "report.schema: 2 is not a schema this controller reads (1)"},
+        {"{\"flows\": []}", "400", "report.probe: required"},
+        {"{\"probe\": \"L1\", ", "400", "'}' expected"},
+    };
+    for (size_t i = 0; i < 4; i++) {
+        unsigned status = post_from(&s, NULL, &o, "192.0.2.1", structural[i][0], NOW + 3, &r);
+        if (status != (unsigned)atoi(structural[i][1]) || !strstr(jstr(r, "error", "message"), structural[i][2]))
+            fail_msg("structural %zu: %u %s", i, status, jstr(r, "error", "message"));
+        json_decref(r);
+    }
+    state_free(&s);
+}
+
+/* A report's `ts` against the controller's clock: too old (the staleness
+ * window plus the skew allowed), ahead by more than the skew, or older
+ * than the last applied under its name is refused whole, saying why;
+ * without ts a report is taken as of now, and counted. */
+static void report_times(void **st)
+{
+    (void)st;
+    struct state s;
+    struct ingest_opts o = {.max_flows = 100, .check_ts = true, .clock_skew = 5};
+    assert_int_equal(state_init(&s, fx_topo(), 1000, 3, NOW), 0);
+    const uint32_t l1 = N(s.topo, "L1");
+    char body[256];
+    json_t *r;
+#define TS_REP(ts) (snprintf(body, sizeof(body), "{\"probe\": \"L1\", \"ts\": %.3f, \"links\": [{\"if\": \"swp1\"," \
+                             " \"tx_bps\": 1e9}]}", (ts)), body)
+    assert_int_equal(post_from(&s, NULL, &o, "192.0.2.1", TS_REP(NOW - 1), NOW, &r), 200);
+    json_decref(r);
+    struct { double ts; unsigned status; const char *code, *msg; } bad[] = {
+        {NOW - 100, 422, "stale_report", "report.ts: 1699999900.000 is 100.0 s old, beyond the staleness window (3 s, "
+                                         "plus ingest.clock_skew 5 s): not applied as current"},
+        {NOW + 60, 422, "future_report", "report.ts: 1700000060.000 is 60.0 s ahead of the controller's clock "
+                                         "(ingest.clock_skew allows 5 s)"},
+        {NOW - 2, 409, "out_of_order", "report.ts: 1699999998.000 is older than the last report applied for 'L1' "
+                                       "(1699999999.000, 1.000 s later): not applied over it"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        unsigned status = post_from(&s, NULL, &o, "192.0.2.1", TS_REP(bad[i].ts), NOW, &r);
+        if (status != bad[i].status || strcmp(jstr(r, "error", "code"), bad[i].code) ||
+            strcmp(jstr(r, "error", "message"), bad[i].msg))
+            fail_msg("case %zu: %u %s: %s", i, status, jstr(r, "error", "code"), jstr(r, "error", "message"));
+        json_decref(r);
+    }
+    assert_int_equal(s.probes[l1].reports, 1); /* none of them applied */
+    assert_int_equal(s.ingest_refused[INGEST_STALE], 1);
+    assert_int_equal(s.ingest_refused[INGEST_FUTURE], 1);
+    assert_int_equal(s.ingest_refused[INGEST_OUT_OF_ORDER], 1);
+    /* Within the skew: ahead by 4 s is taken, and then sets the order. */
+    assert_int_equal(post_from(&s, NULL, &o, "192.0.2.1", TS_REP(NOW + 4), NOW, &r), 200);
+    json_decref(r);
+    assert_int_equal(post_from(&s, NULL, &o, "192.0.2.1", TS_REP(NOW + 3), NOW + 1, &r), 409);
+    json_decref(r);
+    /* Without ts: as of now, counted. */
+    assert_int_equal(post_from(&s, NULL, &o, "192.0.2.1", "{\"probe\": \"L1\"}", NOW + 2, &r), 200);
+    assert_int_equal(json_integer_value(json_object_get(r, "no_ts")), 1);
+    json_decref(r);
+    assert_int_equal(s.reports_no_ts, 1);
+    /* A batch: the stale report is left out, the other applies (200). */
+    snprintf(body, sizeof(body), "{\"reports\": [{\"probe\": \"L2\", \"ts\": %.3f}, {\"probe\": \"S1\", \"ts\": %.3f}]}",
+             NOW - 50, NOW + 2);
+    assert_int_equal(post_from(&s, NULL, &o, "192.0.2.1", body, NOW + 2, &r), 200);
+    assert_int_equal(json_integer_value(json_object_get(r, "accepted")), 1);
+    json_t *rr = json_array_get(json_object_get(r, "refused_reports"), 0);
+    assert_int_equal(json_integer_value(json_object_get(rr, "index")), 0);
+    assert_string_equal(jstr(rr, "probe", NULL), "L2");
+    assert_string_equal(jstr(rr, "code", NULL), "stale_report");
+    assert_non_null(strstr(jstr(rr, "message", NULL), "reports[0].ts: "));
+    json_decref(r);
+    assert_int_equal(s.probes[N(s.topo, "L2")].reports, 0);
+    assert_int_equal(s.probes[N(s.topo, "S1")].reports, 1);
+    /* ingest.timestamps ignore (replaying a capture): any age is taken. */
+    o.check_ts = false;
+    assert_int_equal(post_from(&s, NULL, &o, "192.0.2.1", TS_REP(NOW - 1e6), NOW + 3, &r), 200);
+    json_decref(r);
+    /* The configuration's keys give the options. */
+    struct config cfg;
+    config_defaults(&cfg);
+    ingest_opts_from_config(&cfg, &o);
+    assert_true(o.check_ts && o.clock_skew == 5 && o.max_flows == (size_t)cfg.max_flows_per_report);
+    char err[128];
+    assert_int_equal(config_set_str(&cfg, "ingest.timestamps", "ignore", err, sizeof(err)), 0);
+    assert_int_equal(config_set_str(&cfg, "ingest.clock_skew", "0.5", err, sizeof(err)), 0);
+    ingest_opts_from_config(&cfg, &o);
+    assert_true(!o.check_ts && o.clock_skew == 0.5);
+    assert_true(config_set_str(&cfg, "ingest.timestamps", "maybe", err, sizeof(err)) < 0);
+    assert_true(config_set_str(&cfg, "ingest.clock_skew", "-1", err, sizeof(err)) < 0);
+    state_free(&s);
+}
+
+static size_t nevents(struct events *ev, const char *kind)
+{
+    size_t n = 0;
+    json_t *j = events_json(ev, 0, EVENTS_MAX), *a = json_object_get(j, "events");
+    for (size_t i = 0; i < json_array_size(a); i++)
+        n += strcmp(jstr(json_array_get(a, i), "kind", NULL), kind) == 0;
+    json_decref(j);
+    return n;
+}
+
+/* Two senders under one probe name: the first keeps it while it is fresh,
+ * the second is refused (409) with the reason, one probe_conflict event
+ * for it, and the link they disagree on no longer flips on each report.
+ * Once the holder has been silent for the staleness window, the other
+ * takes the name over. A report's `instance` tells two processes on one
+ * address apart. */
+static void two_senders_one_name(void **st)
+{
+    (void)st;
+    struct state s;
+    struct events ev;
+    events_init(&ev);
+    struct ingest_opts o = {.max_flows = 100, .check_ts = true, .clock_skew = 5};
+    assert_int_equal(state_init(&s, fx_topo(), 1000, 3, NOW), 0);
+    uint32_t dir;
+    assert_int_equal(topo_dir_between(s.topo, N(s.topo, "L1"), N(s.topo, "S1"), &dir), 0);
+    const char *up = "{\"probe\": \"L1\", \"links\": [{\"if\": \"swp1\", \"tx_bps\": 1e9, \"oper\": \"up\"}]}";
+    const char *down = "{\"probe\": \"L1\", \"links\": [{\"if\": \"swp1\", \"tx_bps\": 1e9, \"oper\": \"down\"}]}";
+    json_t *r;
+    for (int i = 0; i < 6; i++) {
+        double now = NOW + 0.5 * i;
+        assert_int_equal(post_from(&s, &ev, &o, "192.0.2.1", up, now, &r), 200);
+        json_decref(r);
+        assert_true(s.dirs[dir].up);
+        assert_int_equal(post_from(&s, &ev, &o, "192.0.2.2", down, now + 0.25, &r), 409);
+        if (i == 0) {
+            assert_string_equal(jstr(r, "error", "code"), "probe_conflict");
+            assert_string_equal(jstr(r, "error", "message"),
+                                "report.probe: 'L1' is reported by 192.0.2.1 (last 0.2 s ago); reports from 192.0.2.2 "
+                                "under it are refused until that sender has been silent for 3 s");
+        }
+        json_decref(r);
+        assert_true(s.dirs[dir].up); /* never flipped */
+    }
+    assert_int_equal(nevents(&ev, "probe_conflict"), 1);
+    assert_int_equal(nevents(&ev, "link_down"), 0);
+    assert_int_equal(s.probe_conflicts, 1);
+    assert_int_equal(s.ingest_refused[INGEST_CONFLICT], 6);
+    /* A third sender is another conflict. */
+    assert_int_equal(post_from(&s, &ev, &o, "2001:db8::3", down, NOW + 3, &r), 409);
+    json_decref(r);
+    assert_int_equal(nevents(&ev, "probe_conflict"), 2);
+    /* The holder goes silent: after the staleness window the other takes over. */
+    assert_int_equal(post_from(&s, &ev, &o, "192.0.2.2", down, NOW + 2.5 + 3.1, &r), 200);
+    json_decref(r);
+    assert_false(s.dirs[dir].up);
+    assert_string_equal(s.probes[N(s.topo, "L1")].sender, "192.0.2.2");
+    assert_int_equal(post_from(&s, &ev, &o, "192.0.2.1", up, NOW + 6, &r), 409);
+    json_decref(r);
+    /* One address, two instances: two senders. */
+    const char *a = "{\"probe\": \"L2\", \"instance\": \"boot-1 pid-10\"}", *b = "{\"probe\": \"L2\", \"instance\": \"b\"}";
+    assert_int_equal(post_from(&s, &ev, &o, "192.0.2.9", a, NOW + 7, &r), 400); /* a space is not a name character */
+    json_decref(r);
+    a = "{\"probe\": \"L2\", \"instance\": \"boot-1.pid-10\"}";
+    assert_int_equal(post_from(&s, &ev, &o, "192.0.2.9", a, NOW + 7, &r), 200);
+    json_decref(r);
+    assert_int_equal(post_from(&s, &ev, &o, "192.0.2.9", b, NOW + 7.5, &r), 409);
+    assert_non_null(strstr(jstr(r, "error", "message"), "'L2' is reported by 192.0.2.9 boot-1.pid-10"));
+    json_decref(r);
+    /* Without a sender (ingest_apply, tests, tools) nothing is checked. */
+    assert_int_equal(fx_post(&s, up, NOW + 8, NULL), 0);
+    /* The counters, as /metrics shows them. */
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    ingest_metrics(&s, f);
+    fclose(f);
+    assert_non_null(strstr(text, "tierflow_report_refusals_total{reason=\"probe_conflict\"} 9\n"));
+    assert_non_null(strstr(text, "tierflow_report_refusals_total{reason=\"bad_field\"} 1\n"));
+    assert_non_null(strstr(text, "tierflow_probe_conflicts_total 4\n"));
+    assert_non_null(strstr(text, "# TYPE tierflow_report_entries_refused_total counter\n"));
+    free(text);
+    events_destroy(&ev);
+    state_free(&s);
+}
+
+/* Every refusal is logged with the probe, the sender and the reason, and
+ * a sender refused again and again gets one line a minute, which says how
+ * many it held back. */
+static void refusals_logged_once_a_minute(void **st)
+{
+    (void)st;
+    struct state s;
+    struct ingest_opts o = {.max_flows = 100, .check_ts = true, .clock_skew = 5};
+    assert_int_equal(state_init(&s, fx_topo(), 1000, 3, NOW), 0);
+    char path[] = "/tmp/test_ingest_log.XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    fflush(stderr);
+    int saved = dup(2);
+    dup2(fd, 2);
+    json_t *r;
+    for (int i = 0; i < 30; i++) { /* 30 s of one refused report a second */
+        assert_int_equal(post_from(&s, NULL, &o, "198.51.100.7", "{\"probe\": \"S9\"}", NOW + i, &r), 400);
+        json_decref(r);
+    }
+    assert_int_equal(post_from(&s, NULL, &o, "198.51.100.7", "{\"probe\": \"S9\"}", NOW + 61, &r), 400);
+    json_decref(r);
+    assert_int_equal(post_from(&s, NULL, &o, "198.51.100.8", "{\"probe\": ", NOW + 62, &r), 400);
+    json_decref(r);
+    const char *entries = "{\"probe\": \"L1\", \"flows\": [{\"src\": \"10.0.1.1\", \"dst\": \"10.0.2.1\", \"proto\": 17,"
+                          " \"if\": \"swp1\", \"bps\": -1}]}";
+    assert_int_equal(post_from(&s, NULL, &o, "198.51.100.9", entries, NOW + 63, &r), 200);
+    json_decref(r);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    char *text = NULL;
+    size_t len = 0;
+    assert_int_equal(tf_read_file(path, 1 << 20, &text, &len), 0);
+    unlink(path);
+    close(fd);
+    size_t lines = 0;
+    for (const char *p = text; (p = strstr(p, "report refused")); p++)
+        lines++;
+    if (lines != 3 ||
+        !strstr(text, "report refused (400 bad_request): probe S9 from 198.51.100.7: probe: 'S9' is not a node of "
+                      "topology") ||
+        !strstr(text, "(29 more like it since the last line)") ||
+        !strstr(text, "report refused (400 bad_json): probe ? from 198.51.100.8: ") ||
+        !strstr(text, "report of probe L1 from 198.51.100.9: 1 entry refused, the rest applied: flows[0].bps: "
+                      "negative -1"))
+        fail_msg("%zu lines:\n%s", lines, text);
+    free(text);
+    state_free(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -445,7 +804,9 @@ int main(void)
         cmocka_unit_test(parse_every_field), cmocka_unit_test(if_maps_to_link_direction),
         cmocka_unit_test(flow_paths_from_the_reporting_node), cmocka_unit_test(source_and_sampling),
         cmocka_unit_test(too_many_flows_before_entries), cmocka_unit_test(flows_view_shows_estimates),
-        cmocka_unit_test(sampled_rate_alone_moves_nothing),
+        cmocka_unit_test(sampled_rate_alone_moves_nothing), cmocka_unit_test(bad_entry_not_whole_report),
+        cmocka_unit_test(report_times), cmocka_unit_test(two_senders_one_name),
+        cmocka_unit_test(refusals_logged_once_a_minute),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
