@@ -33,6 +33,7 @@
 #include <pcap/dlt.h>
 
 #include "common/log.h"
+#include "common/ratelog.h"
 #include "common/util.h"
 #include "probes/erspan.h"
 #include "probes/flowtab.h"
@@ -79,13 +80,6 @@ struct mview {
     uint64_t roce_opcodes[256];
 };
 
-/* One warning of a kind at most every MIRROR_LOG_EVERY_S, saying how many
- * were held back: a flood must not become a flood of log lines. */
-struct ratelog {
-    double next;
-    uint64_t held;
-};
-
 struct mirror {
     const struct mirrormap *map;
     struct mirror_opts o;
@@ -99,29 +93,28 @@ struct mirror {
     /* the datagram being parsed: its agent's mapped-ness and pool view */
     bool cur_mapped;
     struct mview *cur_pool;
-    struct ratelog log_refused, log_pool_full, log_unmapped_port, log_rejected;
+    struct ratelog log;       /* one warning of a kind per MIRROR_LOG_EVERY_S */
 };
 
-static void ratelog(struct ratelog *rl, double now, const char *fmt, ...)
+/* A warning of one kind (key) at most every MIRROR_LOG_EVERY_S, saying how
+ * many were held back: a flood must not become a flood of log lines. The
+ * line names the latest source; the counters have them all. */
+static void warn_limited(struct mirror *m, const char *key, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-static void ratelog(struct ratelog *rl, double now, const char *fmt, ...)
+static void warn_limited(struct mirror *m, const char *key, const char *fmt, ...)
 {
-    if (now < rl->next) {
-        rl->held++;
+    uint64_t held;
+    if (!ratelog_pass(&m->log, key, m->now, &held))
         return;
-    }
     char msg[512];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    if (rl->held)
-        log_warn("%s (and %llu more like it in the last %.0f s)", msg, (unsigned long long)rl->held,
-                 MIRROR_LOG_EVERY_S);
+    if (held)
+        log_warn("%s (and %llu more like it since the last such line)", msg, (unsigned long long)held);
     else
         log_warn("%s", msg);
-    rl->held = 0;
-    rl->next = now + MIRROR_LOG_EVERY_S;
 }
 
 /* ---- views: all made here, at start ------------------------------------ */
@@ -233,6 +226,7 @@ int mirror_new(const struct mirrormap *map, const struct mirror_opts *o, struct 
         return r;
     }
     m->tel.has_telemetry = true;
+    m->log = (struct ratelog)RATELOG_INIT(MIRROR_LOG_EVERY_S);
     *out = m;
     return 0;
 }
@@ -300,7 +294,7 @@ static struct mview *pool_view(struct mirror *m, int kind, int af, const uint8_t
         /* A mapped source's own ports are still taken: only its unmapped
          * ones go without a view. */
         if (!mapped)
-            ratelog(&m->log_pool_full, m->now, "%s: source %s refused: all %u views for sources not in the "
+            warn_limited(m, "pool_full", "%s: source %s refused: all %u views for sources not in the "
                     "mirror map are taken (first come; raise the maximum or narrow the allowed prefixes)",
                     kind_name[kind], a, m->npool);
         return NULL;
@@ -333,7 +327,7 @@ static bool admit(struct mirror *m, int kind, int af, const uint8_t *addr)
     if (allowed(m, af, addr))
         return false; /* pool spent: pool_view said so */
     char a[INET6_ADDRSTRLEN];
-    ratelog(&m->log_refused, m->now, "%s: %s %s is not in the mirror map nor an allowed prefix: its telemetry "
+    warn_limited(m, "refused", "%s: %s %s is not in the mirror map nor an allowed prefix: its telemetry "
             "is dropped (%s_refused: %llu)", kind_name[kind], kind == KIND_SFLOW ? "agent" : "mirror source",
             tf_addr_str(af, addr, a, sizeof(a)), kind_name[kind], (unsigned long long)*n);
     return false;
@@ -359,7 +353,7 @@ static int port_for(struct mirror *m, int kind, int af, const uint8_t *addr, uin
     struct mview *v = m->cur_pool;
     char a[INET6_ADDRSTRLEN];
     if (!v) {
-        ratelog(&m->log_unmapped_port, m->now, "%s: %s %s %s %u is not in the mirror map: its data is "
+        warn_limited(m, "unmapped_port", "%s: %s %s %s %u is not in the mirror map: its data is "
                 "unattributed", kind_name[kind], kind == KIND_SFLOW ? "agent" : "mirror source",
                 tf_addr_str(af, addr, a, sizeof(a)), kind == KIND_SFLOW ? "ifIndex" : "session", id);
         return -ENOENT;
@@ -461,7 +455,7 @@ static bool rejected(struct mirror *m, const struct sflow_datagram *d, enum sflo
         return false;
     m->sst.rejected[why]++;
     char a[INET6_ADDRSTRLEN];
-    ratelog(&m->log_rejected, m->now, "sflow: agent %s: sample rejected: %s %llu out of bounds "
+    warn_limited(m, "rejected", "sflow: agent %s: sample rejected: %s %llu out of bounds "
             "(docs/telemetry.md, sample bounds)", tf_addr_str(d->agent_af, d->agent, a, sizeof(a)),
             sflow_reject_name(why), (unsigned long long)value);
     return true;

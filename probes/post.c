@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "common/log.h"
+#include "common/ratelog.h"
 #include "common/util.h"
 
 int post_queue_init(struct post_queue *q, size_t cap)
@@ -89,11 +90,7 @@ struct post {
     char body[POST_ANSWER_MAX + 1]; /* the answer to the current attempt, cut */
     size_t body_len;
     long retry_after_s;       /* the last answer's Retry-After, capped; 0 if none */
-    /* sender thread only: the last failure logged, when, and how many
-     * repeats of it were held back since */
-    char last_msg[POST_URL_MAX + POST_ANSWER_MAX + 128];
-    double last_log;
-    uint64_t held;
+    struct ratelog log;       /* a failure's line again only after POST_LOG_EVERY_S */
     CURL *curl;
     struct curl_slist *hdrs;
     char url[POST_URL_MAX];
@@ -140,26 +137,18 @@ int post_status_class(long status)
     return status >= 400 && status <= 499 ? -EBADMSG : -EAGAIN;
 }
 
-/* Logs a failed attempt unless it repeats the last one logged within
- * POST_LOG_EVERY_S (then it is only counted, and the next line says so). */
+/* Logs a failed attempt unless the same line (URL, status, message) was
+ * logged less than POST_LOG_EVERY_S ago; then it is only counted, and the
+ * next line written says how many were held back. */
 static void post_log(struct post *p, const char *msg)
 {
-    double now = tf_now_mono();
-    if (strcmp(msg, p->last_msg) == 0 && now < p->last_log + POST_LOG_EVERY_S) {
-        p->held++;
+    uint64_t held;
+    if (!ratelog_pass(&p->log, msg, tf_now_mono(), &held))
         return;
-    }
-    if (p->held && strcmp(msg, p->last_msg) == 0) {
-        log_warn("%s (%llu more like it in the last %.0f s)", msg, (unsigned long long)p->held,
-                 now - p->last_log);
-    } else {
-        if (p->held)
-            log_warn("post %s: the failure before came %llu more times", p->url, (unsigned long long)p->held);
+    if (held)
+        log_warn("%s (%llu more like it held back)", msg, (unsigned long long)held);
+    else
         log_warn("%s", msg);
-    }
-    tf_strlcpy(p->last_msg, msg, sizeof(p->last_msg));
-    p->last_log = now;
-    p->held = 0;
 }
 
 /* One attempt: 0 on a 2xx answer, -EBADMSG when the controller refused the
@@ -307,6 +296,7 @@ int post_start(struct post **out, const struct post_opts *o)
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv, NULL);
     atomic_init(&p->abort_now, false);
+    p->log = (struct ratelog)RATELOG_INIT(POST_LOG_EVERY_S);
     p->retries = o->retries;
     p->backoff_ms = o->backoff_ms > 0 ? o->backoff_ms : 250;
     int r = post_url(o->url, p->url, sizeof(p->url));

@@ -270,7 +270,7 @@ int sflow_counter_rates(const struct sflow_ctr_base *base, double t, uint64_t in
     if (in_octets < base->in_octets || out_octets < base->out_octets)
         return SFLOW_REJ_COUNTERS;
     double dt = t - base->t;
-    double max_bps = SFLOW_LINE_FACTOR * (speed_bps > 0 ? speed_bps : SFLOW_MAX_SPEED);
+    double max_bps = reportspec_rate_bound(speed_bps > 0 ? speed_bps : SFLOW_MAX_SPEED);
     double tx = 8.0 * (double)(out_octets - base->out_octets) / dt;
     double rx = 8.0 * (double)(in_octets - base->in_octets) / dt;
     if (tx > max_bps || rx > max_bps)

@@ -23,6 +23,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/reportspec.h"
+
 #define SFLOW_PORT 6343
 #define SFLOW_MAX_SAMPLES 1024
 #define SFLOW_MAX_RECORDS 64
@@ -41,18 +43,20 @@
  *   SFLOW_MAX_FRAME   original frame length: the largest IP packet (65,535)
  *                     plus link headers, which covers host agents that
  *                     sample GSO/GRO super-packets;
- *   SFLOW_MAX_SPEED   ifSpeed of a counter sample, 4 Tb/s (above any port
- *                     made; twice it stays below the controller's 10 Tb/s);
- *   SFLOW_LINE_FACTOR an interface's octet counters may advance by at most
- *                     this many times its speed over the agent-clock time
- *                     between two counter samples (timestamps are taken at
- *                     send, not at poll, so some slack is due); a step past
- *                     it, or backwards, is a counter jump.
+ *   SFLOW_MAX_SPEED   ifSpeed of a counter sample: 5 Tb/s, the fastest port
+ *                     whose rate bound (below) stays within a report's
+ *                     absolute bound (REPORTSPEC_MAX_BPS, 10 Tb/s);
+ *   counters          an interface's octets may advance by at most its rate
+ *                     bound, reportspec_rate_bound(speed) (REPORTSPEC_LINK_SLACK
+ *                     times the speed: agents stamp a datagram when sent, not
+ *                     when polled, so some slack is due), over the agent-clock
+ *                     time between two counter samples; a step past it, or
+ *                     backwards, is a counter jump. The controller refuses a
+ *                     link entry past the same bound.
  */
 #define SFLOW_MAX_RATE (1u << 24)
 #define SFLOW_MAX_FRAME (65535u + 64u)
-#define SFLOW_MAX_SPEED 4e12
-#define SFLOW_LINE_FACTOR 2.0
+#define SFLOW_MAX_SPEED (REPORTSPEC_MAX_BPS / REPORTSPEC_LINK_SLACK)
 
 enum sflow_reject {
     SFLOW_OK = 0,
@@ -130,7 +134,7 @@ const char *sflow_reject_name(int reason);
  * the new one, speed_bps the interface's rate. Returns 0 with *tx_bps and
  * *rx_bps set; -EAGAIN when there is no rate to take (first sample, or the
  * agent's clock did not advance: it restarted); SFLOW_REJ_COUNTERS when the
- * counters went backwards or advanced past SFLOW_LINE_FACTOR x speed. In
+ * counters went backwards or advanced past reportspec_rate_bound(speed). In
  * every case the caller makes the new sample its base, so a reset or a
  * corrupt sample costs one rate, never every later one. */
 struct sflow_ctr_base {
