@@ -11,10 +11,11 @@
  * timeout) or 429 (too many requests) it is tried up to post_opts.retries + 1
  * times with exponential backoff, or after the answer's Retry-After when
  * that is longer (at most POST_RETRY_AFTER_MAX_S); a report that still fails
- * is counted as an error and dropped. A refusal or failure that repeats the
- * last one logged (same status and message) is logged again only after
- * POST_LOG_EVERY_S, with the count of those held back, so that a probe the
- * controller refuses every second does not write a line every second.
+ * is counted as an error and dropped. A refusal or failure whose line
+ * (status and message) was logged less than POST_LOG_EVERY_S ago is only
+ * counted (common/ratelog), and the next such line gives the count held
+ * back, so that a probe the controller refuses every second does not write
+ * a line every second.
  *
  * Invariants: the capture thread only ever takes the queue mutex for a
  * push (O(1), no I/O under the lock); the sender owns the report it is
