@@ -27,13 +27,17 @@ size_t tf_strlcpy(char *dst, const char *src, size_t dstsz)
 
 int tf_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 {
-    if (!s || !*s || *s == '-' || isspace((unsigned char)*s))
+    /* Decimal digits only: strtoull's base 0 read "010" as 8 and "0x10" as
+     * 16, so a prefix "/024" was a /20. A leading zero is refused rather
+     * than guessed at. */
+    if (!s || !*s || (s[0] == '0' && s[1]))
         return -EINVAL;
+    for (const char *p = s; *p; p++)
+        if (*p < '0' || *p > '9')
+            return -EINVAL;
     char *end;
     errno = 0;
-    unsigned long long v = strtoull(s, &end, 0);
-    if (*end != '\0')
-        return -EINVAL;
+    unsigned long long v = strtoull(s, &end, 10);
     if (errno == ERANGE || v < min || v > max)
         return -ERANGE;
     *out = v;

@@ -22,6 +22,8 @@ size_t tf_strlcpy(char *dst, const char *src, size_t dstsz);
  * at least need elements, doubling from 64. 0 or -ENOMEM (arr unchanged). */
 int tf_grow(void **arr, size_t *cap, size_t need, size_t elsz);
 
+/* A decimal integer: digits only, no sign, no leading zero ("0" itself is
+ * fine), no base prefix. */
 int tf_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 int tf_parse_double(const char *s, double min, double max, double *out);
 

@@ -25,6 +25,19 @@ static void test_parse_u64(void **state)
     assert_int_equal(tf_parse_u64("4x", 0, 100, &v), -EINVAL);
     assert_int_equal(tf_parse_u64("", 0, 100, &v), -EINVAL);
     assert_int_equal(tf_parse_u64("99999999999999999999999", 0, UINT64_MAX, &v), -ERANGE);
+    /* Decimal only (issue 12): no octal, no hex, no leading zero, no sign. */
+    assert_int_equal(tf_parse_u64("0", 0, 100, &v), 0);
+    assert_int_equal(v, 0);
+    assert_int_equal(tf_parse_u64("010", 0, 100, &v), -EINVAL);
+    assert_int_equal(tf_parse_u64("08", 0, 100, &v), -EINVAL);
+    assert_int_equal(tf_parse_u64("0x10", 0, 100, &v), -EINVAL);
+    assert_int_equal(tf_parse_u64("+5", 0, 100, &v), -EINVAL);
+    assert_int_equal(tf_parse_u64(" 5", 0, 100, &v), -EINVAL);
+    int af, plen;
+    uint8_t a[16];
+    assert_int_equal(tf_prefix_parse("10.0.0.0/024", &af, a, &plen), -EINVAL);
+    assert_int_equal(tf_prefix_parse("10.0.0.0/24", &af, a, &plen), 0);
+    assert_int_equal(plen, 24);
 }
 
 static void test_parse_double(void **state)
