@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "common/util.h"
 #include "controller/backend.h"
@@ -78,6 +79,12 @@ static const struct config_key config_keys[] = {
     {"limits.max_flows", CK_LONG, F(max_flows), "1000000", 16, STATE_MAX_FLOWS, NULL},
     {"limits.rate_limit", CK_LONG, F(rate_limit), "0", 0, 10000000, NULL},
     {"limits.threads", CK_LONG, F(threads), "4", 1, 64, NULL},
+    {"limits.max_connections_per_addr", CK_LONG, F(max_connections_per_addr), "32", 1, 65536, NULL},
+    {"limits.header_timeout", CK_DOUBLE, F(header_timeout), "10", 0.1, 3600, NULL},
+    {"limits.body_timeout", CK_DOUBLE, F(body_timeout), "30", 0.1, 3600, NULL},
+    {"limits.max_body_inflight", CK_LONG, F(max_body_inflight), "67108864", 1024, 17179869184.0, NULL},
+    {"http.allowed_hosts", CK_STR, F(allowed_hosts), "", 0, 0, NULL},
+    {"http.allowed_origins", CK_STR, F(allowed_origins), "", 0, 0, NULL},
 };
 #undef F
 
@@ -331,6 +338,67 @@ int config_listen_addr(const struct config *c, char *host, size_t hostlen, unsig
     return 0;
 }
 
+int config_list_next(const char **p, char *item, size_t len)
+{
+    const char *s = *p;
+    while (*s == ' ')
+        s++;
+    if (!*s)
+        return 0;
+    const char *comma = strchr(s, ',');
+    const char *end = comma ? comma : s + strlen(s);
+    *p = comma ? comma + 1 : end;
+    while (end > s && end[-1] == ' ')
+        end--;
+    size_t n = (size_t)(end - s);
+    if (n == 0 || n >= len)
+        return -EINVAL;
+    memcpy(item, s, n);
+    item[n] = '\0';
+    return 1;
+}
+
+/* Every item of a list key well formed: a Host name (or "*"), or an origin
+ * scheme://host[:port] with nothing after. */
+static int check_list(const char *name, const char *v, bool origins, char *err, size_t errlen)
+{
+    char item[256];
+    int r;
+    while ((r = config_list_next(&v, item, sizeof(item))) > 0) {
+        const char *h = item;
+        if (origins) {
+            h = strncmp(item, "http://", 7) == 0 ? item + 7 : strncmp(item, "https://", 8) == 0 ? item + 8 : NULL;
+            if (!h || !*h || strchr(h, '/'))
+                return tf_fail(err, errlen, -EINVAL, "%s: '%s' is not an origin (http[s]://host[:port])", name,
+                               item);
+        }
+        for (const char *q = h; *q; q++)
+            if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_:[]*", *q))
+                return tf_fail(err, errlen, -EINVAL, "%s: '%s': character '%c' not allowed in a host", name,
+                               item, *q);
+    }
+    if (r < 0)
+        return tf_fail(err, errlen, -EINVAL, "%s: an empty item, or one longer than %zu characters", name,
+                       sizeof(item) - 1);
+    return 0;
+}
+
+/* The token is a secret: a file that others may read (or replace) is a
+ * configuration mistake worth stopping for, like sshd's "permissions are
+ * too open". */
+static int check_token_file(const char *path, char *err, size_t errlen)
+{
+    struct stat st;
+    if (stat(path, &st) < 0)
+        return tf_fail(err, errlen, -errno, "token_file %s: %s", path, strerror(errno));
+    if (!S_ISREG(st.st_mode))
+        return tf_fail(err, errlen, -EINVAL, "token_file %s: not a regular file", path);
+    if (st.st_mode & 077)
+        return tf_fail(err, errlen, -EPERM, "token_file %s: mode %04o lets group or others %s it; chmod 600 %s",
+                       path, (unsigned)(st.st_mode & 07777), st.st_mode & 022 ? "change" : "read", path);
+    return 0;
+}
+
 int config_validate(const struct config *c, char *err, size_t errlen)
 {
     char host[64];
@@ -361,6 +429,14 @@ int config_validate(const struct config *c, char *err, size_t errlen)
         snprintf(err, errlen, "backend_options.plan_dir: required by backend plan");
         return -EINVAL;
     }
+    if (c->max_body_inflight < c->max_body)
+        return tf_fail(err, errlen, -EINVAL, "limits.max_body_inflight (%ld) < limits.max_body (%ld): no body "
+                       "of the largest size could ever be taken", c->max_body_inflight, c->max_body);
+    if (check_list("http.allowed_hosts", c->allowed_hosts, false, err, errlen) < 0 ||
+        check_list("http.allowed_origins", c->allowed_origins, true, err, errlen) < 0)
+        return -EINVAL;
+    if (c->token_file[0])
+        return check_token_file(c->token_file, err, errlen);
     return 0;
 }
 

@@ -60,6 +60,13 @@ struct config {
     long max_flows;                    /* flows kept in state */
     long rate_limit;                   /* requests per second per client address, 0 = off */
     long threads;                      /* HTTP worker threads */
+    long max_connections_per_addr;     /* open connections from one client address */
+    double header_timeout;             /* s from connect (or the previous reply) to a complete header */
+    double body_timeout;               /* s from the header to the complete body */
+    long max_body_inflight;            /* bytes of request bodies held at once, all connections */
+    /* http: who may address the API (Host) and write to it from a page (Origin) */
+    char allowed_hosts[1024];          /* comma-separated Host names beyond the listen address */
+    char allowed_origins[1024];        /* comma-separated origins (scheme://host[:port]) */
 };
 
 void config_defaults(struct config *c);
@@ -70,8 +77,14 @@ int config_load_text(struct config *c, const char *text, size_t len, const char 
                      char *err, size_t errlen);
 /* Sets one key (dotted name) from a command-line string. */
 int config_set_str(struct config *c, const char *key, const char *value, char *err, size_t errlen);
-/* Cross-key checks (required keys, ranges that depend on each other). */
+/* Cross-key checks (required keys, ranges that depend on each other), and
+ * the token file's permissions: one that group or others may read or write
+ * is refused, naming the file and its mode (as sshd refuses such a key). */
 int config_validate(const struct config *c, char *err, size_t errlen);
+/* Iterates a comma-separated list value (http.allowed_hosts, ...): copies
+ * the next item, spaces trimmed, into item and advances *p; 0 at the end,
+ * 1 for an item, -EINVAL when an item is empty or longer than len - 1. */
+int config_list_next(const char **p, char *item, size_t len);
 /* Splits c->listen into host and port. */
 int config_listen_addr(const struct config *c, char *host, size_t hostlen, unsigned *port);
 /* Writes the effective configuration as JSON (for --check-config -v). */
