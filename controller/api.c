@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common/reportspec.h"
 #include "common/util.h"
@@ -100,9 +101,11 @@ bool api_token_ok(const char *token, const char *auth)
 {
     if (!token[0])
         return true;
-    if (!auth || strncmp(auth, "Bearer ", 7) != 0)
+    if (!auth || strncasecmp(auth, "Bearer ", 7) != 0)
         return false;
     const char *got = auth + 7;
+    while (*got == ' ')
+        got++;
     size_t tl = strlen(token), gl = strlen(got);
     /* Touch every byte of the expected token whatever the input. */
     unsigned char diff = (unsigned char)(tl != gl);
@@ -516,38 +519,15 @@ static json_t *view_classes(struct api *a, double now)
 
 /* ---- mutations -------------------------------------------------------- */
 
+/* All of it is ingest_post's (parse, apply from the client's address, the
+ * status and the reply, refusals counted and logged). */
 static void do_reports(struct api *a, const struct api_req *q, double now, struct api_reply *r)
 {
-    struct ingest_batch *b = malloc(sizeof(*b));
-    struct ingest_error e;
-    struct ingest_result res;
-    if (!b)
-        return api_error(r, 500, "internal", "out of memory");
-    int rc = ingest_parse(q->body ? q->body : "", q->body_len, (size_t)a->cfg->max_flows_per_report, b, &e);
-    if (rc == 0)
-        rc = ingest_apply(a->st, b, now, a->ev, &res, &e);
-    else
-        __atomic_add_fetch(&a->st->reports_rejected, 1, __ATOMIC_RELAXED);
-    ingest_batch_free(b);
-    free(b);
-    if (rc < 0) {
-        if (e.kind == INGEST_BAD_JSON) {
-            reply_json(r, 400, json_pack("{s{ss ss si si si}}", "error", "code", "bad_json", "message", e.msg,
-                                         "line", e.line, "column", e.column, "position", e.position));
-            return;
-        }
-        return api_error(r, e.kind == INGEST_TOO_MANY ? 413 : 400,
-                         e.kind == INGEST_TOO_MANY ? "payload_too_large" : "bad_request", "%s", e.msg);
-    }
-    json_t *probes = json_array(), *un = json_array();
-    for (size_t i = 0; i < res.accepted; i++)
-        json_array_append_new(probes, json_string(res.probes[i]));
-    for (size_t i = 0; i < res.nunmapped; i++)
-        json_array_append_new(un, json_string(res.unmapped[i]));
-    reply_json(r, 200, json_pack("{sI so sI sI sI so sI sI}", "accepted", (json_int_t)res.accepted, "probes", probes,
-                                 "links", (json_int_t)res.links, "flows", (json_int_t)res.flows, "fat",
-                                 (json_int_t)res.fat, "unmapped_ifs", un, "unmapped_flows",
-                                 (json_int_t)res.unmapped_flows, "dropped_full", (json_int_t)res.dropped_full));
+    struct ingest_opts o;
+    ingest_opts_from_config(a->cfg, &o);
+    json_t *out = NULL;
+    unsigned status = ingest_post(a->st, a->ev, &o, q->peer, q->body, q->body_len, now, &out);
+    reply_json(r, status, out);
 }
 
 static void do_rebalance(struct api *a, const struct api_req *q, double now, struct api_reply *r)
@@ -574,10 +554,10 @@ struct route {
     const char *methods;         /* for Allow */
 };
 static const struct route routes[] = {
-    {"/api/v1/status", "GET"},       {"/api/v1/topology", "GET"}, {"/api/v1/paths", "GET"},
-    {"/api/v1/flows", "GET"},        {"/api/v1/classes", "GET"},  {"/api/v1/jobs", "GET"},
-    {"/api/v1/routes", "GET"},       {"/api/v1/reports", "POST"}, {"/api/v1/rebalance", "POST"},
-    {"/api/v1/events", "GET"},       {"/api/v1/openapi.json", "GET"}, {"/metrics", "GET"},
+    {"/api/v1/status", "GET, HEAD"},  {"/api/v1/topology", "GET, HEAD"}, {"/api/v1/paths", "GET, HEAD"},
+    {"/api/v1/flows", "GET, HEAD"},   {"/api/v1/classes", "GET, HEAD"},  {"/api/v1/jobs", "GET, HEAD"},
+    {"/api/v1/routes", "GET, HEAD"},  {"/api/v1/reports", "POST"},       {"/api/v1/rebalance", "POST"},
+    {"/api/v1/events", "GET, HEAD"},  {"/api/v1/openapi.json", "GET, HEAD"}, {"/metrics", "GET, HEAD"},
 };
 
 bool api_owns(const char *path)
@@ -594,32 +574,47 @@ static bool method_in(const char *m, const char *list)
     return false;
 }
 
-void api_handle(struct api *a, const struct api_req *q, struct api_reply *r)
+/* The methods path takes ("GET, HEAD", ...), NULL when it is no endpoint. */
+static const char *route_allow(const char *p)
+{
+    if (strncmp(p, "/api/v1/jobs/", 13) == 0)
+        return "GET, HEAD, PUT, DELETE";
+    for (size_t i = 0; i < TF_ARRAY_SIZE(routes); i++)
+        if (strcmp(p, routes[i].path) == 0)
+            return routes[i].methods;
+    return NULL;
+}
+
+bool api_admit(const struct api *a, const struct api_req *q, struct api_reply *r)
 {
     memset(r, 0, sizeof(*r));
+    const char *allow = route_allow(q->path);
+    if (!allow) {
+        api_error(r, 404, "not_found", "no such endpoint: %.100s", q->path);
+        return false;
+    }
+    if (!method_in(q->method, allow)) {
+        api_error(r, 405, "method_not_allowed", "%s %.100s: allowed: %s", q->method, q->path, allow);
+        r->allow = allow;
+        return false;
+    }
+    bool mutating = strcmp(q->method, "GET") && strcmp(q->method, "HEAD");
+    if (mutating && !api_token_ok(a->token, q->auth)) {
+        api_error(r, 401, "unauthorized", "%s", q->auth ? "wrong bearer token" : "missing bearer token");
+        r->challenge = q->auth ? "Bearer realm=\"tierflow\", error=\"invalid_token\"" : "Bearer realm=\"tierflow\"";
+        return false;
+    }
+    return true;
+}
+
+void api_handle(struct api *a, const struct api_req *q, struct api_reply *r)
+{
+    if (!api_admit(a, q, r))
+        return;
     double now = tf_now_real();
     const char *p = q->path;
-    const char *allow = NULL;
-    const char *job_id = NULL;
-    if (strncmp(p, "/api/v1/jobs/", 13) == 0) {
-        allow = "GET, PUT, DELETE";
-        job_id = p + 13;
-    } else {
-        for (size_t i = 0; i < TF_ARRAY_SIZE(routes); i++)
-            if (strcmp(p, routes[i].path) == 0)
-                allow = routes[i].methods;
-    }
-    if (!allow)
-        return api_error(r, 404, "not_found", "no such endpoint: %.100s", p);
-    bool head = strcmp(q->method, "HEAD") == 0;
-    if (!method_in(head ? "GET" : q->method, allow)) {
-        api_error(r, 405, "method_not_allowed", "%s %.100s: allowed: %s", q->method, p, allow);
-        r->allow = allow;
-        return;
-    }
-    bool mutating = strcmp(q->method, "GET") && !head;
-    if (mutating && !api_token_ok(a->token, q->auth))
-        return api_error(r, 401, "unauthorized", "%s", q->auth ? "wrong bearer token" : "missing bearer token");
+    const char *job_id = strncmp(p, "/api/v1/jobs/", 13) == 0 ? p + 13 : NULL;
+    bool mutating = strcmp(q->method, "GET") && strcmp(q->method, "HEAD");
 
     if (job_id || strcmp(p, "/api/v1/jobs") == 0)
         return do_jobs(a, q, job_id, r);

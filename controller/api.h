@@ -41,6 +41,7 @@ struct api_req {
     const char *body;
     size_t body_len;
     const char *auth;            /* Authorization header, or NULL */
+    const char *peer;            /* the client's address ("10.0.0.1"), or NULL */
     const char *(*arg)(void *ctx, const char *key);
     void *argctx;
 };
@@ -51,6 +52,7 @@ struct api_reply {
     size_t len;
     const char *ctype;
     const char *allow;           /* for 405 */
+    const char *challenge;       /* WWW-Authenticate, for 401 */
     bool cacheable;
 };
 
@@ -59,10 +61,16 @@ void api_destroy(struct api *a);
 /* True when path is one of the API's (else httpd serves static files). */
 bool api_owns(const char *path);
 void api_handle(struct api *a, const struct api_req *q, struct api_reply *r);
+/* The checks api_handle makes before it reads a body: the endpoint exists
+ * (404), takes the method (405), and a write carries the token (401). True
+ * when admitted; else *r is the refusal. httpd calls it at the header of a
+ * write, so that a client without the token cannot make it hold a body. */
+bool api_admit(const struct api *a, const struct api_req *q, struct api_reply *r);
 /* Error reply helper, also used by httpd (413, 429). */
 void api_error(struct api_reply *r, unsigned status, const char *code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-/* Constant-time token check of an "Authorization: Bearer X" header. */
+/* Constant-time token check of an "Authorization: Bearer X" header (the
+ * scheme case-insensitive, RFC 7235). */
 bool api_token_ok(const char *token, const char *auth);
 
 #endif
