@@ -8,11 +8,14 @@
 #include <fcntl.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -20,12 +23,16 @@
 #include "controller/api.h"
 #include "controller/config.h"
 #include "controller/metrics.h"
+#include "controller/reqguard.h"
 #include "controller/state.h"
 
 #define CACHE_SLOTS 64
-#define CACHE_KEY 256
+#define CACHE_KEY 512
 #define CACHE_MAX_AGE 1.0
 #define RL_SLOTS 4096
+#define BODY_FIRST (64u << 10)  /* first body buffer: a usual report fits it whole */
+#define WATCH_PERIOD_NS 100000000L /* the deadline watchdog's period: 0.1 s */
+#define LOG_EVERY 10.0          /* s between two log lines on refused or cut connections */
 
 struct cache_entry {
     char key[CACHE_KEY];
@@ -41,6 +48,18 @@ struct bucket {
     double tokens, last;
 };
 
+/* One TCP connection, from accept to close: MHD's socket context. The
+ * watchdog shuts it down once its deadline passes (header or body); the
+ * list gives the per-address connection counts. */
+struct tconn {
+    struct tconn *prev, *next;
+    int fd;
+    uint8_t addr[16];
+    double deadline;             /* monotonic s; 0 while a reply is made or sent */
+    bool body;                   /* the deadline is the body's (else the header's) */
+    bool cut;                    /* shut down by the watchdog */
+};
+
 struct httpd {
     struct MHD_Daemon *d;
     struct api *api;
@@ -50,12 +69,26 @@ struct httpd {
     pthread_mutex_t cache_mu, rl_mu;
     struct cache_entry cache[CACHE_SLOTS];
     struct bucket rl[RL_SLOTS];
+    struct reqguard guard;       /* Host, Origin, Content-Type */
+    /* connections: conn_mu guards the list, the counters and the log state */
+    pthread_mutex_t conn_mu;
+    struct tconn *conns;
+    pthread_t watch;
+    bool watching;
+    int stopping;                /* atomic */
+    unsigned long refused, cut_header, cut_body;
+    char last_addr[INET6_ADDRSTRLEN];
+    double last_log;
+    size_t inflight;             /* atomic: bytes of request-body buffers held */
 };
 
+/* A request: its body, or why it is refused (answered once the body, if
+ * any, has been read and dropped, so that the client reads the answer). */
 struct conn {
     char *body;
     size_t len, cap;
-    bool too_big;
+    uint64_t declared;           /* Content-Length, 0 when absent */
+    struct api_reply rej;        /* the refusal; rej.status 0 = none */
 };
 
 static enum MHD_Result send_reply(struct httpd *h, struct MHD_Connection *c, unsigned status,
@@ -78,7 +111,9 @@ static struct MHD_Response *make_resp(struct api_reply *r)
     MHD_add_response_header(resp, "Cache-Control", "no-store");
     if (r->allow)
         MHD_add_response_header(resp, "Allow", r->allow);
-    if (r->status == 429)
+    if (r->challenge)
+        MHD_add_response_header(resp, "WWW-Authenticate", r->challenge);
+    if (r->status == 429 || r->status == 503)
         MHD_add_response_header(resp, "Retry-After", "1");
     return resp;
 }
@@ -101,19 +136,41 @@ static enum MHD_Result error(struct httpd *h, struct MHD_Connection *c, unsigned
     return reply(h, c, &r);
 }
 
+/* A client address as 16 bytes (IPv4 as ::ffff:a.b.c.d), the key of the
+ * rate limiter and of the per-address connection count. */
+static void addr_key(const struct sockaddr *sa, uint8_t a[16])
+{
+    memset(a, 0, 16);
+    if (sa && sa->sa_family == AF_INET) {
+        a[10] = a[11] = 0xff;
+        memcpy(a + 12, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+    } else if (sa && sa->sa_family == AF_INET6) {
+        memcpy(a, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
+    }
+}
+
+static const char *addr_key_str(const uint8_t a[16], char *buf, size_t len)
+{
+    static const uint8_t v4[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    return memcmp(a, v4, 12) == 0 ? tf_addr_str(4, a + 12, buf, len) : tf_addr_str(6, a, buf, len);
+}
+
+/* False when the address is not IPv4 or IPv6 (a is then all zero). */
+static bool conn_addr(struct MHD_Connection *c, uint8_t a[16])
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+    addr_key(sa, a);
+    return sa && (sa->sa_family == AF_INET || sa->sa_family == AF_INET6);
+}
+
 /* Token bucket per client address (hashed; colliding clients share one). */
 static bool rate_ok(struct httpd *h, struct MHD_Connection *c)
 {
     if (h->cfg->rate_limit <= 0)
         return true;
-    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-    uint8_t a[16] = {0};
-    if (ci && ci->client_addr) {
-        if (ci->client_addr->sa_family == AF_INET)
-            memcpy(a, &((const struct sockaddr_in *)ci->client_addr)->sin_addr, 4);
-        else if (ci->client_addr->sa_family == AF_INET6)
-            memcpy(a, &((const struct sockaddr_in6 *)ci->client_addr)->sin6_addr, 16);
-    }
+    uint8_t a[16];
+    conn_addr(c, a);
     uint32_t hsh = 2166136261u;
     for (int i = 0; i < 16; i++)
         hsh = (hsh ^ a[i]) * 16777619u;
@@ -136,22 +193,254 @@ static bool rate_ok(struct httpd *h, struct MHD_Connection *c)
     return ok;
 }
 
+/* ---- connections: per-address limit and deadlines ----------------------- */
+
+/* MHD's accept policy: at most limits.max_connections_per_addr open
+ * connections from one address, so that one client (a slowloris) cannot
+ * hold every slot. Counted from the tracked list; connections accepted at
+ * the same instant by different workers may pass the limit by at most
+ * limits.threads - 1. */
+static enum MHD_Result accept_ok(void *cls, const struct sockaddr *sa, socklen_t len)
+{
+    (void)len;
+    struct httpd *h = cls;
+    uint8_t a[16];
+    addr_key(sa, a);
+    long n = 0;
+    pthread_mutex_lock(&h->conn_mu);
+    for (const struct tconn *t = h->conns; t; t = t->next)
+        n += memcmp(t->addr, a, 16) == 0;
+    bool ok = n < h->cfg->max_connections_per_addr;
+    if (!ok) {
+        h->refused++;
+        addr_key_str(a, h->last_addr, sizeof(h->last_addr));
+    }
+    pthread_mutex_unlock(&h->conn_mu);
+    return ok ? MHD_YES : MHD_NO;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **sctx, enum MHD_ConnectionNotificationCode code)
+{
+    struct httpd *h = cls;
+    struct tconn *t = *sctx;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *fi = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (!fi || !(t = calloc(1, sizeof(*t))))
+            return; /* untracked: no deadline, not counted (out of memory only) */
+        t->fd = fi->connect_fd;
+        conn_addr(c, t->addr);
+        t->deadline = tf_now_mono() + h->cfg->header_timeout;
+        pthread_mutex_lock(&h->conn_mu);
+        t->next = h->conns;
+        if (h->conns)
+            h->conns->prev = t;
+        h->conns = t;
+        pthread_mutex_unlock(&h->conn_mu);
+        *sctx = t;
+        return;
+    }
+    if (!t)
+        return;
+    /* MHD closes the socket after this returns: once t is unlinked, the
+     * watchdog can no longer shut down a descriptor number reused since. */
+    pthread_mutex_lock(&h->conn_mu);
+    if (t->prev)
+        t->prev->next = t->next;
+    else
+        h->conns = t->next;
+    if (t->next)
+        t->next->prev = t->prev;
+    pthread_mutex_unlock(&h->conn_mu);
+    free(t);
+    *sctx = NULL;
+}
+
+/* Starts the connection's next deadline: secs from now (0: none). */
+static void conn_deadline(struct httpd *h, struct MHD_Connection *c, double secs, bool body)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    struct tconn *t = ci ? ci->socket_context : NULL;
+    if (!t)
+        return;
+    double d = secs > 0 ? tf_now_mono() + secs : 0;
+    pthread_mutex_lock(&h->conn_mu);
+    t->deadline = d;
+    t->body = body;
+    pthread_mutex_unlock(&h->conn_mu);
+}
+
+/* The watchdog: libmicrohttpd's connection_timeout is an idle timeout,
+ * reset by every byte, so a client trickling a header or a body would hold
+ * its connection forever. A connection past its total deadline is shut
+ * down (MHD then sees the end of the stream and closes it). Refusals and
+ * cuts are logged at most every LOG_EVERY seconds, as counts. */
+static void *watchdog(void *arg)
+{
+    struct httpd *h = arg;
+    const struct timespec period = {0, WATCH_PERIOD_NS};
+    while (!__atomic_load_n(&h->stopping, __ATOMIC_ACQUIRE)) {
+        nanosleep(&period, NULL);
+        double now = tf_now_mono();
+        unsigned long refused = 0, cut_h = 0, cut_b = 0;
+        char addr[INET6_ADDRSTRLEN] = "";
+        pthread_mutex_lock(&h->conn_mu);
+        for (struct tconn *t = h->conns; t; t = t->next)
+            if (t->deadline > 0 && now > t->deadline && !t->cut) {
+                shutdown(t->fd, SHUT_RDWR);
+                t->cut = true;
+                t->body ? h->cut_body++ : h->cut_header++;
+                addr_key_str(t->addr, h->last_addr, sizeof(h->last_addr));
+            }
+        if ((h->refused || h->cut_header || h->cut_body) && now - h->last_log >= LOG_EVERY) {
+            refused = h->refused;
+            cut_h = h->cut_header;
+            cut_b = h->cut_body;
+            tf_strlcpy(addr, h->last_addr, sizeof(addr));
+            h->refused = h->cut_header = h->cut_body = 0;
+            h->last_log = now;
+        }
+        pthread_mutex_unlock(&h->conn_mu);
+        if (refused)
+            log_warn("httpd: refused %lu connection%s from an address that had limits.max_connections_per_addr "
+                     "(%ld) open (last: %s)", refused, refused == 1 ? "" : "s", h->cfg->max_connections_per_addr,
+                     addr);
+        if (cut_h || cut_b)
+            log_warn("httpd: closed %lu connection%s without a complete request header within "
+                     "limits.header_timeout (%g s) and %lu without a complete body within limits.body_timeout "
+                     "(%g s) (last: %s)", cut_h, cut_h == 1 ? "" : "s", h->cfg->header_timeout, cut_b,
+                     h->cfg->body_timeout, addr);
+    }
+    return NULL;
+}
+
+/* ---- request bodies: bounded each and in total ------------------------- */
+
+static void body_release(struct httpd *h, struct conn *cn)
+{
+    if (cn->cap)
+        __atomic_sub_fetch(&h->inflight, cn->cap, __ATOMIC_RELAXED);
+    free(cn->body);
+    cn->body = NULL;
+    cn->len = cn->cap = 0;
+}
+
+/* Room for n more bytes: the buffer grows with what arrives (not with what
+ * a header promises, which costs the sender nothing), doubling from
+ * BODY_FIRST and ending at exactly the declared length; every byte of
+ * capacity counts against limits.max_body_inflight. -ENOBUFS over it. */
+static int body_grow(struct httpd *h, struct conn *cn, size_t n)
+{
+    size_t need = cn->len + n + 1;
+    if (need <= cn->cap)
+        return 0;
+    size_t nc = cn->cap ? cn->cap * 2 : BODY_FIRST;
+    if (nc < need)
+        nc = need;
+    if (cn->declared && need <= cn->declared + 1 && nc > cn->declared + 1)
+        nc = (size_t)cn->declared + 1;
+    size_t add = nc - cn->cap;
+    size_t was = __atomic_fetch_add(&h->inflight, add, __ATOMIC_RELAXED);
+    if (was + add > (size_t)h->cfg->max_body_inflight) {
+        __atomic_sub_fetch(&h->inflight, add, __ATOMIC_RELAXED);
+        return -ENOBUFS;
+    }
+    char *nb = realloc(cn->body, nc);
+    if (!nb) {
+        __atomic_sub_fetch(&h->inflight, add, __ATOMIC_RELAXED);
+        return -ENOMEM;
+    }
+    cn->body = nb;
+    cn->cap = nc;
+    return 0;
+}
+
+__attribute__((format(printf, 4, 5)))
+static void refuse(struct conn *cn, unsigned status, const char *code, const char *fmt, ...)
+{
+    if (cn->rej.status)
+        return; /* the first reason stands */
+    char msg[320];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    api_error(&cn->rej, status, code, "%s", msg);
+}
+
+/* Decides at the header whether the request is refused (cn->rej): who
+ * may ask (reqguard), then the endpoint, method and token (api_admit, so
+ * that a client without the token holds no body), then the size. */
+static void check_request(struct httpd *h, struct MHD_Connection *c, const char *url, const char *method,
+                          struct conn *cn)
+{
+    const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+    if (cl) {
+        /* libmicrohttpd has already refused a Content-Length that is not
+         * decimal digits; leading zeros are legal HTTP ("086" is 86). */
+        while (cl[0] == '0' && cl[1])
+            cl++;
+        if (tf_parse_u64(cl, 0, UINT64_MAX, &cn->declared) < 0)
+            cn->declared = 0; /* unknown: the buffer grows as bytes come */
+    }
+    struct reqguard_req g = {
+        .method = method, .url = url,
+        .host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host"),
+        .origin = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin"),
+        .content_type = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type"),
+        .has_body = cn->declared > 0 || MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Transfer-Encoding")};
+    if (!reqguard_check(&h->guard, &g, &cn->rej))
+        return;
+    if (strcmp(method, "GET") && strcmp(method, "HEAD") && api_owns(url)) {
+        struct api_req q = {.method = method, .path = url,
+                            .auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization")};
+        if (!api_admit(h->api, &q, &cn->rej))
+            return;
+    }
+    if (cn->declared > (uint64_t)h->cfg->max_body)
+        refuse(cn, 413, "payload_too_large", "body larger than limits.max_body (%ld bytes)", h->cfg->max_body);
+}
+
+/* ---- API replies and their cache --------------------------------------- */
+
 struct argbuf {
     char *p;
     size_t left;
 };
 
+/* Appends s, with '%', '&', '=' and bytes outside printable ASCII
+ * %-escaped unless raw (the separators), so that the key is one-to-one with
+ * the decoded arguments: unescaped, the pair ("limit=1&fat", "true") made
+ * the same key as limit=1&fat=true, and a crafted query's rendering was
+ * served for the real one. */
+static bool key_append(struct argbuf *ab, const char *s, bool raw)
+{
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        bool esc = !raw && (ch == '%' || ch == '&' || ch == '=' || ch < 0x21 || ch > 0x7e);
+        size_t need = esc ? 3 : 1;
+        if (ab->left <= need)
+            return false;
+        if (esc)
+            snprintf(ab->p, 4, "%%%02X", ch);
+        else
+            *ab->p = (char)ch;
+        ab->p += need;
+        ab->left -= need;
+    }
+    *ab->p = '\0';
+    return true;
+}
+
 static enum MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
 {
     (void)kind;
     struct argbuf *ab = cls;
-    int n = snprintf(ab->p, ab->left, "%s=%s&", key, value ? value : "");
-    if (n < 0 || (size_t)n >= ab->left) {
+    /* A key without '=' (?fat, value NULL) is not the same request as ?fat= . */
+    if (!key_append(ab, key, false) || (value && (!key_append(ab, "=", true) || !key_append(ab, value, false))) ||
+        !key_append(ab, "&", true)) {
         ab->left = 0;
         return MHD_NO;
     }
-    ab->p += n;
-    ab->left -= (size_t)n;
     return MHD_YES;
 }
 
@@ -205,8 +494,11 @@ static enum MHD_Result serve_api(struct httpd *h, struct MHD_Connection *c, cons
         }
         pthread_mutex_unlock(&h->cache_mu);
     }
+    uint8_t a[16];
+    char peer[INET6_ADDRSTRLEN];
     struct api_req q = {.method = method, .path = url, .body = cn->body, .body_len = cn->len,
                         .auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization"),
+                        .peer = conn_addr(c, a) ? addr_key_str(a, peer, sizeof(peer)) : NULL,
                         .arg = get_arg, .argctx = c};
     struct api_reply r;
     api_handle(h->api, &q, &r);
@@ -233,6 +525,8 @@ static enum MHD_Result serve_api(struct httpd *h, struct MHD_Connection *c, cons
         MHD_destroy_response(resp);
     return ret;
 }
+
+/* ---- static files ------------------------------------------------------ */
 
 int httpd_static_path(const char *url, char *rel, size_t rellen, const char **ctype)
 {
@@ -261,16 +555,48 @@ int httpd_static_path(const char *url, char *rel, size_t rellen, const char **ct
     return -ENOENT;
 }
 
+/* Opens rel under root one component at a time, following no symbolic
+ * link on the way (O_NOFOLLOW on the last component alone let a linked
+ * directory lead out of the web root). The root itself may be a link: it
+ * is the operator's setting. O_NONBLOCK: a FIFO must not stall a worker. */
+static int open_beneath(const char *root, const char *rel)
+{
+    char buf[256];
+    if (tf_strlcpy(buf, rel, sizeof(buf)) >= sizeof(buf))
+        return -ENAMETOOLONG;
+    int dfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
+        return -errno;
+    for (char *p = buf;;) {
+        char *slash = strchr(p, '/');
+        if (slash)
+            *slash = '\0';
+        int fd = openat(dfd, p, slash ? O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW
+                                      : O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+        int e = errno;
+        close(dfd);
+        if (fd < 0)
+            return -e;
+        if (!slash)
+            return fd;
+        dfd = fd;
+        p = slash + 1;
+    }
+}
+
 static enum MHD_Result serve_static(struct httpd *h, struct MHD_Connection *c, const char *url, const char *method)
 {
-    if (strcmp(method, "GET") && strcmp(method, "HEAD"))
-        return error(h, c, 405, "method_not_allowed", "static files: GET only");
-    char rel[256], full[800];
+    if (strcmp(method, "GET") && strcmp(method, "HEAD")) {
+        struct api_reply r = {0};
+        api_error(&r, 405, "method_not_allowed", "%s %.100s: static files: allowed: GET, HEAD", method, url);
+        r.allow = "GET, HEAD";
+        return reply(h, c, &r);
+    }
+    char rel[256];
     const char *ctype;
     if (!h->web_dir[0] || httpd_static_path(url, rel, sizeof(rel), &ctype) < 0)
         return error(h, c, 404, "not_found", "no such file");
-    snprintf(full, sizeof(full), "%s/%s", h->web_dir, rel);
-    int fd = open(full, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    int fd = open_beneath(h->web_dir, rel);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
         if (fd >= 0)
@@ -289,53 +615,56 @@ static enum MHD_Result serve_static(struct httpd *h, struct MHD_Connection *c, c
     return r;
 }
 
+/* ---- the request cycle ------------------------------------------------- */
+
 static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                                const char *version, const char *upload, size_t *upload_size, void **con_cls)
 {
     (void)version;
     struct httpd *h = cls;
     struct conn *cn = *con_cls;
-    if (!cn) {
+    if (!cn) { /* the header is complete: the body's deadline starts */
         cn = calloc(1, sizeof(*cn));
         if (!cn)
             return MHD_NO;
         *con_cls = cn;
-        const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
-        uint64_t n;
-        if (cl && tf_parse_u64(cl, 0, UINT64_MAX, &n) == 0 && n > (uint64_t)h->cfg->max_body)
-            cn->too_big = true;
-        else if (cl && n > 0 && (cn->body = malloc(n + 1)))
-            cn->cap = n + 1; /* one buffer for the whole body: no regrowth copies */
+        conn_deadline(h, c, h->cfg->body_timeout, true);
+        check_request(h, c, url, method, cn);
         return MHD_YES;
     }
     if (*upload_size) {
         size_t n = *upload_size;
         *upload_size = 0;
-        if (cn->too_big || cn->len + n > (size_t)h->cfg->max_body) {
-            cn->too_big = true;
+        if (cn->rej.status) /* refused: the body is read and dropped */
+            return MHD_YES;
+        if (cn->len + n > (size_t)h->cfg->max_body) {
+            body_release(h, cn);
+            refuse(cn, 413, "payload_too_large", "body larger than limits.max_body (%ld bytes)", h->cfg->max_body);
             return MHD_YES;
         }
-        if (cn->len + n + 1 > cn->cap) {
-            size_t nc = cn->cap ? cn->cap : 4096;
-            while (nc < cn->len + n + 1)
-                nc *= 2;
-            char *nb = realloc(cn->body, nc);
-            if (!nb)
-                return MHD_NO;
-            cn->body = nb;
-            cn->cap = nc;
+        int rc = body_grow(h, cn, n);
+        if (rc < 0) {
+            body_release(h, cn);
+            if (rc == -ENOBUFS)
+                refuse(cn, 503, "unavailable",
+                       "request bodies in flight would exceed limits.max_body_inflight (%ld bytes); retry later",
+                       h->cfg->max_body_inflight);
+            else
+                refuse(cn, 503, "unavailable", "out of memory for the request body; retry later");
+            return MHD_YES;
         }
         memcpy(cn->body + cn->len, upload, n);
         cn->len += n;
         cn->body[cn->len] = '\0';
         return MHD_YES;
     }
+    conn_deadline(h, c, 0, false); /* the request is in: replying has no deadline of ours */
     if (!rate_ok(h, c))
         return error(h, c, 429, "too_many_requests", "request rate limit exceeded");
-    if (cn->too_big) {
-        char msg[96];
-        snprintf(msg, sizeof(msg), "body larger than limits.max_body (%ld bytes)", h->cfg->max_body);
-        return error(h, c, 413, "payload_too_large", msg);
+    if (cn->rej.status) {
+        struct api_reply r = cn->rej;
+        cn->rej.body = NULL; /* reply() takes it */
+        return reply(h, c, &r);
     }
     if (api_owns(url))
         return serve_api(h, c, url, method, cn);
@@ -344,15 +673,17 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 
 static void completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)
 {
-    (void)cls;
-    (void)c;
     (void)toe;
+    struct httpd *h = cls;
     struct conn *cn = *con_cls;
     if (cn) {
-        free(cn->body);
+        body_release(h, cn);
+        free(cn->rej.body);
         free(cn);
         *con_cls = NULL;
     }
+    /* A kept-alive connection has header_timeout for its next request. */
+    conn_deadline(h, c, h->cfg->header_timeout, false);
 }
 
 /* libmicrohttpd's error logger: its format strings are its own. */
@@ -368,6 +699,16 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
     log_warn("httpd: %s", buf);
 }
 
+static void httpd_free(struct httpd *h)
+{
+    pthread_mutex_destroy(&h->cache_mu);
+    pthread_mutex_destroy(&h->rl_mu);
+    pthread_mutex_destroy(&h->conn_mu);
+    free(h->tls_cert);
+    free(h->tls_key);
+    free(h);
+}
+
 int httpd_start(struct httpd **out, const struct config *cfg, struct api *api, const char *web_dir, char *err,
                 size_t errlen)
 {
@@ -379,32 +720,34 @@ int httpd_start(struct httpd **out, const struct config *cfg, struct api *api, c
     tf_strlcpy(h->web_dir, web_dir ? web_dir : "", sizeof(h->web_dir));
     pthread_mutex_init(&h->cache_mu, NULL);
     pthread_mutex_init(&h->rl_mu, NULL);
+    pthread_mutex_init(&h->conn_mu, NULL);
+    h->last_log = -LOG_EVERY;
 
     char host[64];
     unsigned port;
     struct sockaddr_storage ss = {0};
-    if (config_listen_addr(cfg, host, sizeof(host), &port) < 0) {
+    if (config_listen_addr(cfg, host, sizeof(host), &port) < 0 || reqguard_init(&h->guard, cfg) < 0) {
         snprintf(err, errlen, "listen: bad address '%s'", cfg->listen);
-        free(h);
+        httpd_free(h);
         return -EINVAL;
     }
     unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
-    if (strchr(host, ':')) {
+    if (h->guard.listen_af == 6) {
         struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
         s6->sin6_family = AF_INET6;
         s6->sin6_port = htons((uint16_t)port);
-        inet_pton(AF_INET6, host, &s6->sin6_addr);
+        memcpy(&s6->sin6_addr, h->guard.listen_addr, 16);
         flags |= MHD_USE_IPv6;
     } else {
         struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
         s4->sin_family = AF_INET;
         s4->sin_port = htons((uint16_t)port);
-        inet_pton(AF_INET, host, &s4->sin_addr);
+        memcpy(&s4->sin_addr, h->guard.listen_addr, 4);
     }
     if (cfg->tls_cert[0]) {
         if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
             snprintf(err, errlen, "tls_cert: this libmicrohttpd was built without TLS support");
-            free(h);
+            httpd_free(h);
             return -ENOTSUP;
         }
         size_t n;
@@ -412,8 +755,7 @@ int httpd_start(struct httpd **out, const struct config *cfg, struct api *api, c
         int r2 = r1 < 0 ? r1 : tf_read_file(cfg->tls_key, 1 << 20, &h->tls_key, &n);
         if (r1 < 0 || r2 < 0) {
             snprintf(err, errlen, "%s: %s", r1 < 0 ? cfg->tls_cert : cfg->tls_key, strerror(-(r1 < 0 ? r1 : r2)));
-            free(h->tls_cert);
-            free(h);
+            httpd_free(h);
             return r1 < 0 ? r1 : r2;
         }
         flags |= MHD_USE_TLS;
@@ -424,21 +766,32 @@ int httpd_start(struct httpd **out, const struct config *cfg, struct api *api, c
         {MHD_OPTION_THREAD_POOL_SIZE, cfg->threads, NULL},
         {MHD_OPTION_CONNECTION_LIMIT, cfg->max_connections, NULL},
         {MHD_OPTION_CONNECTION_TIMEOUT, cfg->connection_timeout, NULL},
-        {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)completed, NULL},
+        {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)completed, h},
+        {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, h},
         {MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024, NULL},
         {h->tls_cert ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0, h->tls_cert},
         {h->tls_key ? MHD_OPTION_HTTPS_MEM_KEY : MHD_OPTION_END, 0, h->tls_key},
         {MHD_OPTION_END, 0, NULL},
     };
-    h->d = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, handler, h, MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
+    if (pthread_create(&h->watch, NULL, watchdog, h) != 0) {
+        snprintf(err, errlen, "httpd: cannot start the deadline watchdog thread");
+        httpd_free(h);
+        return -EAGAIN;
+    }
+    h->watching = true;
+    h->d = MHD_start_daemon(flags, (uint16_t)port, accept_ok, h, handler, h, MHD_OPTION_ARRAY, opts,
+                            MHD_OPTION_END);
     if (!h->d) {
         snprintf(err, errlen, "listen %s: cannot start the HTTP server (address in use, or bad TLS key/cert?)",
                  cfg->listen);
-        free(h->tls_cert);
-        free(h->tls_key);
-        free(h);
+        __atomic_store_n(&h->stopping, 1, __ATOMIC_RELEASE);
+        pthread_join(h->watch, NULL);
+        httpd_free(h);
         return -EADDRINUSE;
     }
+    if (!api->token[0] && !h->guard.listen_loop)
+        log_warn("httpd: no token_file, and listen %s is not a loopback address: anyone who can reach it can post "
+                 "reports and run rebalances; set token_file (tierflowd(8))", cfg->listen);
     *out = h;
     return 0;
 }
@@ -454,12 +807,12 @@ void httpd_stop(struct httpd *h)
     if (!h)
         return;
     MHD_stop_daemon(h->d);
+    if (h->watching) {
+        __atomic_store_n(&h->stopping, 1, __ATOMIC_RELEASE);
+        pthread_join(h->watch, NULL);
+    }
     for (int i = 0; i < CACHE_SLOTS; i++)
         if (h->cache[i].resp)
             MHD_destroy_response(h->cache[i].resp);
-    pthread_mutex_destroy(&h->cache_mu);
-    pthread_mutex_destroy(&h->rl_mu);
-    free(h->tls_cert);
-    free(h->tls_key);
-    free(h);
+    httpd_free(h);
 }

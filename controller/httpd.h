@@ -1,16 +1,25 @@
 /*
- * httpd: tierflowd's HTTP(S) server on libmicrohttpd: request bodies,
- * per-client rate limiting, the response cache, static files for the
- * dashboard, and dispatch to api.
+ * httpd: tierflowd's HTTP(S) server on libmicrohttpd: connections and
+ * their deadlines, request bodies, per-client rate limiting, the response
+ * cache, static files for the dashboard, and dispatch to api.
  *
  * Invariants: a worker pool of cfg->threads epoll threads serves requests;
  * no request waits for a rebalance round except POST /rebalance and GET
- * /routes. A cacheable GET reply is kept as an MHD response (reference
- * counted, shared by connections) until the state generation changes or it
- * is a second old, so that a burst of dashboard or scraper requests costs
- * one rendering. Bodies above limits.max_body are discarded and answered
- * 413; static paths are restricted to [A-Za-z0-9._-/] with no "..", no
- * hidden components, and known extensions.
+ * /routes. One client address holds at most limits.max_connections_per_addr
+ * connections; a connection gets limits.header_timeout for its request
+ * header and limits.body_timeout for its body, in total (a watchdog thread
+ * shuts down the late ones: libmicrohttpd's own timeout is reset by every
+ * byte). Request-body buffers grow with the bytes that arrive and are
+ * bounded in all by limits.max_body_inflight (503 beyond), each by
+ * limits.max_body (413). A request is judged at its header (reqguard: Host,
+ * Origin, Content-Type; api_admit: endpoint, method, token); a refused one
+ * has its body read and dropped, never held. A cacheable GET reply is kept
+ * as an MHD response (reference counted, shared by connections) until the
+ * state generation changes or it is a second old, keyed by the path and the
+ * exact decoded arguments, so that a burst of dashboard or scraper requests
+ * costs one rendering. Static paths are restricted to [A-Za-z0-9._-/] with
+ * no "..", no hidden components and known extensions, and are opened one
+ * component at a time through no symbolic link.
  */
 #ifndef TF_HTTPD_H
 #define TF_HTTPD_H
