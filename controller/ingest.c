@@ -914,15 +914,11 @@ static void apply_flow(struct state *s, uint32_t node, const struct ingest_flow 
         res->unmapped_flows++;
         note_unmapped(&s->probes[node], res, in->ifname);
     }
-    /* Another live probe placed this flow (e.g. its source leaf, while this
-     * is the destination leaf) and this one cannot: keep that placement,
-     * take the newer rates. */
-    bool had_path = !inserted && f->path >= 0 && f->probe != node && !state_flow_stale(s, f, now);
-    if (loc->count > 0 || !had_path) {
-        f->probe = node;
-        f->egress = egress;
-        tf_strlcpy(f->ifname, in->ifname, sizeof(f->ifname));
-        state_flow_place(s, f, loc);
+    /* Several probes see one flow: merged, not overwritten (a remnant on a
+     * path the flow has left is dropped whole). */
+    if (!state_flow_observe(s, f, inserted, node, egress, in->ifname, loc, in->bps, now)) {
+        res->flows++;
+        return;
     }
     f->fat = in->fat;
     f->source = in->source;
