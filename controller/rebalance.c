@@ -23,6 +23,7 @@
 #include "policy/assign.h"
 #include "policy/classes.h"
 #include "policy/demand.h"
+#include "policy/maxmin.h"
 
 int rebalance_init(struct rebalance *rb, struct state *st, struct events *ev, struct metrics *m,
                    struct backend *be, const struct config *cfg)
@@ -114,6 +115,7 @@ struct snap {
     int cls;
     int64_t path, pin;
     double meas;                 /* measured Gb/s (gbps may be the estimated demand) */
+    double nat;                  /* Hedera's natural demand (its hosts' NIC share), 0 unknown */
     double move_bps;             /* its rate when last moved by choice, 0: no verdict due */
     double moved_at;
     bool movable, on_hot;
@@ -483,6 +485,7 @@ static void estimate(struct round *r)
     }
     if (demand_estimate(ne, cap, (uint32_t)r->n, src, dst, dem) == 0)
         for (size_t i = 0; i < r->n; i++) {
+            r->f[i].nat = dem[i];
             for (int j = 0; j < r->f[i].ndirs; j++)
                 r->f[i].on_hot |= r->hot[r->f[i].dirs[j]];
             if (r->f[i].on_hot && dem[i] > r->f[i].gbps)
@@ -794,6 +797,44 @@ static double excess(const struct round *r, const double *load)
     return e;
 }
 
+/* The max-min fair aggregate (Gb/s) the flows would get on these paths, each
+ * capped at its demand (the estimate), on what the background leaves of each
+ * direction: what a set of paths is predicted to carry. -1 on failure. */
+static double predicted(const struct round *r, const struct assign_input *in, const uint32_t *path)
+{
+    uint32_t *off = calloc(r->n + 1, sizeof(uint32_t)), *dirs = calloc(r->n * TOPO_MAX_HOPS + 1, sizeof(uint32_t));
+    double *cap = calloc(r->nd + 1, sizeof(double)), *dem = calloc(r->n + 1, sizeof(double));
+    double *rate = calloc(r->n + 1, sizeof(double)), sum = -1;
+    if (!off || !dirs || !cap || !dem || !rate)
+        goto out;
+    for (uint32_t d = 0; d < r->nd; d++)
+        cap[d] = r->down[d] ? 0 : topo_dir_gbps(r->t, d) - r->bg[d];
+    uint32_t k = 0;
+    for (size_t i = 0; i < r->n; i++) {
+        off[i] = k;
+        /* No flow gets more than its hosts' NICs leave it, whatever one
+         * interval's measurement said (a burst can read above its share). */
+        double d = in->flows[i].gbps, nat = r->f[i].nat;
+        dem[i] = nat > 0 && nat < d ? nat : d > 0 ? d : 1e-9;
+        int n = path[i] == ASSIGN_NO_PATH ? 0
+                : topo_path_dirs(r->t, in->flows[i].src, in->flows[i].dst, path[i], dirs + k, TOPO_MAX_HOPS);
+        k += n > 0 ? (uint32_t)n : 0;
+    }
+    off[r->n] = k;
+    if (maxmin_rates(r->nd, cap, (uint32_t)r->n, off, dirs, dem, rate) == 0) {
+        sum = 0;
+        for (size_t i = 0; i < r->n; i++)
+            sum += rate[i];
+    }
+out:
+    free(off);
+    free(dirs);
+    free(cap);
+    free(dem);
+    free(rate);
+    return sum;
+}
+
 /*
  * Do no harm: an automatic round's discretionary moves (flows whose path
  * is still usable) stand only if, together, they take at least `margin` of
@@ -801,8 +842,13 @@ static double excess(const struct round *r, const double *load)
  * overloaded direction to another that ends up just as overloaded (what a
  * fabric short of capacity after a failure invites, and what stale loads
  * right after a move suggest) costs the flows their goodput and gains
- * nothing. Forced moves (off a path that crosses a down direction) always
- * stand. Returns the max utilisation of what is kept.
+ * nothing. And they must be predicted to carry more: the max-min fair
+ * aggregate of the flows at their estimated demands must rise by `margin` of
+ * the moved flows' demands. Flows bound by their hosts' NICs fill an uplink
+ * whatever path they take; spreading them lowers its utilisation but gives
+ * no flow a bit more, and is no reason to move. Forced moves (off a path
+ * that crosses a down direction) always stand. Returns the max utilisation
+ * of what is kept.
  */
 static double gate_moves(const struct round *r, const struct assign_input *in, uint32_t *path, double margin,
                          double after)
@@ -815,18 +861,26 @@ static double gate_moves(const struct round *r, const struct assign_input *in, u
         return after;
     }
     bool discretionary = false;
+    double moved = 0;
     for (size_t i = 0; i < r->n; i++) {
         cur[i] = in->flows[i].path;
-        if (forced(r, i) && path[i] != ASSIGN_NO_PATH)
+        if (forced(r, i) && path[i] != ASSIGN_NO_PATH) {
             cur[i] = path[i];   /* the baseline already has the forced moves */
-        else if (path[i] != ASSIGN_NO_PATH && path[i] != in->flows[i].path)
+        } else if (path[i] != ASSIGN_NO_PATH && path[i] != in->flows[i].path) {
             discretionary = true;
+            moved += in->flows[i].gbps;
+        }
     }
     if (discretionary) {
         assign_loads(in, cur, load);
         double base = excess(r, load);
         double max = assign_loads(in, path, load);
-        if (excess(r, load) > base - margin) {
+        double p0 = predicted(r, in, cur), p1 = predicted(r, in, path);
+        bool gains = p0 < 0 || p1 < 0 || p1 - p0 >= margin * moved;
+        if (!gains)
+            log_debug("rebalance: discretionary moves dropped: predicted %.4f -> %.4f Gb/s, gain under %.2f of the "
+                      "%.4f Gb/s moved", p0, p1, margin, moved);
+        if (!gains || excess(r, load) > base - margin) {
             for (size_t i = 0; i < r->n; i++)
                 path[i] = cur[i];
             after = assign_loads(in, path, load);
@@ -834,6 +888,8 @@ static double gate_moves(const struct round *r, const struct assign_input *in, u
                       excess(r, load), margin);
         } else {
             after = max;
+            log_debug("rebalance: discretionary moves kept: predicted %.4f -> %.4f Gb/s for %.4f Gb/s moved, "
+                      "overload %.3f -> %.3f", p0, p1, moved, base, excess(r, load));
         }
     }
     free(load);

@@ -1,7 +1,7 @@
 /*
  * ctl_fixture: shared by the controller's unit suites (test_ingest,
  * test_state, test_rebalance, test_api_flows): a 2-leaf x 4-spine fabric
- * with 2 hosts per leaf, leaf uplinks carrying interface names and /31
+ * with 2 hosts per leaf (fx_topo_hosts: any number), leaf uplinks carrying interface names and /31
  * addresses like the emulated fabric writes them (so that plans can be
  * built), a helper that posts a report through the same parse + apply path
  * as the daemon, and one that GETs a view through the same handler.
@@ -23,11 +23,12 @@
 
 /* Uplink of leaf Lx to spine Sy is "swpy" at the leaf and "swpx" at the
  * spine; host links have no names (so hosts and leaves use far-end names). */
-static inline struct topo *fx_topo(void)
+static inline struct topo *fx_topo_hosts(int hosts)
 {
     struct topo *t;
-    char err[256];
-    assert_int_equal(topo_load("leafspine:leaves=2,spines=4,hosts=2,gbps=100", &t, err, sizeof(err)), 0);
+    char err[256], spec[96];
+    snprintf(spec, sizeof(spec), "leafspine:leaves=2,spines=4,hosts=%d,gbps=100", hosts);
+    assert_int_equal(topo_load(spec, &t, err, sizeof(err)), 0);
     for (uint32_t k = 0; k < t->nlinks; k++) {
         struct topo_link *l = &t->links[k];
         if (t->nodes[l->lo].tier != TOPO_LEAF)
@@ -39,6 +40,8 @@ static inline struct topo *fx_topo(void)
     }
     return t;
 }
+
+static inline struct topo *fx_topo(void) { return fx_topo_hosts(2); }
 
 static inline uint32_t fx_node(const struct topo *t, const char *name)
 {

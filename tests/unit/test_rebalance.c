@@ -36,12 +36,14 @@ struct fx {
     struct rebalance rb;
     int dscp;                    /* of every reported flow */
     double bg[5];                /* non-fat load (Gb/s) added to L1's uplink to S1..S4 */
+    int hosts;                   /* per leaf; flow i runs from host 1 + i % hosts */
 };
 
-static int setup(void **state)
+static int setup_hosts(void **state, int hosts)
 {
     struct fx *x = calloc(1, sizeof(*x));
-    assert_int_equal(state_init(&x->st, fx_topo(), 1000, 3, T0), 0);
+    x->hosts = hosts;
+    assert_int_equal(state_init(&x->st, fx_topo_hosts(hosts), 1000, 3, T0), 0);
     classes_init(&x->cls);
     x->st.classes = &x->cls;
     events_init(&x->ev);
@@ -51,6 +53,10 @@ static int setup(void **state)
     *state = x;
     return 0;
 }
+
+static int setup(void **state) { return setup_hosts(state, 2); }
+/* Four hosts a leaf: four flows with NICs of their own. */
+static int setup4(void **state) { return setup_hosts(state, 4); }
 
 static int teardown(void **state)
 {
@@ -87,7 +93,8 @@ static void report(struct fx *x, double now, const char *down, int n, const int 
         o += (size_t)snprintf(body + o, sizeof(body) - o,
                               "%s{\"src\": \"10.0.1.%d\", \"dst\": \"10.0.2.%d\", \"proto\": 17, \"sport\": %d,"
                               " \"dport\": 4791, \"dscp\": %d, \"if\": \"swp%c\", \"bps\": %g, \"fat\": true}",
-                              i ? ", " : "", 1 + i % 2, 1 + i % 2, sport[i], x->dscp, spine[i][1], gbps[i] * 1e9);
+                              i ? ", " : "", 1 + i % x->hosts, 1 + i % x->hosts, sport[i], x->dscp, spine[i][1],
+                              gbps[i] * 1e9);
     snprintf(body + o, sizeof(body) - o, "]}");
     assert_int_equal(fx_post(&x->st, body, now, NULL), 0);
 }
@@ -95,8 +102,8 @@ static void report(struct fx *x, double now, const char *down, int n, const int 
 static const struct state_flow *flow(struct fx *x, int i, int sport)
 {
     char src[16], dst[16];
-    snprintf(src, sizeof(src), "10.0.1.%d", 1 + i % 2);
-    snprintf(dst, sizeof(dst), "10.0.2.%d", 1 + i % 2);
+    snprintf(src, sizeof(src), "10.0.1.%d", 1 + i % x->hosts);
+    snprintf(dst, sizeof(dst), "10.0.2.%d", 1 + i % x->hosts);
     struct state_flow_key k = fx_key(src, dst, (uint16_t)sport);
     const struct state_flow *f = state_flow_find(&x->st, &k);
     assert_non_null(f);
@@ -370,15 +377,14 @@ static const char *untouched_spine(const char *where)
 /* Settle is per direction: inside the settle period of a move on L1's S1
  * uplink (the report still shows the old paths), a new collision on links no
  * move touched is fixed by the very next round, and the settling flows stay
- * put. (A global settle period made it wait.) The fixture's leaves have two
- * hosts, so the four flows share their NICs: rates that keep the NICs at
- * most full, else the collision would be theirs and unfixable. */
+ * put. (A global settle period made it wait.) Four hosts a leaf, so that
+ * each flow has its own NIC (sharing one, no move would help them). */
 static void disjoint_collision_in_settle(void **state)
 {
     struct fx *x = *state;
     x->cfg.min_move_interval = 0;  /* only the settle period holds moves back */
     const int sp[] = {1, 2, 3, 4};
-    const double g[] = {45, 45, 55, 55};   /* each host's NIC at most full */
+    const double g[] = {50, 50, 50, 50};
     const char *on[] = {"S1", "S1"};
     report(x, T0, NULL, 2, sp, on, g);
     assert_int_equal(auto_moves(x, T0), 1);
@@ -404,7 +410,7 @@ static void contended_says_what_is_new(void **state)
 {
     struct fx *x = *state;
     const int sp[] = {1, 2, 3, 4};
-    const double g[] = {45, 45, 55, 55};   /* each host's NIC at most full */
+    const double g[] = {50, 50, 50, 50};
     const char *on[] = {"S1", "S1"};
     report(x, T0, NULL, 2, sp, on, g);
     assert_true(rebalance_contended(&x->rb, T0));
@@ -595,8 +601,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(collision_moves_one_then_plan_is_stable, setup, teardown),
         cmocka_unit_test_setup_teardown(recently_moved_flow_stays, setup, teardown),
         cmocka_unit_test_setup_teardown(settle_after_moves, setup, teardown),
-        cmocka_unit_test_setup_teardown(disjoint_collision_in_settle, setup, teardown),
-        cmocka_unit_test_setup_teardown(contended_says_what_is_new, setup, teardown),
+        cmocka_unit_test_setup_teardown(disjoint_collision_in_settle, setup4, teardown),
+        cmocka_unit_test_setup_teardown(contended_says_what_is_new, setup4, teardown),
         cmocka_unit_test_setup_teardown(harmful_pins_withdrawn, setup, teardown),
         cmocka_unit_test_setup_teardown(helpful_pins_kept, setup, teardown),
         cmocka_unit_test_setup_teardown(saturated_alone_is_not_moved, setup, teardown),
