@@ -6,7 +6,8 @@
 #   tf_start URL TOKEN GBPS      tierflowd (netlink backend) + a probe on every
 #                                leaf's and spine's uplinks; needs CTL and PROBE set
 #                                (TF_CTL_ARGS: more tierflowd options, e.g. --log-level debug;
-#                                TF_BACKEND: none for a dry run, default netlink)
+#                                TF_BACKEND: none for a dry run, default netlink;
+#                                TF_PROBE_FILTER: the probes' --filter)
 #   tf_stop                      stop them (tierflowd withdraws its routes)
 #   e2e_run PAIRS_FILE ECMP_S SETTLE_S TF_S
 #        runs the pairs as iperf3 flows; ECMP for ECMP_S seconds, then tierflow
@@ -80,7 +81,7 @@ tf_start() {
     a=(); for u in ${TF_PROBE_IFS[$node]}; do a+=(-i "$u"); done
     [ ${#a[@]} -gt 0 ] || continue
     lab_bg "probe-$node" "$LAB" exec "$node" -- "$PROBE" "${a[@]}" --node "$node" --controller "$url" \
-      --token-file "$token" --interval "${TF_INTERVAL:-1}" --link-gbps "$gbps" >>"$LAB_TMP/probe-$node.log" 2>&1
+      --token-file "$token" --interval "${TF_INTERVAL:-1}" --link-gbps "$gbps" ${TF_PROBE_FILTER:+--filter "$TF_PROBE_FILTER"} >>"$LAB_TMP/probe-$node.log" 2>&1
   done
 }
 # CPU tierflowd and the probes used since tf_start, in cores (CPU seconds
