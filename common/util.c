@@ -190,6 +190,26 @@ int tf_read_file(const char *path, size_t max, char **out, size_t *len)
     return 0;
 }
 
+int tf_secret_file_check(const char *what, const char *path, char *err, size_t errlen)
+{
+    struct stat st;
+    if (stat(path, &st) < 0) {
+        int e = errno;
+        snprintf(err, errlen, "%s %s: %s", what, path, strerror(e));
+        return -e;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        snprintf(err, errlen, "%s %s: not a regular file", what, path);
+        return -EINVAL;
+    }
+    if (st.st_mode & 077) {
+        snprintf(err, errlen, "%s %s: mode %04o lets group or others %s it; chmod 600 %s", what, path,
+                 (unsigned)(st.st_mode & 07777), st.st_mode & 022 ? "change" : "read", path);
+        return -EPERM;
+    }
+    return 0;
+}
+
 int tf_read_token(const char *path, char *buf, size_t len)
 {
     char *data;

@@ -45,6 +45,12 @@ int tf_prefix_contains(int af, const uint8_t *prefix, int plen, const uint8_t *a
  * of the loaders and builders. */
 int tf_fail(char *err, size_t errlen, int rc, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
+/* A secret (a token file) must be a regular file only its owner may read or
+ * change, like sshd's "permissions are too open": 0, or -errno with err
+ * saying so ("WHAT PATH: mode 0644 lets group or others read it; chmod 600
+ * PATH"). The daemon's token_file and the probe's --token-file both. */
+int tf_secret_file_check(const char *what, const char *path, char *err, size_t errlen);
+
 /* Reads a whole small file (bounded by max bytes) into a NUL-terminated
  * malloc'd buffer. -EFBIG when larger than max. */
 int tf_read_file(const char *path, size_t max, char **out, size_t *len);

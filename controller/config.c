@@ -383,20 +383,10 @@ static int check_list(const char *name, const char *v, bool origins, char *err, 
     return 0;
 }
 
-/* The token is a secret: a file that others may read (or replace) is a
- * configuration mistake worth stopping for, like sshd's "permissions are
- * too open". */
+/* The token is a secret: tf_secret_file_check's rule. */
 static int check_token_file(const char *path, char *err, size_t errlen)
 {
-    struct stat st;
-    if (stat(path, &st) < 0)
-        return tf_fail(err, errlen, -errno, "token_file %s: %s", path, strerror(errno));
-    if (!S_ISREG(st.st_mode))
-        return tf_fail(err, errlen, -EINVAL, "token_file %s: not a regular file", path);
-    if (st.st_mode & 077)
-        return tf_fail(err, errlen, -EPERM, "token_file %s: mode %04o lets group or others %s it; chmod 600 %s",
-                       path, (unsigned)(st.st_mode & 07777), st.st_mode & 022 ? "change" : "read", path);
-    return 0;
+    return tf_secret_file_check("token_file", path, err, errlen);
 }
 
 int config_validate(const struct config *c, char *err, size_t errlen)

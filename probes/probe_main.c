@@ -648,7 +648,13 @@ static int start_post(struct probe *pr)
     if (!pr->o.controller)
         return 0;
     if (pr->o.token_file) {
-        int r = tf_read_token(pr->o.token_file, token, sizeof(token));
+        char why[512];
+        int r = tf_secret_file_check("--token-file", pr->o.token_file, why, sizeof(why));
+        if (r < 0) {
+            log_err("%s", why);
+            return r;
+        }
+        r = tf_read_token(pr->o.token_file, token, sizeof(token));
         if (r < 0) {
             log_err("--token-file %s: %s", pr->o.token_file,
                     r == -EINVAL ? "must hold 1..255 printable characters" : strerror(-r));

@@ -213,6 +213,13 @@ t_check "unknown interface message names it" grep -q 'tfprb-noif0' "$T/err"
 t_eq "missing --token-file: exit 1" "1" \
   "$(cli -r "$D/p4aqm_ecn_org1.pcap" --controller http://127.0.0.1:9 --token-file "$T/no-token" | cut -d: -f1)"
 t_check "missing --token-file message names it" grep -q "token-file $T/no-token" "$T/err"
+# A token file others may read is refused, as the daemon refuses it (one
+# rule: tf_secret_file_check).
+echo secret > "$T/token"; chmod 644 "$T/token"
+t_eq "world-readable --token-file: exit 1" "1" \
+  "$(cli -r "$D/p4aqm_ecn_org1.pcap" --controller http://127.0.0.1:9 --token-file "$T/token" | cut -d: -f1)"
+t_check "world-readable --token-file: the message names the file, its mode and chmod 600" \
+  grep -q -- "--token-file $T/token: mode 0644 lets group or others read it; chmod 600" "$T/err"
 if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
   setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all "$P" -i lo >"$T/out" 2>"$T/err"; rc=$?
   t_check "no capture permission: exit 1, error names the interface and the cause" \
