@@ -17,9 +17,7 @@
 set -u
 D=$TF_OPT_BIN/tierflowd; G=$TF_TOOLS/report_gen
 command -v wrk >/dev/null || { echo "wrk missing (scripts/deps.sh bench)"; exit 0; }
-W=$(mktemp -d); PID=
-stop() { [ -n "$PID" ] && { kill "$PID" 2>/dev/null; wait "$PID" 2>/dev/null; }; PID=; }
-trap 'stop; rm -rf "$W"' EXIT
+. "$(dirname "$0")/../lib/daemon.sh"
 PORT=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
 U=http://127.0.0.1:$PORT
 mkdir "$W/web"; head -c 2048 /dev/urandom | base64 > "$W/web/static.txt"

@@ -25,11 +25,7 @@ set -u
 . "$(dirname "$0")/../lib/tap.sh"
 D=$TF_BIN/tierflowd; G=$TF_TOOLS/report_gen; TOPO=$TF_BIN/tierflow-topo
 [ -x "$D" ] && [ -x "$G" ] && [ -x "$TOPO" ] || { t_skip all "needs $D, $G and $TOPO (make san tools)"; t_done; }
-W=$(mktemp -d); PID=
-stop() { [ -n "$PID" ] && { kill "$PID" 2>/dev/null; wait "$PID" 2>/dev/null; }; PID=; }
-trap 'stop; rm -rf "$W"' EXIT
-port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
-wait_up() { for i in $(seq 100); do curl -sf "$1/api/v1/status" >/dev/null && return 0; kill -0 $PID 2>/dev/null || return 1; sleep 0.1; done; return 1; }
+. "$(dirname "$0")/../lib/daemon.sh"
 nevents() { curl -s "$U/api/v1/events" | jq "[.events[]|select(.kind==\"$1\")]|length"; }
 wait_event() { for i in $(seq 100); do [ "$(nevents "$1")" -ge "$2" ] && return 0; sleep 0.1; done; return 1; }
 # GET views are cached for up to a second: poll until FILTER holds on /status.

@@ -15,12 +15,7 @@ set -u
 . "$(dirname "$0")/../lib/tap.sh"
 D=$TF_BIN/tierflowd; G=$TF_TOOLS/report_gen; R="python3 $(dirname "$0")/rawhttp.py"
 [ -x "$D" ] && [ -x "$G" ] || { t_skip all "needs $D and $G (make san tools)"; t_done; }
-W=$(mktemp -d); PID=; BG=()
-stop() { [ -n "$PID" ] && { kill "$PID" 2>/dev/null; wait "$PID" 2>/dev/null; }; PID=; }
-trap 'stop; for p in "${BG[@]}"; do kill $p 2>/dev/null; done; rm -rf "$W"' EXIT
-port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
-jqf() { jq -e "$1" "$2" >/dev/null; }
-wait_up() { for i in $(seq 100); do curl -sf "$1/api/v1/status" >/dev/null && return 0; kill -0 $PID 2>/dev/null || return 1; sleep 0.1; done; return 1; }
+. "$(dirname "$0")/../lib/daemon.sh"
 python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.2",0))' 2>/dev/null ||
   { t_skip all "cannot bind 127.0.0.2 (loopback without 127/8)"; t_done; }
 echo abuse-token > "$W/token"; chmod 600 "$W/token"

@@ -10,13 +10,7 @@ set -u
 . "$(dirname "$0")/../lib/tap.sh"
 D=$TF_BIN/tierflowd; G=$TF_TOOLS/report_gen
 [ -x "$D" ] && [ -x "$G" ] || { t_skip all "needs $D and $G (make san tools)"; t_done; }
-W=$(mktemp -d); PID=
-stop() { [ -n "$PID" ] && { kill "$PID" 2>/dev/null; wait "$PID" 2>/dev/null; }; PID=; }
-trap 'stop; rm -rf "$W"' EXIT
-port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
-wait_up() { for i in $(seq 100); do curl -sf "$1/api/v1/status" >/dev/null && return 0; kill -0 $PID 2>/dev/null || return 1; sleep 0.1; done; return 1; }
-jqf() { jq -e "$1" "$2" >/dev/null; }
-code() { curl -s -o "$W/body" -w '%{http_code}' "$@"; }
+. "$(dirname "$0")/../lib/daemon.sh"
 "$G" --topology leafspine:leaves=2,spines=4,hosts=4,gbps=100 --emit-topology "$W/topo.json"
 REPORT='{"probe":"L1","links":[{"if":"S1","tx_bps":1,"oper":"down"}]}'
 J="Content-Type: application/json"

@@ -10,11 +10,7 @@ set -u
 . "$(dirname "$0")/../lib/tap.sh"
 D=$TF_BIN/tierflowd; G=$TF_TOOLS/report_gen
 [ -x "$D" ] && [ -x "$G" ] || { t_skip all "needs $D and $G (make san tools)"; t_done; }
-W=$(mktemp -d); PID=
-stop() { [ -n "$PID" ] && { kill "$PID" 2>/dev/null; wait "$PID" 2>/dev/null; }; PID=; }
-trap 'stop; rm -rf "$W"' EXIT
-port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
-wait_up() { for i in $(seq 100); do curl -sfk "$1/api/v1/status" >/dev/null && return 0; kill -0 $PID 2>/dev/null || return 1; sleep 0.1; done; return 1; }
+. "$(dirname "$0")/../lib/daemon.sh"
 # Polls until the events list has n events of kind k (the reload runs on the main loop).
 wait_event() { for i in $(seq 100); do [ "$(curl -s "$U/api/v1/events" | jq "[.events[]|select(.kind==\"$1\")]|length")" -ge "$2" ] && return 0; sleep 0.1; done; return 1; }
 

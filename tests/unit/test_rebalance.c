@@ -428,6 +428,23 @@ static void contended_says_what_is_new(void **state)
     assert_false(rebalance_contended(&x->rb, T0 + 0.7));
 }
 
+/* Two flows at 50 Gb/s collide on L1's S1 uplink and a round moves one:
+ * the moved flow, and in apart each flow's spine after the move (where
+ * holds the moved one's name), for the reports that follow. */
+static const struct state_flow *collide_and_move(struct fx *x, const int *sp, char where[4], const char *apart[2])
+{
+    const double g[] = {50, 50};
+    const char *on[] = {"S1", "S1"};
+    report(x, T0, NULL, 2, sp, on, g);
+    assert_int_equal(auto_moves(x, T0), 1);
+    const struct state_flow *a = flow(x, 0, sp[0]), *b = flow(x, 1, sp[1]);
+    const struct state_flow *moved = a->pinned ? a : b;
+    tf_strlcpy(where, fx_spine(&x->st, moved), 4);
+    apart[0] = a == moved ? where : "S1";
+    apart[1] = b == moved ? where : "S1";
+    return moved;
+}
+
 /* Do no harm: two flows collide at 50 Gb/s each; after one is moved, both
  * do 30 (something the loads did not show limits them). Once the settle
  * period is over the group is judged over harm_intervals rounds: at 60% of
@@ -437,15 +454,10 @@ static void harmful_pins_withdrawn(void **state)
 {
     struct fx *x = *state;
     const int sp[] = {1, 2};
-    const double g[] = {50, 50}, worse[] = {30, 30};
-    const char *on[] = {"S1", "S1"};
-    report(x, T0, NULL, 2, sp, on, g);
-    assert_int_equal(auto_moves(x, T0), 1);
-    const struct state_flow *a = flow(x, 0, 1), *b = flow(x, 1, 2);
-    const struct state_flow *moved = a->pinned ? a : b;
+    const double worse[] = {30, 30};
     char where[4];
-    tf_strlcpy(where, fx_spine(&x->st, moved), sizeof(where));
-    const char *apart[] = {a == moved ? where : "S1", b == moved ? where : "S1"};
+    const char *apart[2];
+    const struct state_flow *moved = collide_and_move(x, sp, where, apart);
     for (int t = 1; t <= 4; t++) {
         report(x, T0 + t, NULL, 2, sp, apart, worse);
         assert_int_equal(auto_moves(x, T0 + t), 0);
@@ -467,15 +479,10 @@ static void helpful_pins_kept(void **state)
 {
     struct fx *x = *state;
     const int sp[] = {1, 2};
-    const double g[] = {50, 50}, better[] = {95, 95};
-    const char *on[] = {"S1", "S1"};
-    report(x, T0, NULL, 2, sp, on, g);
-    assert_int_equal(auto_moves(x, T0), 1);
-    const struct state_flow *a = flow(x, 0, 1), *b = flow(x, 1, 2);
-    const struct state_flow *moved = a->pinned ? a : b;
+    const double better[] = {95, 95};
     char where[4];
-    tf_strlcpy(where, fx_spine(&x->st, moved), sizeof(where));
-    const char *apart[] = {a == moved ? where : "S1", b == moved ? where : "S1"};
+    const char *apart[2];
+    const struct state_flow *moved = collide_and_move(x, sp, where, apart);
     for (int t = 1; t <= 8; t++) {
         report(x, T0 + t, NULL, 2, sp, apart, better);
         assert_int_equal(auto_moves(x, T0 + t), 0);
