@@ -19,7 +19,7 @@ command -v iperf3 >/dev/null && command -v jq >/dev/null || { t_skip live "needs
 nspair_up "tfprb$$" 10.77.0 tfpv
 tc -n "$A" qdisc add dev tfpv0 root handle 1: htb default 10
 tc -n "$A" class add dev tfpv0 parent 1: classid 1:10 htb rate 200mbit ceil 200mbit 2>/dev/null
-echo "s3cret-token-$$" >"$T/token"
+echo "s3cret-token-$$" >"$T/token"; chmod 600 "$T/token"   # a token others may read is refused
 
 
 listening() { ip netns exec "$1" ss -Hltn "sport = :$2" | grep -q .; }
