@@ -105,8 +105,19 @@ int capture_open_live(struct capture *c, const char *ifname, const struct captur
     int r = capture_activate(c, o);
     if (!r)
         r = capture_check_dlt(c);
+    /* A probe reports what leaves by its interfaces (a report's `if` is
+     * where traffic leaves: docs/telemetry.md). A packet arriving on one is
+     * the upstream switch's to report, and copying it as well doubled the
+     * capture's cost, which on a busy host is goodput lost. The kernel drops
+     * it (BPF `outbound`, the packet type) before any copy. */
+    char both[4200];
+    const char *f = o->filter;
+    if (!o->inbound) {
+        snprintf(both, sizeof(both), "outbound%s%s%s", f ? " and (" : "", f ? f : "", f ? ")" : "");
+        f = both;
+    }
     if (!r)
-        r = capture_set_filter(c, o->filter);
+        r = capture_set_filter(c, f);
     if (!r && pcap_setnonblock(c->p, 1, err) < 0) {
         log_err("-i %s: %s", ifname, err);
         r = -EIO;

@@ -33,6 +33,7 @@ struct capture_opts {
     int buffer_mb;        /* kernel buffer, 0 = libpcap's default */
     int timeout_ms;       /* TPACKET_V3 block timeout, default 100 */
     const char *filter;   /* BPF expression or NULL */
+    bool inbound;         /* live: packets arriving on the interface too (else only leaving) */
     bool libpcap_reader;  /* files: libpcap reads every record (see savefile.h) */
 };
 

@@ -66,6 +66,7 @@ struct probe_opts {
     enum report_fmt fmt;
     int log_level;
     bool libpcap_reader;      /* --file-reader libpcap */
+    bool inbound;             /* --inbound */
 };
 
 struct probe;
@@ -444,7 +445,7 @@ static void usage(FILE *f)
         "         [--node NAME] [--controller URL] [--token-file F] [--interval SEC]\n"
         "         [--fat-share 0.10] [--link-gbps N] [--filter BPF] [--format json|table]\n"
         "         [--max-flows N] [--top N] [--snaplen N] [--buffer-size MB]\n"
-        "         [--idle-timeout SEC] [--file-reader auto|libpcap] [--log-level LEVEL]\n"
+        "         [--idle-timeout SEC] [--file-reader auto|libpcap] [--inbound] [--log-level LEVEL]\n"
         "         [--help] [--version]\n"
         "       switch telemetry (sFlow v5, ERSPAN), with -i, -r or on its own:\n"
         "         [--sflow-listen [ADDR:]PORT] [--mirror-map FILE] [--telemetry]\n"
@@ -454,7 +455,7 @@ static void usage(FILE *f)
 
 enum { O_NODE = 256, O_CTL, O_TOKEN, O_IVL, O_FAT, O_GBPS, O_FILTER, O_FMT, O_MAXF, O_TOP,
        O_SNAP, O_BUF, O_IDLE, O_LOG, O_HELP, O_VER, O_MAP, O_SFLOW, O_TEL, O_READER, O_ALLOW,
-       O_MAXUN };
+       O_MAXUN, O_INBOUND };
 
 static const struct option long_opts[] = {
     {"interface", required_argument, 0, 'i'}, {"read", required_argument, 0, 'r'},
@@ -468,6 +469,7 @@ static const struct option long_opts[] = {
     {"help", no_argument, 0, O_HELP}, {"version", no_argument, 0, O_VER},
     {"mirror-map", required_argument, 0, O_MAP}, {"sflow-listen", required_argument, 0, O_SFLOW},
     {"telemetry", no_argument, 0, O_TEL}, {"file-reader", required_argument, 0, O_READER},
+    {"inbound", no_argument, 0, O_INBOUND},
     {"telemetry-allow", required_argument, 0, O_ALLOW},
     {"telemetry-max-unmapped", required_argument, 0, O_MAXUN},
     {0, 0, 0, 0},
@@ -582,6 +584,7 @@ static int parse_opts(int argc, char **argv, struct probe_opts *o)
         case O_MAP: o->mirror_map = a; o->telemetry = true; break;
         case O_SFLOW: o->sflow_listen = a; o->telemetry = true; break;
         case O_TEL: o->telemetry = true; break;
+        case O_INBOUND: o->inbound = true; break;
         case O_ALLOW: r = allow_opt(a, o); o->telemetry = true; break;
         case O_MAXUN:
             r = int_opt("--telemetry-max-unmapped", a, 0, MIRROR_MAX_VIEWS, &o->max_unmapped);
@@ -624,7 +627,9 @@ static int parse_opts(int argc, char **argv, struct probe_opts *o)
 static int open_sources(struct probe *pr)
 {
     struct capture_opts co = {.snaplen = (int)pr->o.snaplen, .buffer_mb = (int)pr->o.buffer_mb,
-                              .filter = pr->o.filter, .libpcap_reader = pr->o.libpcap_reader};
+                              .filter = pr->o.filter, .libpcap_reader = pr->o.libpcap_reader,
+                              /* mirrored traffic (ERSPAN) arrives on the capture interface */
+                              .inbound = pr->o.inbound || pr->o.telemetry};
     size_t n = pr->offline ? 1 : pr->o.nifs;
     for (size_t i = 0; i < n; i++) {
         int r = pr->offline ? capture_open_file(&pr->cap[i], pr->o.file, &co)
