@@ -45,7 +45,7 @@ lab_pattern() {
   awk -v pat="$name" -v seed="$seed" '
     { h[NR-1] = $1; e[NR-1] = $2; p[NR-1] = $3; n = NR }
     function pick_where(i, kind,   c, j, k, cand) { c = 0
-      for (j = 0; j < n; j++) if (j != i && ((kind == "edge" && e[j] == e[i]) ||
+      for (j = 0; j < n; j++) if (j != i && ((kind == "edge" && e[j] == e[i]) || kind == "any" ||
           (kind == "pod" && p[j] == p[i] && e[j] != e[i]) || (kind == "other" && p[j] != p[i]))) cand[c++] = j
       if (c == 0) return -1
       return cand[int(rand() * c)] }
@@ -61,7 +61,9 @@ lab_pattern() {
         for (i = 0; i < n; i++) print h[i], h[q[i]]; exit }
       if (kind == "staggered") { ep = (arg[1] == "" ? 0.5 : arg[1]); pp = (arg[2] == "" ? 0.3 : arg[2])
         for (i = 0; i < n; i++) { r = rand(); k = (r < ep ? "edge" : (r < ep + pp ? "pod" : "other"))
-          j = pick_where(i, k); if (j < 0) j = pick_where(i, "other"); print h[i], h[j] } exit }
+          # a leaf/spine is one pod: no "other" there, any other host instead
+          j = pick_where(i, k); if (j < 0) j = pick_where(i, "other"); if (j < 0) j = pick_where(i, "any")
+          print h[i], h[j] } exit }
       print "lab_pattern: unknown pattern " pat > "/dev/stderr"; exit 1 }'
 }
 
@@ -143,6 +145,7 @@ e2e_oracle() {
   done > "$dir/flows.txt"
   [ $rc -eq 0 ] && "$tool" "$LAB_TOPO" "$dir/sim.json" tierflow "$dir/flows.txt" "$dir" >/dev/null || rc=1
   for f in "$dir"/*.install; do
+    [ -e "$f" ] || continue
     sw=$(basename "$f" .install)
     "$LAB" exec "$sw" -- ip -batch "$f" || rc=1
   done
@@ -154,7 +157,7 @@ e2e_oracle() {
   sleep "$settle_s"; te1=$(date +%s); sleep "$meas_s"; te2=$(date +%s)
   [ -n "$probes" ] && tf_stop
   _e2e_reap
-  for f in "$dir"/*.clear; do "$LAB" exec "$(basename "$f" .clear)" -- ip -batch "$f" || rc=1; done
+  for f in "$dir"/*.clear; do [ -e "$f" ] || continue; "$LAB" exec "$(basename "$f" .clear)" -- ip -batch "$f" || rc=1; done
   E2E_ORACLE=$(iperf_window "$te1" "$te2" "${files[@]}")
   E2E_ORACLE_REACH=$(iperf_reach "$(awk -v a="$E2E_ORACLE" 'BEGIN{print 0.9 * a}')" "${bases[0]}" "$te2" 0.2 "${bases[@]}")
   return $rc
