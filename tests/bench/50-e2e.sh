@@ -53,7 +53,9 @@ for fab in $FABRICS; do
   printf '%-18s %15s %15s %15s %7s %9s %10s %6s\n' pattern "ECMP Mbit/s" tierflow oracle "tf/ECMP" "tf/oracle" "moves/flow" "react"
   for p in $PATTERNS; do
     lab_pattern "$p" 1 > "$LAB_TMP/pairs"
-    e2e_oracle "$LAB_TMP/pairs" 3 8 || E2E_ORACLE=0
+    # measured over the window tierflow is (17 s to 25 s after the flows
+    # start): 16 TCP flows through deep queues are not settled after 3 s
+    e2e_oracle "$LAB_TMP/pairs" 17 8 || E2E_ORACLE=0
     e2e_run "$LAB_TMP/pairs" 8 9 8
     printf '%-18s %8s (%4s) %8s (%4s) %8s (%4s) %7s %9s %10s %6s\n' "$p" "$(mb "$E2E_ECMP")" "$(pc "$E2E_ECMP")" \
       "$(mb "$E2E_TF")" "$(pc "$E2E_TF")" "$(mb "$E2E_ORACLE")" "$(pc "$E2E_ORACLE")" "$(ratio "$E2E_TF" "$E2E_ECMP")" \
