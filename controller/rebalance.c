@@ -584,7 +584,7 @@ static void unpin_apply(struct rebalance *rb, const struct round *r, double now)
     if (!r->nunpin)
         return;
     struct state *s = rb->st;
-    size_t aged = 0, failed = 0, harm = 0, said = 0;
+    size_t aged = 0, failed = 0, said = 0;
     pthread_rwlock_wrlock(&s->lock);
     for (size_t i = 0; i < r->nunpin; i++) {
         const struct unpin *u = &r->unpin[i];
@@ -593,10 +593,8 @@ static void unpin_apply(struct rebalance *rb, const struct round *r, double now)
             continue;
         f->pinned = false;
         f->pin = -1;
-        if (u->why == UNPIN_HARM) {   /* the "harm" event said it for the group */
-            harm++;
+        if (u->why == UNPIN_HARM)     /* the "harm" event said it for the group */
             continue;
-        }
         u->why == UNPIN_FAILED ? failed++ : aged++;
         if (said++ >= REBALANCE_UNPIN_EVENTS)
             continue;
@@ -609,7 +607,6 @@ static void unpin_apply(struct rebalance *rb, const struct round *r, double now)
     }
     s->gen++;
     pthread_rwlock_unlock(&s->lock);
-    (void)harm;
     if (said > REBALANCE_UNPIN_EVENTS)
         events_add(rb->ev, now, "unpinned", "%zu more pins removed (%zu unobserved too long, %zu on failed paths in all)",
                    said - REBALANCE_UNPIN_EVENTS, aged, failed);
