@@ -52,7 +52,7 @@
 # spine (about 3 min); two-links and flap on the fat tree are in
 # tests/bench/55-failures.sh, which prints the whole matrix as rows.
 # E2E_FAIL_TOPOS, E2E_FAIL_SCENARIOS (leaf/spine) and E2E_FAIL_FT_SCENARIOS
-# pick others.
+# pick others; E2E_FAIL_ORACLE=1 adds the oracle run (fail_run oracle).
 set -u
 TF_ROOT=${TF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 . "$TF_ROOT/tests/lib/tap.sh"
@@ -108,6 +108,10 @@ run_topology() {
   FAIL_TOKEN=$LAB_TMP/token; head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$FAIL_TOKEN"; chmod 600 "$FAIL_TOKEN"
   FAIL_GBPS=$(awk -v m="$MBIT" 'BEGIN{print m/1000}')
   t=$(date +%s); fail_run ecmp $SCENARIOS; echo "# $name: ECMP run $(( $(date +%s) - t )) s"
+  if [ -n "${E2E_FAIL_ORACLE:-}" ]; then   # this machine's ceiling per scenario (bench 55 always runs it)
+    t_check "$name: the oracle's rules for every scenario" fail_oracle_prepare $SCENARIOS
+    t=$(date +%s); fail_run oracle $SCENARIOS; echo "# $name: oracle run $(( $(date +%s) - t )) s"
+  fi
   t=$(date +%s); fail_run tierflow $SCENARIOS; echo "# $name: tierflow run $(( $(date +%s) - t )) s"
   t_eq "$name: tierflowd ran through the scenarios" 1 "${FAIL_R[tierflow alive]}"
   echo "# $name: ${FAIL_R[tierflow probes]} probes alive at the end; tierflow moved ${FAIL_R[tierflow all moves]} flows in all"
@@ -125,6 +129,7 @@ run_topology() {
     echo "# $name $s ($(fail_describe "$s")): capacity $(mb "$c") Mbit/s (${FAIL_R[cap_from $s]})"
     echo "#   ECMP     after $(mb "$e") ($(pc "$e" "$c")), 90% after ${FAIL_R[ecmp $s rec]} s; placement in force carries $(mb "${FAIL_R[ecmp $s placement]}"), dead paths ${FAIL_R[ecmp $s dead]}; routing back in ${FAIL_R[ecmp $s routing]:-n/a} s; bins ${FAIL_R[ecmp $s bins]}"
     echo "#   tierflow after $(mb "$t") ($(pc "$t" "$c")), 90% after ${FAIL_R[tierflow $s rec]} s; placement in force carries $(mb "${FAIL_R[tierflow $s placement]}"), dead paths ${FAIL_R[tierflow $s dead]} (${FAIL_R[tierflow $s dead_tf]} steered by tierflow), fat flows on a down link in its view ${FAIL_R[tierflow $s view]}, moves ${FAIL_R[tierflow $s moves]}; bins ${FAIL_R[tierflow $s bins]}"
+    [ -n "${FAIL_R[oracle $s after]:-}" ] && echo "#   oracle   after $(mb "${FAIL_R[oracle $s after]}") ($(pc "${FAIL_R[oracle $s after]}" "$c")), 90% after ${FAIL_R[oracle $s rec]} s; tierflow at 90% of the oracle after ${FAIL_R[tierflow $s rec_oracle]} s; bins ${FAIL_R[oracle $s bins]}"
     echo "#   tierflow/capacity $(awk -v a="$t" -v b="$c" 'BEGIN{printf "%.2f", a/b}'), tierflow/ECMP $(awk -v a="$t" -v b="$e" 'BEGIN{printf "%.2f", (b > 0 ? a/b : 0)}')"
     [ "$s" = flap ] && echo "#   while flapping (from 3 s after the first down): ECMP $(mb "${FAIL_R[ecmp flap during]}"), tierflow $(mb "${FAIL_R[tierflow flap during]}"); after the last up: ECMP $(mb "${FAIL_R[ecmp flap after_up]}"), tierflow $(mb "${FAIL_R[tierflow flap after_up]}") Mbit/s (full fabric $(mb "${FAIL_CAP[none]}"))"
     if [ "${FAIL_R[tierflow $s dead]}" != 0 ] || [ "${FAIL_R[ecmp $s dead]}" != 0 ]; then

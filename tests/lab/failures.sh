@@ -36,7 +36,10 @@
 #   fail_tf_view URL SCENARIO   fresh fat flows whose path in tierflow's view
 #                               (GET /api/v1/flows) crosses one of its down links
 #   fail_moves URL T1 T2        flows tierflow moved in [T1, T2) (rebalance events)
-#   fail_run MODE SCEN...       one continuous traffic run (MODE: ecmp, tierflow)
+#   fail_oracle_prepare SCEN... the oracle's rules per scenario (fail_capacities first)
+#   fail_oracle_install SCEN    installs them on every switch (clear: removes them)
+#   fail_run MODE SCEN...       one continuous traffic run (MODE: ecmp, tierflow,
+#                               oracle)
 #                               through the scenarios, in order; results in
 #                               FAIL_R["MODE SCEN KEY"]: t0 hold wend after bins rec
 #                               placement dead dead_tf trace routing (and view moves
@@ -429,6 +432,7 @@ fail_run() {
   done
   for ((i = 0; i < ${#FAIL_FSRC[@]}; i++)); do iperf_wait_listen "${FAIL_FDST[$i]}" "${FAIL_FDPORT[$i]}"; done
   if [ "$mode" = tierflow ]; then tf_start "$FAIL_URL" "$FAIL_TOKEN" "$FAIL_GBPS"; sleep 1.5; fi
+  [ "$mode" = oracle ] && fail_oracle_install none
   for ((i = 0; i < ${#FAIL_FSRC[@]}; i++)); do
     lab_bg "cli-${FAIL_FSRC[$i]}-${FAIL_FSPORT[$i]}" "$LAB" exec "${FAIL_FSRC[$i]}" -- iperf3 -c "${FAIL_ADDR[${FAIL_FDST[$i]}]}" \
       -p "${FAIL_FDPORT[$i]}" --cport "${FAIL_FSPORT[$i]}" -t "$secs" -i 0.5 -J ${FAIL_IPERF_OPTS:-} --logfile "$LAB_TMP/fail-$mode-cli$i.json"
@@ -445,6 +449,7 @@ fail_run() {
         fail_align; t0=$FAIL_T; te=$t0
         for k in 0 1 2 3 4; do
           fail_sleep_until $((t0 + 2 * k)); fail_down flap
+          [ "$mode" = oracle ] && [ $k -eq 0 ] && fail_oracle_install flap
           if [ $k -eq 4 ]; then # the check, inside the last down phase
             sleep 0.2; fail_trace
             FAIL_R["$mode $s dead"]=$FAIL_DEAD; FAIL_R["$mode $s dead_tf"]=$FAIL_DEAD_TF; FAIL_R["$mode $s trace"]=$FAIL_TRACE
@@ -457,10 +462,12 @@ fail_run() {
         if [ $down_src -eq 0 ]; then fail_down restore; sleep "$FAIL_HOLD"; fi
         fail_align; te=$FAIL_T
         fail_up restore; down_src=0
+        [ "$mode" = oracle ] && fail_oracle_install none
         FAIL_R["$mode restore routing"]=$(fail_wait_routing 30) ;;
       *)
         fail_align; te=$FAIL_T
         fail_down "$s"
+        [ "$mode" = oracle ] && fail_oracle_install "$s"
         [ "$s" = src-uplink ] && down_src=1 ;;
     esac
     FAIL_R["$mode $s t0"]=$te
@@ -482,9 +489,10 @@ fail_run() {
     fail_sleep_until $((te + hold))
     [ "$mode" = tierflow ] && FAIL_R["$mode $s moves"]=$(fail_moves "$FAIL_URL" "$te" $((te + hold)))
     case $s in
-      flap|restore) ;;
-      src-uplink) [ "$(fail_next "$s" "$@")" = restore ] || { fail_up "$s"; down_src=0; } ;;
-      *) fail_up "$s" ;;
+      restore) ;;
+      flap) [ "$mode" = oracle ] && fail_oracle_install none ;;
+      src-uplink) [ "$(fail_next "$s" "$@")" = restore ] || { fail_up "$s"; down_src=0; [ "$mode" = oracle ] && fail_oracle_install none; } ;;
+      *) fail_up "$s"; [ "$mode" = oracle ] && fail_oracle_install none ;;
     esac
     if [ $down_src -eq 0 ]; then
       [ "$s" = restore ] || FAIL_R["$mode $s routing"]=$(fail_wait_routing 30)
@@ -504,6 +512,7 @@ fail_run() {
     lab_stop "srv-${FAIL_FDST[$i]}-${FAIL_FDPORT[$i]}"
   done
   [ "$mode" = tierflow ] && { cp "$LAB_TMP/tierflowd.log" "$LAB_TMP/tierflowd-$mode.log" 2>/dev/null; tf_stop; }
+  [ "$mode" = oracle ] && fail_oracle_install clear
   local iv=$LAB_TMP/fail-$mode-intervals.txt
   _iperf_intervals "${files[@]}" > "$iv"   # read the JSON once; windows as iperf_window computes them
   FAIL_R["$mode all bins"]=$(fail_bins "$iv" "${FAIL_R["$mode none t0"]}" "${FAIL_R["$mode end"]}" | awk '{printf "%.1f ", $2/1e6}')
@@ -518,13 +527,20 @@ fail_run() {
     FAIL_R["$mode $s bins"]=$(fail_bins "$iv" "$t0" "$e" | awk '{printf "%.1f ", $2/1e6}')
     [ "$s" = flap ] && FAIL_R["$mode flap during"]=$(fail_window "$iv" $((t0 + 3)) "${FAIL_R["$mode flap up"]}") \
       && FAIL_R["$mode flap after_up"]=$(fail_window "$iv" "${FAIL_R["$mode flap up"]}" "$e")
-    # Recovered at bin k: bin k at >= 90% of the capacity and the bins from k
-    # to the end of the window at >= 90% on average (one lucky bin does not count).
-    FAIL_R["$mode $s rec"]=$(fail_bins "$iv" "$t0" "$e" | awk -v c="${FAIL_CAP[$s]}" '
-      { b[NR] = $2 } END { for (k = 1; k <= NR; k++) { if (b[k] < 0.9 * c) continue
-        m = 0; for (j = k; j <= NR; j++) m += b[j]; if (m / (NR - k + 1) >= 0.9 * c) { print k; exit } }
-        print -1 }')
+    FAIL_R["$mode $s rec"]=$(fail_rec "$iv" "$t0" "$e" "${FAIL_CAP[$s]}")
+    # Against this machine's ceiling too, when the oracle ran first.
+    [ "$mode" != oracle ] && [ -n "${FAIL_R["oracle $s after"]:-}" ] &&
+      FAIL_R["$mode $s rec_oracle"]=$(fail_rec "$iv" "$t0" "$e" "${FAIL_R["oracle $s after"]}")
   done
+}
+# Recovered at bin k: bin k at >= 90% of REF (bit/s) and the bins from k to
+# the end of the window at >= 90% on average (one lucky bin does not count);
+# k in seconds from T0 (the failure), -1 when never in the window.
+fail_rec() { # INTERVALS T0 END REF
+  fail_bins "$1" "$2" "$3" | awk -v c="$4" '
+    { b[NR] = $2 } END { for (k = 1; k <= NR; k++) { if (b[k] < 0.9 * c) continue
+      m = 0; for (j = k; j <= NR; j++) m += b[j]; if (m / (NR - k + 1) >= 0.9 * c) { print k; exit } }
+      print -1 }'
 }
 # Aggregate goodput (bit/s) in [T1,T2] from "START END BYTES" interval lines
 # (lib.sh's _iperf_intervals), as iperf_window; fail_bins: 1-s bins, "T BPS".
@@ -550,5 +566,45 @@ fail_capacities() {
     case $s in none|restore) [ -n "${FAIL_CAP[none]:-}" ] && { FAIL_CAP[$s]=${FAIL_CAP[none]}; FAIL_R["cap_from $s"]=${FAIL_R["cap_from none"]}; continue; } ;; esac
     read -r FAIL_CAP[$s] k < <(fail_capacity "$s"); FAIL_R["cap_from $s"]=$k
   done
+}
+# The oracle per scenario (docs/lab.md "The oracle run"): the assignment
+# behind FAIL_CAP (the simulator's best algorithm and seed on the surviving
+# topology) as every switch's tierflow rules (tests/tools/oracle_batch), in
+# $LAB_TMP/oracle-SCEN. fail_run oracle installs it the moment the failure
+# happens and the whole fabric's when the links come back: no probes, no
+# reaction time -- the ceiling any controller has on this machine.
+fail_oracle_prepare() { # SCEN...
+  local s k algo seed tool i dir
+  tool=$(tf_bin oracle_batch); [ -n "$tool" ] || tool="$TF_ROOT/${O:-build}/tools/oracle_batch"
+  [ -x "$tool" ] || { echo "fail_oracle_prepare: tests/tools/oracle_batch is not built" >&2; return 1; }
+  for ((i = 0; i < ${#FAIL_FSRC[@]}; i++)); do
+    echo "${FAIL_ADDR[${FAIL_FSRC[$i]}]} ${FAIL_ADDR[${FAIL_FDST[$i]}]} ${FAIL_FSPORT[$i]} ${FAIL_FDPORT[$i]}"
+  done > "$LAB_TMP/oracle-flows.txt"
+  for s in none "$@"; do
+    k=$s; [ "$s" = restore ] && k=none
+    dir=$LAB_TMP/oracle-$k
+    [ -d "$dir" ] && continue
+    read -r algo _ seed <<< "${FAIL_R["cap_from $k"]}"
+    mkdir -p "$dir"
+    "$SIM" --topology "$LAB_TMP/fail-topo-$k.json" --flows "$FAIL_FLOWS_FILE" --algo "$algo" --seed "$seed" \
+      --emit-assignment > "$dir/sim.json" &&
+      "$tool" "$LAB_TMP/fail-topo-$k.json" "$dir/sim.json" "$algo" "$LAB_TMP/oracle-flows.txt" "$dir" >/dev/null ||
+      { echo "fail_oracle_prepare: $k: no oracle rules" >&2; return 1; }
+  done
+}
+# Every switch at once (ip -batch replaces tierflow's whole state there).
+fail_oracle_install() { # SCEN | clear
+  local f sw ext=install dir=$LAB_TMP/oracle-$1 rc=0
+  local -a pids=()
+  [ "$1" = clear ] && { dir=$LAB_TMP/oracle-none; ext=clear; }
+  [ "$1" = restore ] && dir=$LAB_TMP/oracle-none
+  for f in "$dir"/*."$ext"; do
+    [ -e "$f" ] || continue
+    sw=$(basename "$f" ".$ext")
+    ip -n "${FAIL_NS[$sw]}" -batch "$f" & pids+=($!)
+  done
+  for f in "${pids[@]}"; do wait "$f" || rc=1; done
+  [ $rc -eq 0 ] || echo "fail_oracle_install: $1: a switch refused its rules" >&2
+  return $rc
 }
 fail_next() { local want=$1 s prev=""; shift; for s in "$@"; do [ "$prev" = "$want" ] && { echo "$s"; return; }; prev=$s; done; }
