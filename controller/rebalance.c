@@ -260,7 +260,9 @@ static void verdicts(const struct rebalance *rb, struct round *r, double now)
     const struct config *c = rb->cfg;
     for (size_t i = 0; i < r->n; i++) {
         struct snap *f = &r->f[i];
-        if (f->move_bps <= 0 || now - f->moved_at < settle_s(c))
+        /* Not across a failure or a return (judge_groups says why). */
+        if (f->move_bps <= 0 || now - f->moved_at < settle_s(c) ||
+            rb->st->dirs_changed_at > f->moved_at - c->interval)
             continue;
         bool hot = false;
         for (int j = 0; j < f->ndirs; j++)
@@ -306,6 +308,16 @@ static void judge_groups(struct rebalance *rb, struct round *r, double now)
         }
         if (now < gr->until) {
             g++;
+            continue;
+        }
+        /* A link that failed or came back since the rates before the move
+         * were measured (one interval before it) changed what every path
+         * can carry: the comparison would blame the pins for the failure.
+         * The group goes unjudged; its flows' verdicts still come. */
+        if (s->dirs_changed_at > gr->at - c->interval) {
+            log_debug("rebalance: the group moved at %.1f is not judged: the fabric changed at %.1f", gr->at,
+                      s->dirs_changed_at);
+            group_drop(rb, g);
             continue;
         }
         double ratio = gr->nsamples ? gr->ratio_sum / gr->nsamples : 1;

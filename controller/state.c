@@ -555,6 +555,8 @@ bool state_dir_eval(struct state *s, uint32_t dir, double now)
     bool up = d->probe_up && !d->route_down && !held;
     bool changed = up != d->up;
     d->up = up;
+    if (changed)
+        s->dirs_changed_at = now;   /* rates from before it describe another fabric */
     return changed;
 }
 
