@@ -473,6 +473,34 @@ static void harmful_pins_withdrawn(void **state)
     assert_int_equal(atomic_load(&x->m.harm_withdrawn), 1);
 }
 
+/* The same drop in rate when a link failed meanwhile (one no flow here
+ * crosses: L2 -> S4): the rates before the move describe another fabric, so
+ * neither the group nor the move is judged -- the pin stays, no back-off. */
+static void failure_voids_verdicts(void **state)
+{
+    struct fx *x = *state;
+    const int sp[] = {1, 2};
+    const double worse[] = {30, 30};
+    char where[4];
+    const char *apart[2];
+    const struct state_flow *moved = collide_and_move(x, sp, where, apart);
+    uint32_t d;
+    assert_int_equal(topo_dir_between(x->st.topo, topo_node_by_name(x->st.topo, "L2"),
+                                      topo_node_by_name(x->st.topo, "S4"), &d), 0);
+    pthread_rwlock_wrlock(&x->st.lock);
+    assert_true(state_dir_set_route_down(&x->st, d, true, T0 + 0.5));
+    pthread_rwlock_unlock(&x->st.lock);
+    for (int t = 1; t <= 8; t++) {
+        report(x, T0 + t, NULL, 2, sp, apart, worse);
+        assert_int_equal(auto_moves(x, T0 + t), 0);
+    }
+    assert_true(moved->pinned);
+    assert_true(moved->backoff_until == 0);
+    assert_int_equal(atomic_load(&x->m.futile_moves), 0);
+    assert_int_equal(atomic_load(&x->m.harm_withdrawn), 0);
+    assert_false(has_event(x, "harm", ""));
+}
+
 /* The same move when it helps: both flows at 95 after it; the pin stays,
  * no back-off, no harm. */
 static void helpful_pins_kept(void **state)
@@ -612,6 +640,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(contended_says_what_is_new, setup4, teardown),
         cmocka_unit_test_setup_teardown(harmful_pins_withdrawn, setup, teardown),
         cmocka_unit_test_setup_teardown(helpful_pins_kept, setup, teardown),
+        cmocka_unit_test_setup_teardown(failure_voids_verdicts, setup, teardown),
         cmocka_unit_test_setup_teardown(saturated_alone_is_not_moved, setup, teardown),
         cmocka_unit_test_setup_teardown(max_moves_and_hysteresis, setup, teardown),
         cmocka_unit_test_setup_teardown(dry_run_changes_nothing, setup, teardown),
