@@ -360,10 +360,13 @@ void state_flow_place(struct state *s, struct state_flow *f, const struct state_
         state_flow_set_path(s, f, f->pin);
         return;
     }
-    /* A report whose interval straddles a failure still names the dead
-     * egress; a flow the controller has since pinned onto a live path is
-     * there now (believing the report made the next round move it again). */
-    if (f->pin >= 0 && f->egress != TOPO_NONE && !s->dirs[f->egress].up) {
+    /* A report whose interval straddles a failure still names a path
+     * through the dead link (its egress, or a hop beyond what the probe
+     * sees: an aggregation switch's report of a flow towards a core whose
+     * only way on failed); a flow the controller has since pinned onto a
+     * live path is there now (believing the report made every round move
+     * it again, a forced move on loads of before the failure each time). */
+    if (f->pin >= 0 && l->ndirs > 0 && dirs_down(s, l->dirs, l->ndirs)) {
         uint32_t pd[TOPO_MAX_HOPS];
         int n = topo_path_dirs(s->topo, l->src_node, l->dst_node, (uint64_t)f->pin, pd, TOPO_MAX_HOPS);
         if (n > 0 && !dirs_down(s, pd, n)) {

@@ -124,6 +124,46 @@ static void observations_merge(void **st)
     state_free(&s);
 }
 
+/* A pinned flow, then a failure beyond what a probe sees (core SS4's link
+ * down to pod 2's S4): a report from S2 that still shows the flow leaving
+ * for SS4 (its interval straddles the failure and the pin) leaves it on its
+ * live pin; believing it made every round move the flow again. */
+static void stale_report_beyond_a_failure(void **st)
+{
+    (void)st;
+    struct topo *t;
+    char err[256];
+    assert_int_equal(topo_load("fattree:k=4,gbps=1", &t, err, sizeof(err)), 0);
+    struct state s;
+    assert_int_equal(state_init(&s, t, 1000, STALE, T0), 0);
+    struct state_flow_key k = {.af = 4, .proto = 6, .sport = 42000, .dport = 5400};
+    memcpy(k.src, t->nodes[fx_node(t, "H1")].addr, 16);
+    memcpy(k.dst, t->nodes[fx_node(t, "H5")].addr, 16);
+    bool ins;
+    struct state_flow *f = state_flow_upsert(&s, &k, &ins);
+    assert_non_null(f);
+    f->probe = TOPO_NONE;
+    assert_true(observe(&s, f, ins, "S1", "SS2", 40e6, T0));
+    int64_t pin = f->path;
+    f->pin = pin;
+    f->pinned = true;
+    assert_true(state_dir_set_route_down(&s, dir_of(t, "SS4", "S4"), true, T0 + 0.5));
+    assert_true(observe(&s, f, false, "S2", "SS4", 45e6, T0 + 1));
+    assert_int_equal(f->path, pin);
+    /* Unpinned, the same report places it where it says (a round then
+     * takes it off the dead path). */
+    f->pin = -1;
+    f->pinned = false;
+    assert_true(observe(&s, f, false, "S2", "SS4", 45e6, T0 + 1.2));
+    uint32_t d[TOPO_MAX_HOPS];
+    int n = state_flow_dirs(&s, f, d, TOPO_MAX_HOPS);
+    bool dead = false;
+    for (int i = 0; i < n; i++)
+        dead |= d[i] == dir_of(t, "SS4", "S4");
+    assert_true(dead);
+    state_free(&s);
+}
+
 static void probe_goes_stale_and_data_ages_out(void **st)
 {
     (void)st;
@@ -332,6 +372,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(reload_keeps_pins_by_name),
                                        cmocka_unit_test(observations_merge),
+                                       cmocka_unit_test(stale_report_beyond_a_failure),
                                        cmocka_unit_test(probe_goes_stale_and_data_ages_out),
                                        cmocka_unit_test(loads_from_flows_when_unmeasured),
                                        cmocka_unit_test(flows_classified_by_job)};
