@@ -170,6 +170,16 @@ static json_t *unsupported_json(struct rebalance *rb)
                 json_array_append_new(a, json_pack("{ss ss}", "switch", u[i].sw, "feature", plan_sel_name(bit)));
     return a;
 }
+/* The backend's own state (the bgp kind's speaker, sessions and
+ * announcements), added to /status's backend and to /routes; caller holds
+ * rb->mu. */
+static void backend_extra(struct api *a, json_t *into)
+{
+    json_t *x = a->rb->be ? backend_json(a->rb->be) : NULL;
+    if (x)
+        json_object_set_new(into, "bgp", x);
+}
+
 static json_t *view_status(struct api *a, double now)
 {
     struct state *s = a->st;
@@ -224,7 +234,7 @@ static json_t *view_status(struct api *a, double now)
                                         rs.duration_s, "congested", (json_int_t)rs.congested, "error",
                                         rs.error[0] ? json_string(rs.error) : json_null())
                             : json_null();
-    return json_pack("{ss sf sf sf so s{sI sI sI so} s{sI sI sI} so so s{sI sI} s{ss sb so so}}",
+    json_t *o = json_pack("{ss sf sf sf so s{sI sI sI so} s{sI sI sI} so so s{sI sI} s{ss sb so so}}",
                      "version", TF_VERSION, "uptime_s", now - a->start, "now", tf_now_real(), "interval_s",
                      a->cfg->interval, "topology", topo,
                      "probes", "total", (json_int_t)total, "alive", (json_int_t)alive, "stale", (json_int_t)stale,
@@ -235,6 +245,10 @@ static json_t *view_status(struct api *a, double now)
                      (json_int_t)atomic_load(&a->m->moves),
                      "backend", "name", a->backend_name, "healthy", healthy,
                      "error", berr[0] ? json_string(berr) : json_null(), "unsupported", unsupported_json(a->rb));
+    pthread_mutex_lock(&a->rb->mu);
+    backend_extra(a, json_object_get(o, "backend"));
+    pthread_mutex_unlock(&a->rb->mu);
+    return o;
 }
 
 static json_t *dir_json(struct state *s, const struct loads *l, uint32_t d, const struct config *cfg)
@@ -694,6 +708,7 @@ static void do_routes(struct api *a, struct api_reply *r)
     json_t *sw = plan_json(&have);
     json_t *o = json_pack("{ss ss so}", "backend", a->backend_name, "source", desired ? "desired" : "installed",
                           "error", err && err[0] ? json_string(err) : json_null());
+    backend_extra(a, o);
     pthread_mutex_unlock(&rb->mu);
     json_object_update(o, sw);
     json_decref(sw);
