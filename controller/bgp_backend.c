@@ -306,11 +306,20 @@ static int vote_cmp(const void *x, const void *y)
     return memcmp(a->a.via, c->a.via, 4);
 }
 
+/* What a refused rule is refused for: its mark or DSCP selector, or the
+ * rule as a whole (IPv6, not a host destination, a switch not peered). */
+struct refusal {
+    size_t n;
+    char sw[PLAN_SW_LEN];
+    unsigned sels;
+    char why[256];
+};
+
 /* want -> the routes to announce (sorted, one per leaf and destination);
- * narrowed counts the pins given up, refused the rules no BGP route
- * expresses (the first named in why). */
+ * narrowed counts the pins given up, rf the rules no BGP route expresses
+ * (the first named). */
 static int project(const struct bgp_backend *b, const struct plan *want, struct ann **out, size_t *nout,
-                   size_t *narrowed, size_t *refused, char *why, size_t whylen)
+                   size_t *narrowed, struct refusal *rf)
 {
     struct vote *v = calloc(want->nrules + 1, sizeof(*v));
     if (!v)
@@ -322,10 +331,13 @@ static int project(const struct bgp_backend *b, const struct plan *want, struct 
         uint32_t pi = node == TOPO_NONE ? UINT32_MAX : b->peer_of[node];
         if (r->af != 4 || r->dst_len != 32 || r->table >= b->table_base + PLANBUILD_CLASS_TABLE_OFF ||
             pi == UINT32_MAX) {
-            if (!(*refused)++) {
+            unsigned sels = plan_rule_sels(r) & (PLAN_SEL_FWMARK | PLAN_SEL_DSCP);
+            if (!rf->n++) {
                 char rs[200];
-                snprintf(why, whylen, "switch %s: rule '%s' has no BGP form (the bgp backend steers IPv4 "
-                         "destination hosts on switches it peers with)", r->sw, plan_rule_str(r, rs, sizeof(rs)));
+                tf_strlcpy(rf->sw, r->sw, sizeof(rf->sw));
+                rf->sels = sels ? sels : PLAN_SEL_OTHER;
+                snprintf(rf->why, sizeof(rf->why), "switch %s: rule '%s' has no BGP form (the bgp backend steers "
+                         "IPv4 destination hosts on switches it peers with)", r->sw, plan_rule_str(r, rs, sizeof(rs)));
             }
             continue;
         }
@@ -573,7 +585,7 @@ static void on_rib_line(struct bgp_backend *b, const char *line, bool out)
     memcpy(a.via, v, 4);
     const struct ann *want = ok ? bsearch(&a, b->ann, b->nann, sizeof(a), ann_cmp) : NULL;
     if ((!want || memcmp(want->via, a.via, 4)) && !b->mismatch[0])
-        snprintf(b->mismatch, sizeof(b->mismatch), "the speaker announces %s next-hop %s to %s, not what was asked",
+        snprintf(b->mismatch, sizeof(b->mismatch), "the speaker announces %.43s next-hop %.43s to %.31s, not what was asked",
                  pfx, nh, b->t->nodes[p->node].name);
     struct ann *s = realloc(b->seen, (b->nseen + 1) * sizeof(*s));
     if (s) {
@@ -782,9 +794,9 @@ int bgp_backend_open(const struct backend_cfg *cfg, struct bgp_backend **out, ch
         /* What it announces, derived from the plan (the switches' views are
          * not heard yet: every route counts as reachable), then checked
          * against its Adj-RIB-Out and its sessions. */
-        size_t narrowed = 0, refused = 0;
-        char why[256];
-        rc = project(b, &b->want, &b->ann, &b->nann, &narrowed, &refused, why, sizeof(why));
+        size_t narrowed = 0;
+        struct refusal rf = {0};
+        rc = project(b, &b->want, &b->ann, &b->nann, &narrowed, &rf);
         /* The spines' routes before their sessions: a session counts (and
          * can withdraw) only once what it announces is known. */
         if (!rc)
@@ -839,11 +851,11 @@ int bgp_backend_apply(struct bgp_backend *b, const struct plan *want, struct bac
     }
     struct ann *next = NULL;
     size_t nnext = 0;
-    char why[256] = "";
+    struct refusal rf = {0};
     if (!rc)
-        rc = project(b, want, &next, &nnext, &res->narrowed, &res->refused, why, sizeof(why));
-    if (!rc && res->refused)
-        backend_result_unsup(res, "", PLAN_SEL_OTHER, 0, why);
+        rc = project(b, want, &next, &nnext, &res->narrowed, &rf);
+    if (!rc && rf.n)
+        backend_result_unsup(res, rf.sw, rf.sels, rf.n, rf.why);
     if (!rc && (rc = transition(b, next, nnext, res)))
         snprintf(err, sizeof(err), "bgp backend: the speaker (pid %d) takes no commands: %s", (int)b->pid,
                  strerror(-rc));
