@@ -180,6 +180,31 @@ static void backend_extra(struct api *a, json_t *into)
         json_object_set_new(into, "bgp", x);
 }
 
+/* The backend's own series after the daemon's (rb->mu taken here). */
+static int backend_metrics_append(struct api *a, struct api_reply *r)
+{
+    if (!a->rb->be)
+        return 0;
+    char *x = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&x, &n);
+    if (!f)
+        return -ENOMEM;
+    pthread_mutex_lock(&a->rb->mu);
+    int rc = backend_metrics(a->rb->be, f);
+    pthread_mutex_unlock(&a->rb->mu);
+    if (fclose(f) && !rc)
+        rc = -ENOMEM;
+    char *body = rc ? NULL : realloc(r->body, r->len + n + 1);
+    if (body) {
+        memcpy(body + r->len, x, n + 1);
+        r->body = body;
+        r->len += n;
+    }
+    free(x);
+    return rc ? rc : body ? 0 : -ENOMEM;
+}
+
 static json_t *view_status(struct api *a, double now)
 {
     struct state *s = a->st;
@@ -681,7 +706,7 @@ static void dispatch(struct api *a, const struct api_req *q, const char *p, doub
         r->len = r->body ? a->openapi_len : 0;
         r->cacheable = true;
     } else if (strcmp(p, "/metrics") == 0) {
-        if (metrics_render(a->m, a->st, now, &r->body, &r->len) < 0)
+        if (metrics_render(a->m, a->st, now, &r->body, &r->len) < 0 || backend_metrics_append(a, r) < 0)
             return api_error(r, 500, "internal", "out of memory");
         r->status = 200;
         r->ctype = "text/plain; version=0.0.4; charset=utf-8";

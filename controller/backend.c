@@ -303,6 +303,11 @@ json_t *backend_json(struct backend *b)
 {
     return b->kind == K_BGP ? bgp_backend_json(b->bgp) : NULL;
 }
+
+int backend_metrics(struct backend *b, FILE *f)
+{
+    return b->kind == K_BGP ? bgp_backend_metrics(b->bgp, f) : 0;
+}
 bool backend_acts(const struct backend *b) { return kinds[b->kind].acts; }
 
 int backend_check_topo(const char *kind, const struct topo *t, char *err, size_t errlen)

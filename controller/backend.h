@@ -23,6 +23,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <jansson.h>
 
@@ -130,6 +131,9 @@ bool backend_healthy(struct backend *b);
 /* The bgp kind's speaker, sessions and announcements (bgp_backend_json);
  * NULL for the other kinds. */
 json_t *backend_json(struct backend *b);
+/* The kind's own Prometheus series to f (bgp: bgp_backend_metrics; others
+ * none). */
+int backend_metrics(struct backend *b, FILE *f);
 /* Whether this kind changes anything outside tierflowd (netlink: switches;
  * plan: files for the switches' automation). "none" does not: a round it
  * accepted is not "applied" (docs/api.md). */

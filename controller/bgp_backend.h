@@ -32,6 +32,8 @@
 #ifndef TF_BGP_BACKEND_H
 #define TF_BGP_BACKEND_H
 
+#include <stdio.h>
+
 #include <jansson.h>
 
 #include "controller/backend.h"
@@ -52,6 +54,9 @@ bool bgp_backend_healthy(struct bgp_backend *b, char *err, size_t errlen);
 /* {"speaker": {"pid", "running"}, "sessions": [{"node", "peer", "asn",
  * "state"}], "announced": [{"node", "prefix", "next_hop", "via"}]}. */
 json_t *bgp_backend_json(struct bgp_backend *b);
+/* Its Prometheus series (tierflow_bgp_speaker_up, tierflow_bgp_announced_routes,
+ * tierflow_bgp_session_up{node,peer}) to f. */
+int bgp_backend_metrics(struct bgp_backend *b, FILE *f);
 /* Stops watching; the speaker keeps running (adopted by the next open). */
 void bgp_backend_close(struct bgp_backend *b);
 

@@ -14,7 +14,9 @@
 #      speaker; `ip monitor route` in L1 sees the /32 never deleted
 #   4. remote failure: the steering spine's link to L2 goes down; the /32 is
 #      withdrawn from L1 within 2 s (time printed) and traffic keeps flowing
-#   5. stop with --withdraw-on-exit: L1 holds no route from the controller
+#   5. the speaker is killed: L1 drops its routes with the session, and
+#      tierflowd starts a new speaker that announces them again
+#   6. stop with --withdraw-on-exit: L1 holds no route from the controller
 #      and the speaker is gone
 set -u
 TF_ROOT=${TF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -116,6 +118,8 @@ t_check "everything L1 took from the controller is a /32 of a destination (nothi
 t_check "L1's route carries no-advertise" bash -c \
   "'$LAB' vtysh L1 -- 'show bgp ipv4 unicast $SDST/32 json' | jq -e '[.paths[].community.list[]?] | index(\"noAdvertise\")' >/dev/null"
 t_eq "no spine holds the /32 (no-advertise)" "" "$(for s in S1 S2; do "$LAB" exec $s -- ip -4 route show exact "$SDST/32"; done)"
+t_check "/metrics: the speaker up, L1's session up, routes announced" bash -c \
+  "curl -s '$URL/metrics' | grep -q '^tierflow_bgp_speaker_up 1' && curl -s '$URL/metrics' | grep -q '^tierflow_bgp_session_up{node=\"L1\",peer=\"[0-9.]*\"} 1' && curl -s '$URL/metrics' | grep -q '^tierflow_bgp_announced_routes [1-9]'"
 t_check "GET /api/v1/routes lists it for L1 via S2" bash -c \
   "curl -s '$URL/api/v1/routes' | jq -e --arg p '$SDST/32' '.bgp.announced | any(.node == \"L1\" and .prefix == \$p)' >/dev/null"
 sleep 1.5
@@ -155,7 +159,26 @@ echo "# after the failure: aggregate $(mbit "$AGG") Mbit/s over one spine"
 t_ge "traffic keeps flowing (>= 0.8 of the collided aggregate)" "$AGG" "$(awk -v c="$COLL" 'BEGIN{print 0.8*c}')"
 "$LAB" exec "$SPINE" -- ip link set L2 up
 
-# ---- 5. stop withdraws everything ---------------------------------------------
+# ---- 5. the speaker dies: its routes go with its sessions; tierflowd restarts it
+for _ in $(seq 50); do [ -n "$(lab_bgp_routes L1)" ] && break; sleep 0.1; done
+SPID=$(speaker_pid)
+t_check "L1 holds a controller route before the speaker dies" test -n "$(lab_bgp_routes L1)"
+tkill=$(date +%s.%N)
+kill -9 "$SPID"
+gone=""
+for _ in $(seq 100); do [ -z "$(lab_bgp_routes L1)" ] && { gone=$(date +%s.%N); break; }; sleep 0.05; done
+ms=$([ -n "$gone" ] && awk -v a="$tkill" -v b="$gone" 'BEGIN{printf "%d", (b-a)*1000}' || echo 9999)
+echo "# speaker killed: L1 dropped its controller routes after $ms ms"
+t_ge "speaker killed: its routes leave L1 with the session (within the 9 s hold time: $ms ms)" 9000 "$ms"
+back=""
+for _ in $(seq 100); do
+  p=$(speaker_pid); [ -n "$p" ] && [ "$p" != "$SPID" ] && [ -n "$(lab_bgp_routes L1)" ] && { back=$(date +%s.%N); break; }
+  sleep 0.1
+done
+t_check "tierflowd started a new speaker and L1 is steered again" test -n "$back"
+[ -n "$back" ] && echo "# new speaker $(speaker_pid), routes back after $(awk -v a="$tkill" -v b="$back" 'BEGIN{printf "%.1f", b-a}') s"
+
+# ---- 6. stop withdraws everything ---------------------------------------------
 SPID=$(speaker_pid)
 lab_stop tierflowd
 sleep 0.5
