@@ -994,11 +994,8 @@ void bgp_backend_close(struct bgp_backend *b)
 {
     if (!b)
         return;
-    if (b->thr_started) {
-        ssize_t w = write(b->stop[1], "x", 1);
-        (void)w;
-        pthread_join(b->thr, NULL);
-    }
+    if (b->thr_started)
+        tf_thread_stop(b->thr, b->stop[1]);
     int fds[] = {b->cmd, b->ev, b->stop[0], b->stop[1]};
     for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
         if (fds[i] >= 0)

@@ -183,14 +183,13 @@ static void test_err_bounds(void **state)
                    LINKS_OK),
                "node S9", "netns");
     expect_err(DOC(TIERS3, NODES_OK ",{\"name\": 7, \"tier\": \"spine\"}", LINKS_OK), "nodes[5]", "string");
-    /* A switch's BGP AS: 1..2^32-1, and hosts have none. */
-    expect_err(DOC(TIERS3, NODES_OK ",{\"name\": \"S9\", \"tier\": \"spine\", \"asn\": 4294967296}", LINKS_OK),
-               "node S9", "\"asn\"");
-    expect_err(DOC(TIERS3, NODES_OK ",{\"name\": \"S9\", \"tier\": \"spine\", \"asn\": \"65000\"}", LINKS_OK),
-               "node S9", "\"asn\"");
-    expect_err(DOC(TIERS3, NODES_OK ",{\"name\": \"H9\", \"tier\": \"host\", \"addr\": \"10.0.1.9\", \"asn\": 65000}",
-                   LINKS_OK ",{\"a\": \"H9\", \"b\": \"L1\", \"gbps\": 1}"),
-               "node H9", "on a switch");
+    /* A switch's BGP AS: an integer 1..2^32-1, and hosts have none. */
+    const char *bad_asn[] = {DOC(TIERS3, NODES_OK ",{\"name\": \"S9\", \"tier\": \"spine\", \"asn\": 4294967296}", LINKS_OK),
+                             DOC(TIERS3, NODES_OK ",{\"name\": \"S9\", \"tier\": \"spine\", \"asn\": \"65000\"}", LINKS_OK),
+                             DOC(TIERS3, NODES_OK ",{\"name\": \"S9\", \"tier\": \"host\", \"addr\": \"10.0.1.9\", \"asn\": 1}",
+                                 LINKS_OK ",{\"a\": \"S9\", \"b\": \"L1\", \"gbps\": 1}")};
+    for (size_t i = 0; i < sizeof(bad_asn) / sizeof(bad_asn[0]); i++)
+        expect_err(bad_asn[i], "node S9", "\"asn\" must be an integer 1..4294967295, on a switch");
 }
 
 static void test_err_syntax(void **state)
