@@ -33,6 +33,7 @@
 #define BGP_QUEUE_MAX 64           /* runs of commands awaiting their acks */
 #define BGP_WRITE_TIMEOUT_MS 3000  /* a speaker that takes no command this long is down */
 #define BGP_STOP_WAIT_MS 5000      /* TERM, then KILL */
+#define BGP_READBACK_S 5.0         /* the Adj-RIB-Out is read back at least this often */
 
 enum answer { A_ACK, A_SUMMARY, A_RIB_IN, A_RIB_OUT };
 
@@ -61,7 +62,9 @@ struct bgp_backend {
     struct plan want;
     struct ann *ann, *seen;        /* announced; read back from the Adj-RIB-Out */
     size_t nann, nseen;
-    char mismatch[200];            /* the read-back's first difference, "" none */
+    char mismatch[200];            /* the last read-back's first difference, "" none */
+    char found[200];               /* ... of the read-back under way */
+    double readback_at;            /* when the last one was asked for (monotonic) */
     uint32_t gen;                  /* bumped by every change: a read-back counts only
                                       when it answers the latest */
     pid_t pid;
@@ -406,6 +409,15 @@ static int put_ann(FILE *f, const struct bgp_backend *b, const struct ann *a, bo
                    b->peers[a->peer].addr, ip4(a->dst, d, sizeof(d)), ip4(a->via, nh, sizeof(nh))) < 0 ? -EIO : 0;
 }
 
+/* Asks for the speaker's Adj-RIB-Out; rib_out_done compares it. */
+static int readback(struct bgp_backend *b)
+{
+    b->nseen = 0;
+    b->found[0] = '\0';
+    b->readback_at = tf_now_mono();
+    return send_cmds(b, "show adj-rib out\n", 17, A_RIB_OUT, 1);
+}
+
 /* Moves the speaker from b->ann to next (both sorted); takes next. */
 static int transition(struct bgp_backend *b, struct ann *next, size_t nnext, struct backend_result *res)
 {
@@ -440,11 +452,9 @@ static int transition(struct bgp_backend *b, struct ann *next, size_t nnext, str
     int rc = fclose(f) ? -ENOMEM : 0;
     if (!rc && ncmd) {
         b->gen++;
-        b->mismatch[0] = '\0';
-        b->nseen = 0;
         rc = send_cmds(b, text, len, A_ACK, (uint32_t)ncmd);
         if (!rc)
-            rc = send_cmds(b, "show adj-rib out\n", 17, A_RIB_OUT, 1);
+            rc = readback(b);
         res->round_trips++;
     }
     free(text);
@@ -594,8 +604,8 @@ static void on_rib_line(struct bgp_backend *b, const char *line, bool out)
     memcpy(a.dst, d, 4);
     memcpy(a.via, v, 4);
     const struct ann *want = ok ? bsearch(&a, b->ann, b->nann, sizeof(a), ann_cmp) : NULL;
-    if ((!want || memcmp(want->via, a.via, 4)) && !b->mismatch[0])
-        snprintf(b->mismatch, sizeof(b->mismatch), "the speaker announces %.43s next-hop %.43s to %.31s, not what was asked",
+    if ((!want || memcmp(want->via, a.via, 4)) && !b->found[0])
+        snprintf(b->found, sizeof(b->found), "the speaker announces %.43s next-hop %.43s to %.31s, not what was asked",
                  pfx, nh, b->t->nodes[p->node].name);
     struct ann *s = realloc(b->seen, (b->nseen + 1) * sizeof(*s));
     if (s) {
@@ -608,12 +618,19 @@ static void on_rib_line(struct bgp_backend *b, const char *line, bool out)
 static void rib_out_done(struct bgp_backend *b)
 {
     qsort(b->seen, b->nseen, sizeof(*b->seen), ann_cmp);
-    for (size_t i = 0; i < b->nann && !b->mismatch[0]; i++)
+    for (size_t i = 0; i < b->nann && !b->found[0]; i++)
         if (!b->seen || !bsearch(&b->ann[i], b->seen, b->nseen, sizeof(b->ann[i]), ann_cmp)) {
             char d[48];
-            snprintf(b->mismatch, sizeof(b->mismatch), "%s/32 to %s: not in the speaker's Adj-RIB-Out",
+            snprintf(b->found, sizeof(b->found), "%s/32 to %s: not in the speaker's Adj-RIB-Out",
                      ip4(b->ann[i].dst, d, sizeof(d)), b->t->nodes[b->peers[b->ann[i].peer].node].name);
         }
+    if (strcmp(b->mismatch, b->found)) {
+        if (b->found[0])
+            log_warn("bgp backend: read-back: %s", b->found);
+        else
+            log_info("bgp backend: read-back matches again");
+    }
+    tf_strlcpy(b->mismatch, b->found, sizeof(b->mismatch));
 }
 
 static void on_summary_line(struct bgp_backend *b, const char *line)
@@ -873,15 +890,23 @@ int bgp_backend_apply(struct bgp_backend *b, const struct plan *want, struct bac
         rc = project(b, want, &next, &nnext, &res->narrowed, &rf);
     if (!rc && rf.n)
         backend_result_unsup(res, rf.sw, rf.sels, rf.n, rf.why);
-    if (!rc && (rc = transition(b, next, nnext, res)))
+    if (!rc)
+        rc = transition(b, next, nnext, res);
+    /* Also when nothing changed: what else may have reached the speaker. */
+    if (!rc && !b->qn && tf_now_mono() - b->readback_at >= BGP_READBACK_S)
+        rc = readback(b);
+    if (rc && !err[0])
         snprintf(err, sizeof(err), "bgp backend: the speaker (pid %d) takes no commands: %s", (int)b->pid,
                  strerror(-rc));
     if (!rc) {
         struct plan copy;
         if (!(rc = plan_copy(&copy, want))) {
+            plan_sort(&copy);
+            bool same = plan_equal(&copy, &b->want);   /* saved only when it changed */
             plan_free(&b->want);
             b->want = copy;
-            rc = plan_backend_save(b->dir, &b->want, err, sizeof(err));
+            if (!same)
+                rc = plan_backend_save(b->dir, &b->want, err, sizeof(err));
         }
         res->switches = res->routes_added + res->routes_deleted + res->routes_replaced ? 1 : 0;
     }
