@@ -170,6 +170,13 @@ static json_t *unsupported_json(struct rebalance *rb)
                 json_array_append_new(a, json_pack("{ss ss}", "switch", u[i].sw, "feature", plan_sel_name(bit)));
     return a;
 }
+/* Whether the backend has state of its own to show (the bgp kind): only
+ * then do /status and /metrics wait for rb->mu, which a round holds. */
+static bool backend_has_own(const struct api *a)
+{
+    return a->rb->be && strcmp(a->backend_name, "bgp") == 0;
+}
+
 /* The backend's own state (the bgp kind's speaker, sessions and
  * announcements), added to /status's backend and to /routes; caller holds
  * rb->mu. */
@@ -183,7 +190,7 @@ static void backend_extra(struct api *a, json_t *into)
 /* The backend's own series after the daemon's (rb->mu taken here). */
 static int backend_metrics_append(struct api *a, struct api_reply *r)
 {
-    if (!a->rb->be)
+    if (!backend_has_own(a))
         return 0;
     char *x = NULL;
     size_t n = 0;
@@ -270,9 +277,11 @@ static json_t *view_status(struct api *a, double now)
                      (json_int_t)atomic_load(&a->m->moves),
                      "backend", "name", a->backend_name, "healthy", healthy,
                      "error", berr[0] ? json_string(berr) : json_null(), "unsupported", unsupported_json(a->rb));
-    pthread_mutex_lock(&a->rb->mu);
-    backend_extra(a, json_object_get(o, "backend"));
-    pthread_mutex_unlock(&a->rb->mu);
+    if (backend_has_own(a)) {
+        pthread_mutex_lock(&a->rb->mu);
+        backend_extra(a, json_object_get(o, "backend"));
+        pthread_mutex_unlock(&a->rb->mu);
+    }
     return o;
 }
 
