@@ -464,7 +464,11 @@ static void on_rib_line(struct bgp_backend *b, const char *line, bool out)
     if ((!want || memcmp(want->via, a.via, 4)) && !b->found[0])
         snprintf(b->found, sizeof(b->found), "the speaker announces %.43s next-hop %.43s to %.31s, not what was asked",
                  pfx, nh, b->t->nodes[p->node].name);
-    struct ann *s = realloc(b->seen, (b->nseen + 1) * sizeof(*s));
+    /* Only what was asked is kept: anything else is already a mismatch, so
+     * the read-back holds at most the announcements. */
+    if (!want)
+        return;
+    struct ann *s = b->nseen < b->nann ? realloc(b->seen, (b->nseen + 1) * sizeof(*s)) : NULL;
     if (s) {
         b->seen = s;
         b->seen[b->nseen++] = a;
