@@ -5,7 +5,9 @@
 #   lab_bgp_peer AS          every switch's bgpd peers with the controller
 #                            (AS, the management network's controller address):
 #                            passive (the speaker connects), single hop over
-#                            mgmt0, and from a leaf only host routes accepted
+#                            mgmt0; a switch below the top tier (it has
+#                            uplinks to steer) accepts host routes only, the
+#                            top tier nothing
 #   lab_bgp_topology OUT     the resolved topology with each switch's "mgmt"
 #                            address and "asn", what tierflowd's bgp backend reads
 #   lab_bgp_routes NODE      NODE's kernel routes learned from the controller
@@ -14,13 +16,12 @@
 lab_bgp_controller() { jq -r '.lab.mgmt.controller' "$LAB_TOPO"; }
 
 lab_bgp_peer() {
-  local as=$1 c n asn tier
-  c=$(lab_bgp_controller)
+  local as=$1 c n asn tier top
+  c=$(lab_bgp_controller); top=$(jq -r '.tiers[-1]' "$LAB_TOPO")
   for n in $("$LAB" nodes leaf) $("$LAB" nodes spine) $("$LAB" nodes superspine); do
     asn=$(jq -r --arg n "$n" '.lab.bgp.asn[$n]' "$LAB_TOPO"); tier=$(lab_tier_of "$n")
     local in=()
-    # A leaf takes only host routes from the controller; a spine nothing.
-    if [ "$tier" = leaf ]; then
+    if [ "$tier" != "$top" ]; then
       in=("ip prefix-list TF-CTL-IN seq 5 permit 0.0.0.0/0 ge 32")
     else
       in=("ip prefix-list TF-CTL-IN seq 5 deny 0.0.0.0/0 le 32")

@@ -46,6 +46,20 @@ static const char *topo_json =
     UPL("L1", "S1", "0", "1") ", " UPL("L1", "S2", "2", "3") ", " UPL("L2", "S1", "4", "5") ", "
     UPL("L2", "S2", "6", "7") "]}";
 
+/* Three tiers: pods (L1, S1) and (L2, S2) joined by superspines X1, X2; S1
+ * chooses among X1 and X2 for H2, so its pins are S1's routes. */
+static const char *topo3_json =
+    "{\"name\": \"t3\", \"tiers\": [\"host\", \"leaf\", \"spine\", \"superspine\"], \"nodes\": ["
+    "{\"name\": \"H1\", \"tier\": \"host\", \"addr\": \"10.0.1.1\"}, {\"name\": \"H2\", \"tier\": \"host\", \"addr\": "
+    "\"10.0.2.1\"}, {\"name\": \"L1\", \"tier\": \"leaf\", \"prefix\": \"10.0.1.0/24\", \"mgmt\": \"127.0.0.2\", "
+    "\"asn\": 65002}, {\"name\": \"L2\", \"tier\": \"leaf\", \"prefix\": \"10.0.2.0/24\", \"mgmt\": \"127.0.0.3\", "
+    "\"asn\": 65003}, " SW("S1", "spine", "4") ", " SW("S2", "spine", "5") ", " SW("X1", "superspine", "6") ", "
+    SW("X2", "superspine", "7") "], \"links\": ["
+    "{\"a\": \"H1\", \"b\": \"L1\", \"gbps\": 100}, {\"a\": \"H2\", \"b\": \"L2\", \"gbps\": 100}, "
+    UPL("L1", "S1", "0", "1") ", " UPL("L2", "S2", "2", "3") ", " UPL("S1", "X1", "4", "5") ", "
+    UPL("S1", "X2", "6", "7") ", " UPL("S2", "X1", "8", "9") ", " UPL("S2", "X2", "10", "11") "]}";
+
+static const char *topo_text;
 static struct topo *topo;
 static struct backend *be;
 static char dir[64], fake[4096];
@@ -70,9 +84,23 @@ static int setup(void **st)
     const char *root = getenv("TF_ROOT");
     snprintf(fake, sizeof(fake), "%s/tests/lib/fake_exabgp.py", root ? root : ".");
     snprintf(dir, sizeof(dir), "/tmp/tfbgp-unit.XXXXXX");
-    if (!mkdtemp(dir) || topo_from_json(topo_json, strlen(topo_json), "t.json", &topo, err, sizeof(err)))
+    if (!mkdtemp(dir) || topo_from_json(topo_text, strlen(topo_text), "t.json", &topo, err, sizeof(err))) {
+        print_error("setup: %s\n", err);
         return -1;
+    }
     return open_be();
+}
+
+static int setup2(void **st)
+{
+    topo_text = topo_json;
+    return setup(st);
+}
+
+static int setup3(void **st)
+{
+    topo_text = topo3_json;
+    return setup(st);
 }
 
 static long speaker_pid(void);
@@ -257,8 +285,9 @@ static void speaker_says(const char *line)
     close(fd);
 }
 
-#define S2_SAYS(what) \
-    "{\"type\": \"" what "\", \"neighbor\": {\"address\": {\"local\": \"127.0.0.1\", \"peer\": \"127.0.0.5\"}, "
+#define SAYS(peer, what) \
+    "{\"type\": \"" what "\", \"neighbor\": {\"address\": {\"local\": \"127.0.0.1\", \"peer\": \"" peer "\"}, "
+#define S2_SAYS(what) SAYS("127.0.0.5", what)
 
 static void remote_failure(void **st)
 {
@@ -304,11 +333,45 @@ static void withdraw_stops(void **st)
     }
 }
 
+/* Three tiers: a pin on S1 (its uplink to X2) is a route announced to S1,
+ * withdrawn when X2 stops reaching L2. */
+static void spine_pins(void **st)
+{
+    (void)st;
+    struct plan p;
+    struct backend_result res;
+    plan_init(&p);
+    struct plan_route rt = {.sw = "S1", .table = 7701, .af = 4, .dst_len = 24, .dst = {10, 0, 2, 0}, .nnh = 1,
+                            .nh = {{.af = 4, .via = {10, 254, 0, 7}, .dev = "X2", .weight = 1}}};
+    struct plan_rule r = {.sw = "S1", .prio = 20001, .table = 7701, .af = 4, .ipproto = 6, .src_len = 32,
+                          .dst_len = 32, .sport = 40000, .dport = 5201, .dscp = -1, .src = {10, 0, 1, 1},
+                          .dst = {10, 0, 2, 1}};
+    assert_int_equal(plan_add_route(&p, &rt), 0);
+    assert_int_equal(plan_add_rule(&p, &r), 0);
+    apply(&p, &res);
+    char got[256];
+    announced(got, sizeof(got));
+    assert_string_equal(got, "S1 10.0.2.1/32 10.254.0.7 X2;");
+    speaker_says(SAYS("127.0.0.7", "state") "\"state\": \"up\"}}\n");
+    speaker_says(SAYS("127.0.0.7", "update") "\"message\": {\"update\": {\"announce\": {\"ipv4 unicast\": "
+                 "{\"127.0.0.7\": [{\"nlri\": \"10.0.2.0/24\"}]}}}}}}\n");
+    sleep_ms(300);
+    announced(got, sizeof(got));
+    assert_string_equal(got, "S1 10.0.2.1/32 10.254.0.7 X2;");
+    speaker_says(SAYS("127.0.0.7", "update") "\"message\": {\"update\": {\"withdraw\": {\"ipv4 unicast\": "
+                 "[{\"nlri\": \"10.0.2.0/24\"}]}}}}}\n");
+    for (int i = 0; i < 200 && (announced(got, sizeof(got)), got[0]); i++)
+        sleep_ms(10);
+    assert_string_equal(got, "");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(granularity),    cmocka_unit_test(readback_broader), cmocka_unit_test(class_refused),
         cmocka_unit_test(restart_adopts), cmocka_unit_test(remote_failure),   cmocka_unit_test(withdraw_stops),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    const struct CMUnitTest tests3[] = {cmocka_unit_test(spine_pins), cmocka_unit_test(withdraw_stops)};
+    int rc = cmocka_run_group_tests_name("leaf/spine", tests, setup2, teardown);
+    return rc | cmocka_run_group_tests_name("three tiers", tests3, setup3, teardown);
 }
