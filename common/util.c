@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <time.h>
 
 size_t tf_strlcpy(char *dst, const char *src, size_t dstsz)
@@ -243,4 +244,11 @@ int tf_grow(void **arr, size_t *cap, size_t need, size_t elsz)
     *arr = n;
     *cap = ncap;
     return 0;
+}
+
+void tf_thread_stop(pthread_t thr, int wake_fd)
+{
+    ssize_t w = write(wake_fd, "x", 1);
+    (void)w;   /* a full pipe wakes the thread as well */
+    pthread_join(thr, NULL);
 }

@@ -9,6 +9,7 @@
 #ifndef TF_UTIL_H
 #define TF_UTIL_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -54,6 +55,9 @@ int tf_secret_file_check(const char *what, const char *path, char *err, size_t e
 /* Reads a whole small file (bounded by max bytes) into a NUL-terminated
  * malloc'd buffer. -EFBIG when larger than max. */
 int tf_read_file(const char *path, size_t max, char **out, size_t *len);
+/* Stops a watcher thread that polls the read end of a pipe: one byte into
+ * wake_fd (the write end), then join. */
+void tf_thread_stop(pthread_t thr, int wake_fd);
 /* Reads a secret token from a file, trimming trailing whitespace; the file
  * must hold 1..255 printable characters. */
 int tf_read_token(const char *path, char *buf, size_t len);

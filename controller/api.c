@@ -170,6 +170,48 @@ static json_t *unsupported_json(struct rebalance *rb)
                 json_array_append_new(a, json_pack("{ss ss}", "switch", u[i].sw, "feature", plan_sel_name(bit)));
     return a;
 }
+/* Whether the backend has state of its own to show (the bgp kind): only
+ * then do /status and /metrics wait for rb->mu, which a round holds. */
+static bool backend_has_own(const struct api *a)
+{
+    return a->rb->be && strcmp(a->backend_name, "bgp") == 0;
+}
+
+/* The backend's own state (the bgp kind's speaker, sessions and
+ * announcements), added to /status's backend and to /routes; caller holds
+ * rb->mu. */
+static void backend_extra(struct api *a, json_t *into)
+{
+    json_t *x = a->rb->be ? backend_json(a->rb->be) : NULL;
+    if (x)
+        json_object_set_new(into, "bgp", x);
+}
+
+/* The backend's own series after the daemon's (rb->mu taken here). */
+static int backend_metrics_append(struct api *a, struct api_reply *r)
+{
+    if (!backend_has_own(a))
+        return 0;
+    char *x = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&x, &n);
+    if (!f)
+        return -ENOMEM;
+    pthread_mutex_lock(&a->rb->mu);
+    int rc = backend_metrics(a->rb->be, f);
+    pthread_mutex_unlock(&a->rb->mu);
+    if (fclose(f) && !rc)
+        rc = -ENOMEM;
+    char *body = rc ? NULL : realloc(r->body, r->len + n + 1);
+    if (body) {
+        memcpy(body + r->len, x, n + 1);
+        r->body = body;
+        r->len += n;
+    }
+    free(x);
+    return rc ? rc : body ? 0 : -ENOMEM;
+}
+
 static json_t *view_status(struct api *a, double now)
 {
     struct state *s = a->st;
@@ -224,7 +266,7 @@ static json_t *view_status(struct api *a, double now)
                                         rs.duration_s, "congested", (json_int_t)rs.congested, "error",
                                         rs.error[0] ? json_string(rs.error) : json_null())
                             : json_null();
-    return json_pack("{ss sf sf sf so s{sI sI sI so} s{sI sI sI} so so s{sI sI} s{ss sb so so}}",
+    json_t *o = json_pack("{ss sf sf sf so s{sI sI sI so} s{sI sI sI} so so s{sI sI} s{ss sb so so}}",
                      "version", TF_VERSION, "uptime_s", now - a->start, "now", tf_now_real(), "interval_s",
                      a->cfg->interval, "topology", topo,
                      "probes", "total", (json_int_t)total, "alive", (json_int_t)alive, "stale", (json_int_t)stale,
@@ -235,6 +277,12 @@ static json_t *view_status(struct api *a, double now)
                      (json_int_t)atomic_load(&a->m->moves),
                      "backend", "name", a->backend_name, "healthy", healthy,
                      "error", berr[0] ? json_string(berr) : json_null(), "unsupported", unsupported_json(a->rb));
+    if (backend_has_own(a)) {
+        pthread_mutex_lock(&a->rb->mu);
+        backend_extra(a, json_object_get(o, "backend"));
+        pthread_mutex_unlock(&a->rb->mu);
+    }
+    return o;
 }
 
 static json_t *dir_json(struct state *s, const struct loads *l, uint32_t d, const struct config *cfg)
@@ -667,7 +715,7 @@ static void dispatch(struct api *a, const struct api_req *q, const char *p, doub
         r->len = r->body ? a->openapi_len : 0;
         r->cacheable = true;
     } else if (strcmp(p, "/metrics") == 0) {
-        if (metrics_render(a->m, a->st, now, &r->body, &r->len) < 0)
+        if (metrics_render(a->m, a->st, now, &r->body, &r->len) < 0 || backend_metrics_append(a, r) < 0)
             return api_error(r, 500, "internal", "out of memory");
         r->status = 200;
         r->ctype = "text/plain; version=0.0.4; charset=utf-8";
@@ -694,6 +742,7 @@ static void do_routes(struct api *a, struct api_reply *r)
     json_t *sw = plan_json(&have);
     json_t *o = json_pack("{ss ss so}", "backend", a->backend_name, "source", desired ? "desired" : "installed",
                           "error", err && err[0] ? json_string(err) : json_null());
+    backend_extra(a, o);
     pthread_mutex_unlock(&rb->mu);
     json_object_update(o, sw);
     json_decref(sw);

@@ -13,17 +13,19 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "controller/bgp_backend.h"
 #include "controller/nl_backend.h"
 #include "controller/plan_backend.h"
 #include "controller/planbuild.h"
 
-enum kind { K_NONE, K_PLAN, K_NETLINK };
+enum kind { K_NONE, K_PLAN, K_NETLINK, K_BGP };
 
 /* One row per kind: its name and whether it acts outside the daemon. */
 static const struct kind_def {
     const char *name;
     bool acts;
-} kinds[] = {[K_NONE] = {"none", false}, [K_PLAN] = {"plan", true}, [K_NETLINK] = {"netlink", true}};
+} kinds[] = {[K_NONE] = {"none", false}, [K_PLAN] = {"plan", true}, [K_NETLINK] = {"netlink", true},
+               [K_BGP] = {"bgp", true}};
 
 /* NULL means none (the default); -EINVAL names the unknown kind. */
 static int kind_parse(const char *kind, enum kind *k, char *err, size_t errlen)
@@ -33,7 +35,7 @@ static int kind_parse(const char *kind, enum kind *k, char *err, size_t errlen)
             *k = (enum kind)i;
             return 0;
         }
-    snprintf(err, errlen, "backend '%.32s': not one of netlink, plan, none", kind);
+    snprintf(err, errlen, "backend '%.32s': not one of netlink, plan, bgp, none", kind);
     return -EINVAL;
 }
 
@@ -43,6 +45,7 @@ struct backend {
     char plan_dir[4096];
     struct plan last;
     struct nl_backend *nl;
+    struct bgp_backend *bgp;
     bool healthy;
     char err[256];
 };
@@ -107,6 +110,13 @@ int backend_open(const char *kind, const struct backend_cfg *cfg, struct backend
     }
     b->cfg.local_name = NULL;   /* not kept: only used by nl_backend_open */
     if (k == K_NETLINK && (rc = nl_backend_open(cfg, &b->nl, err, errlen))) {
+        free(b);
+        return rc;
+    }
+    /* Its transitions start from the plan the adopted speaker announces. */
+    if (k == K_BGP && ((rc = bgp_backend_open(cfg, &b->bgp, err, errlen)) ||
+                       (rc = bgp_backend_wanted(b->bgp, &b->last)))) {
+        bgp_backend_close(b->bgp);
         free(b);
         return rc;
     }
@@ -187,6 +197,8 @@ int backend_apply(struct backend *b, const struct plan *want, struct backend_res
         return rc;
     if (b->kind == K_NETLINK) {
         rc = nl_backend_apply(b->nl, want, res);
+    } else if (b->kind == K_BGP) {
+        rc = bgp_backend_apply(b->bgp, want, res);
     } else {
         if (b->kind == K_PLAN)
             plan_backend_fit(b->cfg.topo, &fit, res);
@@ -236,13 +248,13 @@ int backend_withdraw(struct backend *b, struct backend_result *res)
 {
     struct plan empty;
     plan_init(&empty);
-    if (b->kind != K_NETLINK)
+    if (b->kind != K_NETLINK && b->kind != K_BGP)
         return backend_apply(b, &empty, res);
     struct backend_result scratch;
     if (!res)
         res = &scratch;
     memset(res, 0, sizeof(*res));
-    int rc = nl_backend_withdraw(b->nl, res);
+    int rc = b->kind == K_BGP ? bgp_backend_withdraw(b->bgp, res) : nl_backend_withdraw(b->nl, res);
     plan_clear(&b->last);
     tf_strlcpy(b->err, res->error, sizeof(b->err));
     b->healthy = rc == 0;
@@ -253,6 +265,8 @@ int backend_routing(struct backend *b, uint8_t *down, uint32_t ndirs, char *note
 {
     if (notes && noteslen)
         notes[0] = '\0';
+    if (b->kind == K_BGP)
+        return bgp_backend_routing(b->bgp, down, ndirs, notes, noteslen);
     if (b->kind != K_NETLINK) {
         memset(down, 0, ndirs);
         return -EOPNOTSUPP;
@@ -277,7 +291,23 @@ void backend_result_unsup(struct backend_result *res, const char *sw, unsigned s
     }
 }
 
-bool backend_healthy(const struct backend *b) { return b->healthy; }
+bool backend_healthy(struct backend *b)
+{
+    /* The speaker and its sessions change between rounds. */
+    if (b->kind == K_BGP && b->healthy && !bgp_backend_healthy(b->bgp, b->err, sizeof(b->err)))
+        return false;
+    return b->healthy;
+}
+
+json_t *backend_json(struct backend *b)
+{
+    return b->kind == K_BGP ? bgp_backend_json(b->bgp) : NULL;
+}
+
+int backend_metrics(struct backend *b, FILE *f)
+{
+    return b->kind == K_BGP ? bgp_backend_metrics(b->bgp, f) : 0;
+}
 bool backend_acts(const struct backend *b) { return kinds[b->kind].acts; }
 
 int backend_check_topo(const char *kind, const struct topo *t, char *err, size_t errlen)
@@ -300,6 +330,7 @@ void backend_close(struct backend *b)
     if (!b)
         return;
     nl_backend_close(b->nl);
+    bgp_backend_close(b->bgp);
     plan_free(&b->last);
     free(b);
 }

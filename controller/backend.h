@@ -23,6 +23,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+
+#include <jansson.h>
 
 #include "controller/plan.h"
 
@@ -38,6 +41,14 @@ struct backend_unsup {
     unsigned sels;
 };
 
+/* The "bgp" kind's speaker (bgp_backend.h): its folder (created), its address
+ * on the management network, the ExaBGP program, its AS and hold time. */
+struct backend_bgp {
+    const char *dir, *local_addr, *exabgp;
+    uint32_t local_as;
+    uint16_t hold_time;
+};
+
 struct backend_cfg {
     const struct topo *topo;   /* switch name -> netns. A switch is reachable
                                   when its node has a netns, or its name is
@@ -47,6 +58,7 @@ struct backend_cfg {
     uint8_t rt_proto;
     uint32_t table_base;
     const char *plan_dir;      /* "plan" kind: output folder (must exist) */
+    struct backend_bgp bgp;    /* "bgp" kind (bgp_backend.h) */
     const char *local_name;    /* the switch whose kernel is this host's
                                   (no netns); NULL = gethostname() */
     uint32_t routing_table;    /* netlink: the table whose routes a pin must
@@ -115,7 +127,13 @@ void backend_result_unsup(struct backend_result *res, const char *sw, unsigned s
                           const char *why);
 
 int backend_routing(struct backend *b, uint8_t *down, uint32_t ndirs, char *notes, size_t noteslen);
-bool backend_healthy(const struct backend *b);
+bool backend_healthy(struct backend *b);
+/* The bgp kind's speaker, sessions and announcements (bgp_backend_json);
+ * NULL for the other kinds. */
+json_t *backend_json(struct backend *b);
+/* The kind's own Prometheus series to f (bgp: bgp_backend_metrics; others
+ * none). */
+int backend_metrics(struct backend *b, FILE *f);
 /* Whether this kind changes anything outside tierflowd (netlink: switches;
  * plan: files for the switches' automation). "none" does not: a round it
  * accepted is not "applied" (docs/api.md). */

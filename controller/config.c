@@ -37,8 +37,16 @@ static const struct config_key config_keys[] = {
     {"token_file", CK_STR, F(token_file), "", 0, 0, NULL},
     {"topology", CK_STR, F(topology), "", 0, 0, NULL},
     {"policy", CK_STR, F(policy), "", 0, 0, NULL},
-    {"backend", CK_ENUM, F(backend), "none", 0, 0, "netlink|plan|none"},
+    {"backend", CK_ENUM, F(backend), "none", 0, 0, "netlink|plan|bgp|none"},
     {"backend_options.plan_dir", CK_STR, F(plan_dir), "/var/lib/tierflow/plan", 0, 0, NULL},
+    /* bgp (bgp_backend.h): the speaker's folder, its AS and address on the
+     * management network (the switches peer with it), its hold time (how
+     * long the switches keep its routes after it dies) and its program. */
+    {"backend_options.bgp_dir", CK_STR, F(bgp_dir), "/var/lib/tierflow/bgp", 0, 0, NULL},
+    {"backend_options.bgp_local_as", CK_LONG, F(bgp_local_as), "64999", 1, 4294967295.0, NULL},
+    {"backend_options.bgp_local_address", CK_STR, F(bgp_local_address), "", 0, 0, NULL},
+    {"backend_options.bgp_hold_time", CK_LONG, F(bgp_hold_time), "9", 3, 65535, NULL},
+    {"backend_options.exabgp", CK_STR, F(exabgp), "exabgp", 0, 0, NULL},
     /* Defaults NULL: taken from backend_cfg_default() (backend_defaults), so
      * that the daemon and the backend cannot disagree; bounds are the
      * backend's (cfg_check in backend.c): priorities below the main table's
@@ -419,6 +427,9 @@ int config_validate(const struct config *c, char *err, size_t errlen)
         snprintf(err, errlen, "backend_options.plan_dir: required by backend plan");
         return -EINVAL;
     }
+    if (strcmp(c->backend, "bgp") == 0 && (!c->bgp_dir[0] || !c->bgp_local_address[0]))
+        return tf_fail(err, errlen, -EINVAL, "backend_options.%s: required by backend bgp",
+                       c->bgp_dir[0] ? "bgp_local_address (the speaker's address the switches peer with)" : "bgp_dir");
     if (c->max_body_inflight < c->max_body)
         return tf_fail(err, errlen, -EINVAL, "limits.max_body_inflight (%ld) < limits.max_body (%ld): no body "
                        "of the largest size could ever be taken", c->max_body_inflight, c->max_body);

@@ -23,8 +23,12 @@ struct config {
     char token_file[CONFIG_STR_MAX];
     char topology[CONFIG_STR_MAX];     /* file or generator spec */
     char policy[CONFIG_STR_MAX];
-    char backend[16];                  /* netlink | plan | none */
+    char backend[16];                  /* netlink | plan | bgp | none */
     char plan_dir[CONFIG_STR_MAX];
+    char bgp_dir[CONFIG_STR_MAX];      /* bgp backend: the speaker's folder */
+    long bgp_local_as, bgp_hold_time;
+    char bgp_local_address[64];
+    char exabgp[CONFIG_STR_MAX];
     long rule_prio_min, rule_prio_max; /* ip rule priority range tierflow owns */
     long route_proto;                  /* rtm_protocol stamped on its routes */
     long table_base;                   /* first routing table id it uses */

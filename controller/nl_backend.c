@@ -229,11 +229,8 @@ void nl_backend_close(struct nl_backend *b)
 {
     if (!b)
         return;
-    if (b->thr_started) {
-        ssize_t w = write(b->stop[1], "x", 1);
-        (void)w;
-        pthread_join(b->thr, NULL);
-    }
+    if (b->thr_started)
+        tf_thread_stop(b->thr, b->stop[1]);
     for (size_t i = 0; i < b->nsw; i++) {
         nlroute_close(b->sw[i].nl);
         plan_free(&b->sw[i].have);

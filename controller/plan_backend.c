@@ -106,6 +106,11 @@ static bool file_name_ok(const char *s)
     return true;
 }
 
+int plan_backend_save(const char *dir, const struct plan *p, char *err, size_t errlen)
+{
+    return write_atomic(dir, "plan.json", write_json, p, err, errlen);
+}
+
 int plan_backend_read(const char *dir, struct plan *out, char *err, size_t errlen)
 {
     char path[4096], why[200];

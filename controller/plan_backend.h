@@ -33,6 +33,10 @@ int plan_backend_write(const char *dir, const struct plan *p, const struct plan 
  * path when it cannot be read back. */
 int plan_backend_read(const char *dir, struct plan *out, char *err, size_t errlen);
 
+/* Only dir/plan.json, atomically (what plan_backend_read reads back): the
+ * bgp backend keeps the plan it was asked for there. */
+int plan_backend_save(const char *dir, const struct plan *p, char *err, size_t errlen);
+
 #define PLAN_BACKEND_JSON_MAX (256u << 20)   /* bytes of plan.json read back */
 
 struct topo;

@@ -43,7 +43,7 @@ static void usage(FILE *f)
             "usage: tierflowd --config FILE | --topology FILE|GENERATOR [options]\n"
             "  --policy FILE            traffic classes\n"
             "  --listen ADDR:PORT       default 127.0.0.1:8080\n"
-            "  --backend netlink|plan|none\n"
+            "  --backend netlink|plan|bgp|none\n"
             "  --token-file F           bearer token for mutating calls\n"
             "  --interval SEC           rebalance period (default 1)\n"
             "  --plan-dir DIR           output of the plan backend\n"
@@ -142,6 +142,8 @@ static int open_backend(struct daemon *d, const struct config *c, const struct t
     bc.rt_proto = (uint8_t)c->route_proto;
     bc.table_base = (uint32_t)c->table_base;
     bc.plan_dir = c->plan_dir;
+    bc.bgp = (struct backend_bgp){c->bgp_dir, c->bgp_local_address, c->exabgp, (uint32_t)c->bgp_local_as,
+                                  (uint16_t)c->bgp_hold_time};
     return backend_open(c->backend, &bc, be, err, errlen);
 }
 

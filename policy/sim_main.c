@@ -4,7 +4,10 @@
  * algorithm the maximum utilisation, its ratio to the lower bound, the
  * max-min fair throughput as a fraction of the offered load, the flows moved
  * (relative to the ECMP placement the fabric starts from) and the compute
- * time; with --emit-assignment every flow's path as node names.
+ * time; with --emit-assignment every flow's path as node names. With
+ * --granularity destination the steered algorithms' assignments are taken
+ * as per-destination routes carry them (granularity.h) and the figures at
+ * flow granularity are printed beside.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -21,6 +24,7 @@
 #include "policy/assign.h"
 #include "policy/bound.h"
 #include "policy/classes.h"
+#include "policy/granularity.h"
 #include "policy/maxmin.h"
 #include "policy/pattern.h"
 #include "policy/topo.h"
@@ -31,7 +35,8 @@ static void usage(FILE *f)
 {
     fputs("usage: tierflow-sim --topology FILE|GENERATOR (--flows FILE | --pattern NAME[:ARGS])\n"
           "                    [--algo ecmp,gff,tierflow] [--seed N] [--emit-assignment]\n"
-          "                    [--flows-per-pair N] [--max-moves N] [--margin X]\n", f);
+          "                    [--flows-per-pair N] [--max-moves N] [--margin X]\n"
+          "                    [--granularity flow|destination]\n", f);
 }
 
 __attribute__((format(printf, 1, 2)))
@@ -201,7 +206,7 @@ int main(int argc, char **argv)
 {
     const char *topo_spec = NULL, *flows_file = NULL, *pattern = NULL, *algos = "ecmp,gff,tierflow";
     uint64_t seed = 1, fpp = 0;
-    bool emit = false;
+    bool emit = false, per_dst = false;
     struct assign_params prm;
     assign_params_default(&prm);
     static const struct option opts[] = {
@@ -210,6 +215,7 @@ int main(int argc, char **argv)
         {"seed", required_argument, NULL, 's'},     {"emit-assignment", no_argument, NULL, 'e'},
         {"flows-per-pair", required_argument, NULL, 'n'}, {"max-moves", required_argument, NULL, 'm'},
         {"margin", required_argument, NULL, 'g'},   {"help", no_argument, NULL, 'h'},
+        {"granularity", required_argument, NULL, 'G'},
         {NULL, 0, NULL, 0}};
     int c;
     uint64_t u;
@@ -236,6 +242,11 @@ int main(int argc, char **argv)
         case 'g':
             if (tf_parse_double(optarg, 0, 0.99, &prm.margin) < 0)
                 return die("--margin '%s': want 0..0.99", optarg);
+            break;
+        case 'G':
+            if (strcmp(optarg, "flow") && strcmp(optarg, "destination"))
+                return die("--granularity '%s': want flow or destination", optarg);
+            per_dst = !strcmp(optarg, "destination");
             break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
@@ -302,6 +313,7 @@ int main(int argc, char **argv)
     json_object_set_new(o, "lower_bound", json_real(b.value));
     json_object_set_new(o, "lower_bound_from", json_string(b.why));
     json_object_set_new(o, "fast_paths", json_boolean(assign_paths_fast(ps)));
+    json_object_set_new(o, "granularity", json_string(per_dst ? "destination" : "flow"));
     int rc = 0;
     for (int k = 0; k < nalg; k++) {
         struct assign_result ar = { .path = path };
@@ -310,6 +322,22 @@ int main(int argc, char **argv)
             break;
         }
         json_t *a = json_object();
+        /* ECMP is the fabric's own hashing, per flow whatever steers. */
+        if (per_dst && order[k] != assign_algo_parse("ecmp")) {
+            uint32_t changed;
+            double *load = malloc(2 * (size_t)t->nlinks * sizeof(double) + 1);
+            json_object_set_new(a, "flow_granularity", json_pack("{s:f, s:f}", "max_util", ar.max_util,
+                                                                 "throughput", throughput(&in, path)));
+            if (!load || granularity_destination(&in, path, &changed) < 0) {
+                free(load);
+                json_decref(a);
+                rc = die("out of memory");
+                break;
+            }
+            ar.max_util = assign_loads(&in, path, load);
+            free(load);
+            json_object_set_new(a, "regrouped", json_integer(changed));
+        }
         json_object_set_new(a, "max_util", json_real(ar.max_util));
         json_object_set_new(a, "ratio_to_bound", b.value > 0 ? json_real(ar.max_util / b.value) : json_null());
         json_object_set_new(a, "throughput", json_real(throughput(&in, path)));

@@ -48,6 +48,7 @@ struct topo_node {
     uint8_t addr[16];             /* host: its address (plen 32/128); leaf: its prefix */
     char netns[64], mgmt[64];     /* optional: how the netlink backend reaches a switch */
     uint32_t pod;                 /* grouping for generators (0 if none) */
+    uint32_t asn;                 /* optional: the switch's BGP AS (bgp backend; 0 = not given) */
     uint16_t iproute2;            /* optional: the switch's iproute2 as MAJOR*100+MINOR
                                      (6.13 -> 613; 0 = not given), for the plan backend */
     uint32_t up_first, up_count;     /* uplinks: topo->up_links[up_first..+up_count) (link ids) */

@@ -145,6 +145,15 @@ static int parse_node(struct topobuild *b, json_t *n, size_t i)
                                   UINT32_MAX - 1);
         nd->pod = (uint32_t)json_integer_value(pod);
     }
+    /* A switch's BGP AS number: the bgp backend's peer-as for it. */
+    json_t *asn = json_object_get(n, "asn");
+    if (asn) {
+        if (!json_is_integer(asn) || json_integer_value(asn) < 1 || json_integer_value(asn) > UINT32_MAX ||
+            tr == TOPO_HOST)
+            return topobuild_fail(b->err, b->errlen, -EINVAL, "%s: \"asn\" must be an integer 1..%u, on a switch",
+                                  what, UINT32_MAX);
+        nd->asn = (uint32_t)json_integer_value(asn);
+    }
     return 0;
 }
 
@@ -304,6 +313,8 @@ int topo_write_json(const struct topo *t, FILE *f)
             fprintf(f, ", \"pod\": %u", n->pod);
         put_opt(f, "netns", n->netns);
         put_opt(f, "mgmt", n->mgmt);
+        if (n->asn)
+            fprintf(f, ", \"asn\": %u", n->asn);
         if (n->iproute2)
             fprintf(f, ", \"iproute2\": \"%u.%u\"", n->iproute2 / 100, n->iproute2 % 100);
         fprintf(f, "}%s\n", i + 1 < t->nnodes ? "," : "");

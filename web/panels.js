@@ -22,6 +22,14 @@ export function renderHeader(st) {
   if (staleNames.length) document.getElementById('hdr-probes').textContent += ` (${staleNames.slice(0, 4).join(', ')}${staleNames.length > 4 ? ', …' : ''})`;
   const b = st.backend;
   chip('hdr-backend', `Backend: ${b.name} ${b.healthy ? 'healthy' : `failing${b.error ? `: ${b.error}` : ''}`}`, b.healthy ? 'ok' : 'bad', b.error || '');
+  if (b.bgp) { // backend bgp (docs/bgp.md): the speaker's sessions and what it announces
+    const s = b.bgp.sessions, up = s.filter((x) => x.state === 'established').length;
+    const c = document.getElementById('hdr-backend');
+    c.textContent += ` · BGP ${b.bgp.speaker.running ? `${up}/${s.length} sessions · ${b.bgp.announced.length} routes` : 'speaker down'}`;
+    if (b.healthy && (up < s.length || !b.bgp.speaker.running)) c.dataset.state = 'warn';
+    c.title = [b.error || '', ...s.map((x) => `${x.node} (${x.peer}, AS ${x.asn}): ${x.state}`),
+      ...b.bgp.announced.map((a) => `${a.node}: ${a.prefix} via ${a.via} (${a.next_hop})`)].filter(Boolean).join('\n');
+  }
   const r = st.last_rebalance;
   if (!r) chip('hdr-rebalance', 'Last rebalance: never', 'unknown');
   else if (!r.dry_run && r.error) {

@@ -70,4 +70,15 @@ fails "job too big" "needs 64 hosts" --topology fattree:k=4 --pattern job:8,1,2,
 fails "bad placement" "place=scatter: want order or shuffle" --topology fattree:k=4 --pattern job:2,1,2,2,place=scatter
 fails "both flows and pattern" "usage" --topology fattree:k=4 --pattern random --flows "$tmp/bad.json"
 fails "bad seed" "--seed" --topology fattree:k=4 --pattern random --seed -1
+fails "bad granularity" "--granularity 'host': want flow or destination" --topology fattree:k=4 --pattern random --granularity host
+
+# --granularity destination: per (source leaf, destination host) one route
+# beyond the leaf (the bgp backend's /32s), and the per-flow figures beside.
+g=$("$SIM" --topology fattree:k=4,gbps=1 --pattern random --flows-per-pair 4 --algo ecmp,tierflow --granularity destination --emit-assignment)
+# [leaf, dst, route beyond the leaf] per flow; a group with two routes is a violation
+split() { jq -c --arg a "$1" '[.flow_list, .algorithms[$a].paths] | transpose | map({k: [.[1][1], .[0].dst], r: .[1][2:]}) | group_by(.k) | map(map(.r) | unique | length) | max' <<<"$g"; }
+t_eq "destination granularity: tierflow's flows from a leaf to one host share one route" 1 "$(split tierflow)"
+t_check "destination granularity: ECMP stays per flow (some leaf sends one host's flows two ways)" test "$(split ecmp)" -gt 1
+t_eq "destination granularity: per-flow figures and regrouped beside" true \
+  "$(jq '.granularity == "destination" and (.algorithms.tierflow | has("flow_granularity") and has("regrouped")) and (.algorithms.ecmp | has("regrouped") | not)' <<<"$g")"
 t_done

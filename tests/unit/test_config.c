@@ -48,6 +48,26 @@ static void backend_defaults_agree(void **st)
     assert_non_null(strstr(err, "rule_prio"));
 }
 
+/* Backend bgp needs the speaker's address on the management network. */
+static void bgp_keys(void **st)
+{
+    (void)st;
+    struct config c;
+    char err[256];
+    config_defaults(&c);
+    config_set_str(&c, "topology", "leafspine:leaves=2", err, sizeof(err));
+    assert_int_equal(config_set_str(&c, "backend", "bgp", err, sizeof(err)), 0);
+    assert_true(config_validate(&c, err, sizeof(err)) < 0);
+    assert_non_null(strstr(err, "bgp_local_address"));
+    assert_int_equal(config_set_str(&c, "backend_options.bgp_local_address", "169.254.1.1", err, sizeof(err)), 0);
+    assert_int_equal(config_validate(&c, err, sizeof(err)), 0);
+    assert_string_equal(c.bgp_dir, "/var/lib/tierflow/bgp");
+    assert_int_equal(c.bgp_local_as, 64999);
+    assert_true(config_set_str(&c, "backend_options.bgp_hold_time", "2", err, sizeof(err)) < 0);
+    assert_true(config_set_str(&c, "backend_options.bgp_local_as", "4294967296", err, sizeof(err)) < 0);
+    assert_int_equal(config_set_str(&c, "backend_options.bgp_local_as", "4294967295", err, sizeof(err)), 0);
+}
+
 static void file_keys(void **st)
 {
     (void)st;
@@ -130,7 +150,7 @@ static void ingest_errors(void **st)
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(defaults), cmocka_unit_test(backend_defaults_agree),
-                                       cmocka_unit_test(file_keys),
+                                       cmocka_unit_test(bgp_keys), cmocka_unit_test(file_keys),
                                        cmocka_unit_test(cli_override), cmocka_unit_test(ingest_errors)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

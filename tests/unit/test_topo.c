@@ -183,6 +183,13 @@ static void test_err_bounds(void **state)
                    LINKS_OK),
                "node S9", "netns");
     expect_err(DOC(TIERS3, NODES_OK ",{\"name\": 7, \"tier\": \"spine\"}", LINKS_OK), "nodes[5]", "string");
+    /* A switch's BGP AS: an integer 1..2^32-1, and hosts have none. */
+    const char *bad_asn[] = {DOC(TIERS3, NODES_OK ",{\"name\": \"S9\", \"tier\": \"spine\", \"asn\": 4294967296}", LINKS_OK),
+                             DOC(TIERS3, NODES_OK ",{\"name\": \"S9\", \"tier\": \"spine\", \"asn\": \"65000\"}", LINKS_OK),
+                             DOC(TIERS3, NODES_OK ",{\"name\": \"S9\", \"tier\": \"host\", \"addr\": \"10.0.1.9\", \"asn\": 1}",
+                                 LINKS_OK ",{\"a\": \"S9\", \"b\": \"L1\", \"gbps\": 1}")};
+    for (size_t i = 0; i < sizeof(bad_asn) / sizeof(bad_asn[0]); i++)
+        expect_err(bad_asn[i], "node S9", "\"asn\" must be an integer 1..4294967295, on a switch");
 }
 
 static void test_err_syntax(void **state)
@@ -198,7 +205,7 @@ static void test_round_trip(void **state)
     (void)state;
     const char *json = DOC(TIERS3,
         NODES_OK ",{\"name\": \"H3\", \"tier\": \"host\", \"addr\": \"fd00::3\", \"pod\": 2},"
-                 "{\"name\": \"S2\", \"tier\": \"spine\", \"netns\": \"tf-S2\", \"mgmt\": \"10.9.9.2\"}",
+                 "{\"name\": \"S2\", \"tier\": \"spine\", \"netns\": \"tf-S2\", \"mgmt\": \"10.9.9.2\", \"asn\": 4200000000}",
         LINKS_OK ",{\"a\": \"H3\", \"b\": \"L1\", \"gbps\": 2.5},"
                  "{\"a\": \"S2\", \"b\": \"L1\", \"gbps\": 0.1, \"a_if\": \"eth3\", \"b_if\": \"eth2\", "
                  "\"a_ip\": \"10.1.0.1\", \"b_ip\": \"10.1.0.2/31\"}");
@@ -209,6 +216,8 @@ static void test_round_trip(void **state)
     assert_int_equal(topo_write_json(t, f), 0);
     fclose(f);
     struct topo *u = load_ok(buf);
+    assert_non_null(strstr(buf, "\"asn\": 4200000000"));
+    assert_int_equal(u->nodes[topo_node_by_name(u, "S2")].asn, 4200000000u);
     assert_int_equal(u->nnodes, t->nnodes);
     assert_int_equal(u->nlinks, t->nlinks);
     assert_memory_equal(u->nodes, t->nodes, sizeof(*t->nodes) * t->nnodes);

@@ -1,0 +1,44 @@
+#!/usr/bin/env python3
+"""A stand-in for ExaBGP's process API, for tests/unit/test_bgp_logic.c: no
+BGP at all. Like ExaBGP it reads its configuration (argv[1]), writes the PID
+file named by exabgp_daemon_pid, runs the configuration's `process` and acks
+every command it prints ("done", exabgp_api_ack), keeping an Adj-RIB-Out per
+neighbor; `show adj-rib out` lists it in ExaBGP's words. The test adds
+routes the controller never asked for by writing lines into the file
+`extra-rib-out` beside the configuration (each listed as is), to check that
+the read-back sees them. TERM stops it and its process."""
+import os
+import re
+import signal
+import subprocess
+import sys
+
+conf_path = sys.argv[1]
+conf = open(conf_path).read()
+run = re.search(r"run (.*);", conf).group(1)
+with open(os.environ["exabgp_daemon_pid"], "w") as f:
+    f.write("%d\n" % os.getpid())
+proc = subprocess.Popen(run, shell=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+
+
+def stop(*_):
+    proc.terminate()
+    sys.exit(0)
+
+
+signal.signal(signal.SIGTERM, stop)
+rib = {}  # (neighbor, prefix) -> next hop
+extra = os.path.join(os.path.dirname(conf_path), "extra-rib-out")
+for line in iter(proc.stdout.readline, ""):
+    w = line.split()
+    out = []
+    if w[:1] == ["neighbor"] and len(w) >= 6 and w[2] == "announce" and w[3] == "route":
+        rib[(w[1], w[4])] = w[w.index("next-hop") + 1]
+    elif w[:1] == ["neighbor"] and len(w) >= 5 and w[2] == "withdraw" and w[3] == "route":
+        rib.pop((w[1], w[4]), None)
+    elif w[:3] == ["show", "adj-rib", "out"]:
+        out = ["neighbor %s ipv4 unicast %s next-hop %s" % (n, p, nh) for (n, p), nh in sorted(rib.items())]
+        if os.path.exists(extra):
+            out += [x.strip() for x in open(extra) if x.strip()]
+    proc.stdin.write("".join(x + "\n" for x in out) + "done\n")
+    proc.stdin.flush()

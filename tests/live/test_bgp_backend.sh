@@ -1,0 +1,188 @@
+#!/usr/bin/env bash
+# timeout: 150
+# tierflowd's bgp backend (docs/routing.md "The bgp backend") on the routed lab:
+# a 2-leaf x 2-spine x 2-host fabric with FRR, ExaBGP as tierflowd's speaker
+# on the management network (no netlink, no namespace access from tierflowd),
+# iperf3 as the traffic, probes on the leaf uplinks.
+#   1. two flows L1 -> L2 to distinct hosts whose ports make ECMP put both on
+#      one spine: the speaker's sessions with every switch are Established
+#   2. tierflowd steers one: L1's kernel holds a /32 for its destination via
+#      the other spine (proto bgp), nothing broader from the controller, the
+#      spines do not have it (no-advertise); both uplinks carry a flow and
+#      the aggregate reaches >= 0.9 of two flows at the collided rate
+#   3. restart: tierflowd killed (-9) and started again adopts the running
+#      speaker; `ip monitor route` in L1 sees the /32 never deleted
+#   4. remote failure: the steering spine's link to L2 goes down; the /32 is
+#      withdrawn from L1 within 2 s (time printed) and traffic keeps flowing
+#   5. the speaker is killed: L1 drops its routes with the session, and
+#      tierflowd starts a new speaker that announces them again
+#   6. stop with --withdraw-on-exit: L1 holds no route from the controller
+#      and the speaker is gone
+set -u
+TF_ROOT=${TF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
+. "$TF_ROOT/tests/lib/tap.sh"
+. "$TF_ROOT/tests/lab/lib.sh"
+. "$TF_ROOT/tests/lab/bgp.sh"
+t_need_root bgp_backend
+for t in jq vtysh iperf3 ss curl exabgp; do
+  command -v $t >/dev/null || { t_skip bgp_backend "'$t' missing (scripts/deps.sh test)"; t_done; }
+done
+CTL=$(tf_bin tierflowd); PROBE=$(tf_bin tierflow-probe)
+[ -n "$CTL" ] && [ -n "$PROBE" ] || { t_skip bgp_backend "tierflowd or tierflow-probe not built (make all)"; t_done; }
+
+MBIT=${BGP_MBIT:-50}
+lab_init bgp42
+SPK=$LAB_TMP/speaker
+speaker_pid() { cat "$SPK/exabgp.pid" 2>/dev/null; }
+cleanup() { # the speaker tierflowd started outlives it by design: stop it by its PID
+  local p; p=$(speaker_pid)
+  [ -n "$p" ] && grep -q exabgp "/proc/$p/cmdline" 2>/dev/null && kill "$p" 2>/dev/null
+  lab_cleanup
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+t_check "lab up 2x2x2 with BGP at $MBIT Mbit/s" lab_up leafspine:leaves=2,spines=2,hosts=2,gbps=100 --routing bgp \
+  --mbit "$MBIT"
+[ -s "$LAB_TOPO" ] || t_done
+t_check "every switch peers with the controller address" lab_bgp_peer 64999
+TOPO=$LAB_TMP/topology-bgp.json
+lab_bgp_topology "$TOPO"
+mapfile -t UP < <(lab_uplinks L1)
+mapfile -t SRC < <(lab_hosts_of L1)
+mapfile -t DST < <(lab_hosts_of L2)
+uplink_ip() { jq -r --arg i "$1" '.links[] | select(.a == "L1" and .a_if == $i) | .b_ip' "$LAB_TOPO"; }
+
+# ---- 1. two flows collide on UP[0] -------------------------------------------
+declare -a SPORT
+for i in 0 1; do
+  SPORT[$i]=$(lab_pick_sport L1 "${SRC[$i]}" "$(lab_addr "${DST[$i]}")" $((5201 + i)) "${UP[0]}" $((42000 + 300 * i)))
+  [ -n "${SPORT[$i]}" ] || { t_fail "a source port for flow $i on ${UP[0]}"; t_done; }
+done
+C=$(lab_bgp_controller); PORT=$((18200 + $$ % 50)); URL="http://$C:$PORT"
+TOKEN=$LAB_TMP/token; head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$TOKEN"; chmod 600 "$TOKEN"
+cat > "$LAB_TMP/tierflowd.json" <<EOF
+{"topology": "$TOPO", "backend": "bgp", "listen": "$C:$PORT", "token_file": "$TOKEN", "interval": 1,
+ "withdraw_on_exit": true,
+ "backend_options": {"bgp_dir": "$SPK", "bgp_local_address": "$C", "bgp_local_as": 64999, "bgp_hold_time": 9}}
+EOF
+start_ctl() { lab_bg tierflowd "$CTL" --config "$LAB_TMP/tierflowd.json" >>"$LAB_TMP/tierflowd.log" 2>&1; }
+for i in 0 1; do iperf_server "${DST[$i]}" $((5201 + i)) "$LAB_TMP/srv$i.json"; done
+for i in 0 1; do iperf_wait_listen "${DST[$i]}" $((5201 + i)); done
+for i in 0 1; do
+  iperf_client "${SRC[$i]}" "$(lab_addr "${DST[$i]}")" $((5201 + i)) "${SPORT[$i]}" 40 "$LAB_TMP/cli$i.json"
+done
+GBPS=$(awk -v m="$MBIT" 'BEGIN{print m/1000}')
+for leaf in L1 L2; do
+  a=(); for ifs in $(lab_uplinks $leaf); do a+=(-i "$ifs"); done
+  lab_bg "probe-$leaf" "$LAB" exec $leaf -- "$PROBE" "${a[@]}" --node $leaf --controller "$URL" \
+    --token-file "$TOKEN" --interval 1 --link-gbps "$GBPS" >"$LAB_TMP/probe-$leaf.log" 2>&1
+done
+# bit/s over SECS: each L1 uplink, then what L2 delivers to the two
+# destinations (the aggregate; iperf3's JSON comes only at its end)
+HIF=($(for i in 0 1; do lab_hostif L2 "${DST[$i]}"; done))
+rates() {
+  local a b c d; a=($(lab_txbytes L1 "${UP[@]}")); c=($(lab_txbytes L2 "${HIF[@]}")); sleep "$1"
+  b=($(lab_txbytes L1 "${UP[@]}")); d=($(lab_txbytes L2 "${HIF[@]}"))
+  awk -v s="$1" -v a="${a[*]}" -v b="${b[*]}" -v c="${c[*]}" -v d="${d[*]}" 'BEGIN{split(a,A);split(b,B);split(c,C);split(d,D)
+    printf "%.0f %.0f %.0f\n", (B[1]-A[1])*8/s, (B[2]-A[2])*8/s, (D[1]-C[1]+D[2]-C[2])*8/s}'
+}
+mbit() { awk -v b="$1" 'BEGIN{printf "%.1f", b/1e6}'; }
+sleep 1
+R=($(rates 2)); COLL=${R[2]}
+echo "# ECMP: ${UP[0]} ${UP[1]} carry $(mbit "${R[0]}") $(mbit "${R[1]}") Mbit/s; aggregate $(mbit "$COLL") Mbit/s"
+t_ge "ECMP: ${UP[1]} idle while both flows share ${UP[0]}" "$(awk -v m="$MBIT" 'BEGIN{print 0.1*m*1e6}')" "${R[1]}"
+
+# ---- 2. tierflowd steers one flow by BGP -------------------------------------
+tstart=$(date +%s.%N)
+start_ctl
+# tierflowd pins the fat flows where they are, then moves one to UP[1]: wait
+# for a /32 via UP[1]'s spine.
+NH=$(uplink_ip "${UP[1]}")
+steered=""
+for _ in $(seq 150); do
+  steered=$(lab_bgp_routes L1 | grep " via $NH dev ${UP[1]} "); [ -n "$steered" ] && break; sleep 0.1
+done
+tsteer=$(date +%s.%N)
+echo "# tierflowd start -> a /32 via ${UP[1]} in L1's kernel: $(awk -v a="$tstart" -v b="$tsteer" 'BEGIN{printf "%.2f", b-a}') s: $steered"
+t_check "speaker sessions with L1, L2, S1, S2 Established" bash -c \
+  "curl -s '$URL/api/v1/status' | jq -e '[.backend.bgp.sessions[] | select(.state == \"established\")] | length == 4' >/dev/null"
+DSTS=$(for i in 0 1; do lab_addr "${DST[$i]}"; done)
+t_eq "L1 steers one destination host via ${UP[1]} ($NH)" 1 "$(echo "$steered" | grep -c .)"
+SDST=$(echo "$steered" | awk '{print $1}')
+t_check "the steered prefix is one of the two destinations" grep -qx "$SDST" <<< "$DSTS"
+CROUTES=$("$LAB" vtysh L1 -- "show bgp ipv4 unicast neighbors $C routes json" 2>/dev/null | jq -r '.routes | keys[]')
+echo "# L1's routes from the controller: $(echo $CROUTES)"
+t_check "everything L1 took from the controller is a /32 of a destination (nothing broader)" bash -c \
+  "[ -n '$CROUTES' ] && ! grep -vxF -f <(sed 's|$|/32|' <<< '$DSTS') <<< '$CROUTES'"
+t_check "L1's route carries no-advertise" bash -c \
+  "'$LAB' vtysh L1 -- 'show bgp ipv4 unicast $SDST/32 json' | jq -e '[.paths[].community.list[]?] | index(\"noAdvertise\")' >/dev/null"
+t_eq "no spine holds the /32 (no-advertise)" "" "$(for s in S1 S2; do "$LAB" exec $s -- ip -4 route show exact "$SDST/32"; done)"
+t_check "/metrics: the speaker up, L1's session up, routes announced" bash -c \
+  "curl -s '$URL/metrics' | grep -q '^tierflow_bgp_speaker_up 1' && curl -s '$URL/metrics' | grep -q '^tierflow_bgp_session_up{node=\"L1\",peer=\"[0-9.]*\"} 1' && curl -s '$URL/metrics' | grep -q '^tierflow_bgp_announced_routes [1-9]'"
+t_check "GET /api/v1/routes lists it for L1 via S2" bash -c \
+  "curl -s '$URL/api/v1/routes' | jq -e --arg p '$SDST/32' '.bgp.announced | any(.node == \"L1\" and .prefix == \$p)' >/dev/null"
+sleep 1.5
+R=($(rates 3)); AGG=${R[2]}
+echo "# steered: ${UP[0]} ${UP[1]} carry $(mbit "${R[0]}") $(mbit "${R[1]}") Mbit/s; aggregate $(mbit "$AGG") Mbit/s (collided $(mbit "$COLL"))"
+t_ge "both uplinks carry a flow" "${R[1]}" "$(awk -v c="$COLL" 'BEGIN{print 0.35*c}')"
+t_ge "aggregate >= 0.9 of two flows at the collided link's rate" "$AGG" "$(awk -v c="$COLL" 'BEGIN{print 0.9*2*c}')"
+
+# ---- 3. restart adopts --------------------------------------------------------
+SPID=$(speaker_pid)
+lab_bg monitor "$LAB" exec L1 -- ip -o monitor route > "$LAB_TMP/monitor.out" 2>&1
+kill -9 "${LAB_PIDS[tierflowd]}"; wait "${LAB_PIDS[tierflowd]}" 2>/dev/null
+start_ctl
+sleep 4
+t_check "ip monitor ran through the restart" kill -0 "${LAB_PIDS[monitor]}"
+lab_stop monitor
+t_eq "the speaker survived tierflowd and was adopted (same PID)" "$SPID" "$(speaker_pid)"
+t_check "tierflowd says it adopted the speaker" grep -q "adopting the running speaker" "$LAB_TMP/tierflowd.log"
+t_eq "ip monitor: the /32 was never deleted across the restart" 0 \
+  "$(grep -c "^Deleted $SDST " "$LAB_TMP/monitor.out" 2>/dev/null || true)"
+t_eq "L1 still steers $SDST via ${UP[1]}" 1 "$(lab_bgp_routes L1 | grep -c "^$SDST via $NH ")"
+
+# ---- 4. remote failure: S2 loses its link to L2 -------------------------------
+SPINE=$(jq -r --arg i "${UP[1]}" '.links[] | select(.a == "L1" and .a_if == $i) | .b' "$LAB_TOPO")
+tdown=$(date +%s.%N)
+"$LAB" exec "$SPINE" -- ip link set L2 down
+gone=""
+for _ in $(seq 50); do
+  lab_bgp_routes L1 | grep -q " via $NH " || { gone=$(date +%s.%N); break; }; sleep 0.05
+done
+ms=$([ -n "$gone" ] && awk -v a="$tdown" -v b="$gone" 'BEGIN{printf "%d", (b-a)*1000}' || echo 9999)
+echo "# $SPINE -> L2 down: no /32 via $SPINE in L1's kernel after $ms ms"
+t_ge "remote failure: the steered route withdrawn within 2 s ($ms ms)" 2000 "$ms"
+sleep 0.5
+R=($(rates 2)); AGG=${R[2]}
+echo "# after the failure: aggregate $(mbit "$AGG") Mbit/s over one spine"
+t_ge "traffic keeps flowing (>= 0.8 of the collided aggregate)" "$AGG" "$(awk -v c="$COLL" 'BEGIN{print 0.8*c}')"
+"$LAB" exec "$SPINE" -- ip link set L2 up
+
+# ---- 5. the speaker dies: its routes go with its sessions; tierflowd restarts it
+for _ in $(seq 50); do [ -n "$(lab_bgp_routes L1)" ] && break; sleep 0.1; done
+SPID=$(speaker_pid)
+t_check "L1 holds a controller route before the speaker dies" test -n "$(lab_bgp_routes L1)"
+tkill=$(date +%s.%N)
+kill -9 "$SPID"
+gone=""
+for _ in $(seq 100); do [ -z "$(lab_bgp_routes L1)" ] && { gone=$(date +%s.%N); break; }; sleep 0.05; done
+ms=$([ -n "$gone" ] && awk -v a="$tkill" -v b="$gone" 'BEGIN{printf "%d", (b-a)*1000}' || echo 9999)
+echo "# speaker killed: L1 dropped its controller routes after $ms ms"
+t_ge "speaker killed: its routes leave L1 with the session (within the 9 s hold time: $ms ms)" 9000 "$ms"
+back=""
+for _ in $(seq 100); do
+  p=$(speaker_pid); [ -n "$p" ] && [ "$p" != "$SPID" ] && [ -n "$(lab_bgp_routes L1)" ] && { back=$(date +%s.%N); break; }
+  sleep 0.1
+done
+t_check "tierflowd started a new speaker and L1 is steered again" test -n "$back"
+[ -n "$back" ] && echo "# new speaker $(speaker_pid), routes back after $(awk -v a="$tkill" -v b="$back" 'BEGIN{printf "%.1f", b-a}') s"
+
+# ---- 6. stop withdraws everything ---------------------------------------------
+SPID=$(speaker_pid)
+lab_stop tierflowd
+sleep 0.5
+t_eq "stopped with withdraw_on_exit: L1 holds no route from the controller" "" "$(lab_bgp_routes L1)"
+t_check "the speaker is gone" bash -c "! kill -0 '$SPID' 2>/dev/null || grep -q '^[^ ]* ([^)]*) Z' /proc/$SPID/stat"
+for i in 0 1; do lab_stop "cli-${SRC[$i]}-${SPORT[$i]}"; done
+t_done

@@ -1,0 +1,377 @@
+/*
+ * The bgp backend's logic against tests/lib/fake_exabgp.py, a stand-in for
+ * ExaBGP's process API (no BGP; tests/live/test_bgp_backend.sh runs the real
+ * one against FRR). A 2x2 leaf/spine whose switches have mgmt and asn:
+ *   - per-destination granularity: the uplink most flows to a host use wins,
+ *     the others are narrowed;
+ *   - the read-back: a route in the speaker's Adj-RIB-Out that was not asked
+ *     for (broader than a /32) makes the backend unhealthy, naming it;
+ *   - a class rule has no BGP form: refused, naming the switch;
+ *   - close leaves the speaker running, open adopts it and its routes;
+ *   - a spine that withdraws the destination leaf's prefix (its messages
+ *     written into the event FIFO as ExaBGP would) has the route through it
+ *     withdrawn at once and its direction reported down;
+ *   - withdraw stops the speaker.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/util.h"
+#include "controller/backend.h"
+#include "controller/planbuild.h"
+#include "policy/topo.h"
+
+#define SW(n, m, asn) "{\"name\": \"" n "\", \"tier\": \"" m "\", \"mgmt\": \"127.0.0." asn "\", \"asn\": 6500" asn "}"
+#define UPL(l, s, a, b) \
+    "{\"a\": \"" l "\", \"b\": \"" s "\", \"gbps\": 100, \"a_if\": \"" s "\", \"b_if\": \"" l "\", \"a_ip\": \"10.254.0." a \
+    "\", \"b_ip\": \"10.254.0." b "\"}"
+static const char *topo_json =
+    "{\"name\": \"t\", \"tiers\": [\"host\", \"leaf\", \"spine\"], \"nodes\": ["
+    "{\"name\": \"H1\", \"tier\": \"host\", \"addr\": \"10.0.1.1\"}, {\"name\": \"H2\", \"tier\": \"host\", \"addr\": "
+    "\"10.0.2.1\"}, {\"name\": \"L1\", \"tier\": \"leaf\", \"prefix\": \"10.0.1.0/24\", \"mgmt\": \"127.0.0.2\", "
+    "\"asn\": 65002}, {\"name\": \"L2\", \"tier\": \"leaf\", \"prefix\": \"10.0.2.0/24\", \"mgmt\": \"127.0.0.3\", "
+    "\"asn\": 65003}, " SW("S1", "spine", "4") ", " SW("S2", "spine", "5") "], \"links\": ["
+    "{\"a\": \"H1\", \"b\": \"L1\", \"gbps\": 100}, {\"a\": \"H2\", \"b\": \"L2\", \"gbps\": 100}, "
+    UPL("L1", "S1", "0", "1") ", " UPL("L1", "S2", "2", "3") ", " UPL("L2", "S1", "4", "5") ", "
+    UPL("L2", "S2", "6", "7") "]}";
+
+/* Three tiers: pods (L1, S1) and (L2, S2) joined by superspines X1, X2; S1
+ * chooses among X1 and X2 for H2, so its pins are S1's routes. */
+static const char *topo3_json =
+    "{\"name\": \"t3\", \"tiers\": [\"host\", \"leaf\", \"spine\", \"superspine\"], \"nodes\": ["
+    "{\"name\": \"H1\", \"tier\": \"host\", \"addr\": \"10.0.1.1\"}, {\"name\": \"H2\", \"tier\": \"host\", \"addr\": "
+    "\"10.0.2.1\"}, {\"name\": \"L1\", \"tier\": \"leaf\", \"prefix\": \"10.0.1.0/24\", \"mgmt\": \"127.0.0.2\", "
+    "\"asn\": 65002}, {\"name\": \"L2\", \"tier\": \"leaf\", \"prefix\": \"10.0.2.0/24\", \"mgmt\": \"127.0.0.3\", "
+    "\"asn\": 65003}, " SW("S1", "spine", "4") ", " SW("S2", "spine", "5") ", " SW("X1", "superspine", "6") ", "
+    SW("X2", "superspine", "7") "], \"links\": ["
+    "{\"a\": \"H1\", \"b\": \"L1\", \"gbps\": 100}, {\"a\": \"H2\", \"b\": \"L2\", \"gbps\": 100}, "
+    UPL("L1", "S1", "0", "1") ", " UPL("L2", "S2", "2", "3") ", " UPL("S1", "X1", "4", "5") ", "
+    UPL("S1", "X2", "6", "7") ", " UPL("S2", "X1", "8", "9") ", " UPL("S2", "X2", "10", "11") "]}";
+
+static const char *topo_text;
+static struct topo *topo;
+static struct backend *be;
+static char dir[64], fake[4096];
+
+static int open_be(void)
+{
+    struct backend_cfg bc;
+    char err[512];
+    backend_cfg_default(&bc);
+    bc.topo = topo;
+    bc.bgp = (struct backend_bgp){dir, "127.0.0.1", fake, 64999, 9};
+    int rc = backend_open("bgp", &bc, &be, err, sizeof(err));
+    if (rc)
+        print_error("backend_open: %s\n", err);
+    return rc;
+}
+
+static int setup(void **st)
+{
+    (void)st;
+    char err[256];
+    const char *root = getenv("TF_ROOT");
+    snprintf(fake, sizeof(fake), "%s/tests/lib/fake_exabgp.py", root ? root : ".");
+    snprintf(dir, sizeof(dir), "/tmp/tfbgp-unit.XXXXXX");
+    if (!mkdtemp(dir) || topo_from_json(topo_text, strlen(topo_text), "t.json", &topo, err, sizeof(err))) {
+        print_error("setup: %s\n", err);
+        return -1;
+    }
+    return open_be();
+}
+
+static int setup2(void **st)
+{
+    topo_text = topo_json;
+    return setup(st);
+}
+
+static int setup3(void **st)
+{
+    topo_text = topo3_json;
+    return setup(st);
+}
+
+static long speaker_pid(void);
+
+static int teardown(void **st)
+{
+    (void)st;
+    backend_close(be);
+    topo_free(topo);
+    /* Still there when a test failed before withdraw_stops: ours only. */
+    long pid = speaker_pid();
+    char path[64], *argv0 = NULL;
+    size_t len = 0;
+    snprintf(path, sizeof(path), "/proc/%ld/cmdline", pid);
+    if (pid > 0 && tf_read_file(path, 4096, &argv0, &len) == 0 && memmem(argv0, len, "fake_exabgp", 11))
+        kill((pid_t)pid, SIGTERM);
+    free(argv0);
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static void sleep_ms(long ms) { nanosleep(&(struct timespec){ms / 1000, (ms % 1000) * 1000000L}, NULL); }
+
+/* Waits up to 3 s for the backend's health to be want; err gets why. */
+static bool wait_healthy(bool want, char *err, size_t len)
+{
+    for (int i = 0; i < 300; i++) {
+        bool h = backend_healthy(be);
+        tf_strlcpy(err, backend_error(be), len);
+        if (h == want)
+            return true;
+        sleep_ms(10);
+    }
+    return false;
+}
+
+/* The announced routes as "NODE PREFIX NEXTHOP VIA;..." */
+static void announced(char *out, size_t len)
+{
+    json_t *o = backend_json(be), *a;
+    size_t i, u = 0;
+    out[0] = '\0';
+    json_array_foreach(json_object_get(o, "announced"), i, a)
+        u += (size_t)snprintf(out + u, u < len ? len - u : 0, "%s %s %s %s;",
+                              json_string_value(json_object_get(a, "node")),
+                              json_string_value(json_object_get(a, "prefix")),
+                              json_string_value(json_object_get(a, "next_hop")),
+                              json_string_value(json_object_get(a, "via")));
+    json_decref(o);
+}
+
+/* Flows from H1 to dst by L1's uplink k (0: S1, 1: S2), ports from sport. */
+static void add_flows(struct plan *p, const char *dst, uint32_t k, int n, uint16_t sport)
+{
+    struct plan_route rt = {.sw = "L1", .table = 7700 + k, .af = 4, .dst_len = 24, .dst = {10, 0, 2, 0}, .nnh = 1,
+                            .nh = {{.af = 4, .via = {10, 254, 0, (uint8_t)(1 + 2 * k)}, .weight = 1}}};
+    snprintf(rt.nh[0].dev, sizeof(rt.nh[0].dev), "S%u", k + 1);
+    assert_int_equal(plan_add_route(p, &rt), 0);
+    for (int i = 0; i < n; i++) {
+        struct plan_rule r = {.sw = "L1", .prio = 20000 + k, .table = 7700 + k, .af = 4, .ipproto = 6, .src_len = 32,
+                              .dst_len = 32, .sport = (uint16_t)(sport + i), .dport = 5201, .dscp = -1,
+                              .src = {10, 0, 1, 1}};
+        int af;
+        assert_int_equal(tf_addr_parse(dst, &af, r.dst), 0);
+        assert_int_equal(plan_add_rule(p, &r), 0);
+    }
+}
+
+static void apply(struct plan *p, struct backend_result *res)
+{
+    plan_sort(p);
+    assert_int_equal(backend_apply(be, p, res), 0);
+    plan_free(p);
+}
+
+static void granularity(void **st)
+{
+    (void)st;
+    struct plan p;
+    struct backend_result res;
+    char got[512], err[256];
+    plan_init(&p);
+    add_flows(&p, "10.0.2.1", 1, 2, 40000);   /* two flows to H2 by S2 */
+    add_flows(&p, "10.0.2.1", 0, 1, 41000);   /* one by S1: the same host */
+    apply(&p, &res);
+    assert_int_equal(res.routes_added, 1);
+    assert_int_equal(res.narrowed, 1);
+    announced(got, sizeof(got));
+    assert_string_equal(got, "L1 10.0.2.1/32 10.254.0.3 S2;");
+    assert_true(wait_healthy(true, err, sizeof(err)));
+}
+
+static void readback_broader(void **st)
+{
+    (void)st;
+    char path[128], err[256];
+    snprintf(path, sizeof(path), "%s/extra-rib-out", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("neighbor 127.0.0.2 ipv4 unicast 10.0.2.0/24 next-hop 10.254.0.3\n", f);
+    fclose(f);
+    struct plan p;
+    struct backend_result res;
+    plan_init(&p);
+    add_flows(&p, "10.0.2.1", 1, 2, 40000);
+    add_flows(&p, "10.0.2.9", 1, 1, 42000);   /* a change: read back after it */
+    apply(&p, &res);
+    assert_int_equal(res.routes_added, 1);
+    assert_true(wait_healthy(false, err, sizeof(err)));
+    assert_non_null(strstr(err, "10.0.2.0/24"));
+    assert_non_null(strstr(err, "L1"));
+    unlink(path);
+    plan_init(&p);
+    add_flows(&p, "10.0.2.1", 1, 2, 40000);
+    apply(&p, &res);
+    assert_int_equal(res.routes_deleted, 1);
+    assert_true(wait_healthy(true, err, sizeof(err)));
+}
+
+static void class_refused(void **st)
+{
+    (void)st;
+    struct plan p;
+    struct backend_result res;
+    plan_init(&p);
+    add_flows(&p, "10.0.2.1", 1, 2, 40000);
+    struct plan_route rt = {.sw = "L1", .table = 7700 + PLANBUILD_CLASS_TABLE_OFF, .af = 4, .dst_len = 24,
+                            .dst = {10, 0, 2, 0}, .nnh = 1, .nh = {{.af = 4, .via = {10, 254, 0, 1}, .weight = 1}}};
+    struct plan_rule r = {.sw = "L1", .prio = 20000 + PLANBUILD_CLASS_PRIO_OFF,
+                          .table = 7700 + PLANBUILD_CLASS_TABLE_OFF, .af = 4, .fwmark = 7, .dscp = -1};
+    assert_int_equal(plan_add_route(&p, &rt), 0);
+    assert_int_equal(plan_add_rule(&p, &r), 0);
+    apply(&p, &res);
+    assert_int_equal(res.refused, 1);
+    assert_non_null(strstr(res.unsupported, "switch L1"));
+    assert_int_equal(res.nunsup, 1);
+    assert_int_equal(res.unsup[0].sels, PLAN_SEL_FWMARK);
+    char got[256];
+    announced(got, sizeof(got));
+    assert_string_equal(got, "L1 10.0.2.1/32 10.254.0.3 S2;");   /* the rest is announced */
+}
+
+static long speaker_pid(void)
+{
+    char path[128], *text = NULL;
+    size_t len;
+    snprintf(path, sizeof(path), "%s/exabgp.pid", dir);
+    long pid = tf_read_file(path, 64, &text, &len) == 0 ? atol(text) : -1;
+    free(text);
+    return pid;
+}
+
+static void restart_adopts(void **st)
+{
+    (void)st;
+    long pid = speaker_pid();
+    char before[256], after[256], err[256];
+    announced(before, sizeof(before));
+    backend_close(be);
+    be = NULL;
+    assert_int_equal(kill((pid_t)pid, 0), 0);   /* still running */
+    assert_int_equal(open_be(), 0);
+    assert_int_equal(speaker_pid(), pid);
+    announced(after, sizeof(after));
+    assert_string_equal(after, before);
+    assert_true(wait_healthy(true, err, sizeof(err)));   /* its Adj-RIB-Out matches */
+    struct plan have;
+    assert_int_equal(backend_read(be, &have), 0);
+    assert_int_equal(have.nrules, 3);   /* the plan asked for, from plan.json */
+    plan_free(&have);
+}
+
+/* One line into the event FIFO, as ExaBGP writes it. */
+static void speaker_says(const char *line)
+{
+    char path[128];
+    snprintf(path, sizeof(path), "%s/ev", dir);
+    int fd = open(path, O_WRONLY | O_NONBLOCK);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, line, strlen(line)), (ssize_t)strlen(line));
+    close(fd);
+}
+
+#define SAYS(peer, what) \
+    "{\"type\": \"" what "\", \"neighbor\": {\"address\": {\"local\": \"127.0.0.1\", \"peer\": \"" peer "\"}, "
+#define S2_SAYS(what) SAYS("127.0.0.5", what)
+
+static void remote_failure(void **st)
+{
+    (void)st;
+    speaker_says(S2_SAYS("state") "\"state\": \"up\"}}\n");
+    speaker_says(S2_SAYS("update") "\"message\": {\"update\": {\"announce\": {\"ipv4 unicast\": {\"127.0.0.5\": "
+                 "[{\"nlri\": \"10.0.2.0/24\"}, {\"nlri\": \"10.0.1.0/24\"}]}}}}}}\n");
+    sleep_ms(300);
+    char got[256];
+    announced(got, sizeof(got));
+    assert_string_equal(got, "L1 10.0.2.1/32 10.254.0.3 S2;");   /* S2 reaches L2: kept */
+    speaker_says(S2_SAYS("update") "\"message\": {\"update\": {\"withdraw\": {\"ipv4 unicast\": "
+                 "[{\"nlri\": \"10.0.2.0/24\"}]}}}}}\n");
+    for (int i = 0; i < 200 && (announced(got, sizeof(got)), got[0]); i++)
+        sleep_ms(10);
+    assert_string_equal(got, "");
+    uint8_t down[16] = {0};
+    char notes[512];
+    assert_int_equal(backend_routing(be, down, 2 * topo->nlinks, notes, sizeof(notes)), 0);
+    uint32_t dir_s2_l2;
+    assert_int_equal(topo_dir_between(topo, topo_node_by_name(topo, "S2"), topo_node_by_name(topo, "L2"), &dir_s2_l2), 0);
+    for (uint32_t d = 0; d < 2 * topo->nlinks; d++)
+        assert_int_equal(down[d], d == dir_s2_l2);
+    assert_non_null(strstr(notes, "10.0.2.1/32 via S2 withdrawn"));
+}
+
+static void withdraw_stops(void **st)
+{
+    (void)st;
+    long pid = speaker_pid();
+    struct backend_result res;
+    assert_int_equal(backend_withdraw(be, &res), 0);
+    char got[64];
+    announced(got, sizeof(got));
+    assert_string_equal(got, "");
+    char path[64], stat[256] = "";
+    snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+    FILE *f = fopen(path, "r");   /* gone, or a zombie of ours reaped later */
+    if (f) {
+        assert_non_null(fgets(stat, sizeof(stat), f));
+        fclose(f);
+        assert_non_null(strstr(stat, ") Z"));
+    }
+}
+
+/* Three tiers: a pin on S1 (its uplink to X2) is a route announced to S1,
+ * withdrawn when X2 stops reaching L2. */
+static void spine_pins(void **st)
+{
+    (void)st;
+    struct plan p;
+    struct backend_result res;
+    plan_init(&p);
+    struct plan_route rt = {.sw = "S1", .table = 7701, .af = 4, .dst_len = 24, .dst = {10, 0, 2, 0}, .nnh = 1,
+                            .nh = {{.af = 4, .via = {10, 254, 0, 7}, .dev = "X2", .weight = 1}}};
+    struct plan_rule r = {.sw = "S1", .prio = 20001, .table = 7701, .af = 4, .ipproto = 6, .src_len = 32,
+                          .dst_len = 32, .sport = 40000, .dport = 5201, .dscp = -1, .src = {10, 0, 1, 1},
+                          .dst = {10, 0, 2, 1}};
+    assert_int_equal(plan_add_route(&p, &rt), 0);
+    assert_int_equal(plan_add_rule(&p, &r), 0);
+    apply(&p, &res);
+    char got[256];
+    announced(got, sizeof(got));
+    assert_string_equal(got, "S1 10.0.2.1/32 10.254.0.7 X2;");
+    speaker_says(SAYS("127.0.0.7", "state") "\"state\": \"up\"}}\n");
+    speaker_says(SAYS("127.0.0.7", "update") "\"message\": {\"update\": {\"announce\": {\"ipv4 unicast\": "
+                 "{\"127.0.0.7\": [{\"nlri\": \"10.0.2.0/24\"}]}}}}}}\n");
+    sleep_ms(300);
+    announced(got, sizeof(got));
+    assert_string_equal(got, "S1 10.0.2.1/32 10.254.0.7 X2;");
+    speaker_says(SAYS("127.0.0.7", "update") "\"message\": {\"update\": {\"withdraw\": {\"ipv4 unicast\": "
+                 "[{\"nlri\": \"10.0.2.0/24\"}]}}}}}\n");
+    for (int i = 0; i < 200 && (announced(got, sizeof(got)), got[0]); i++)
+        sleep_ms(10);
+    assert_string_equal(got, "");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(granularity),    cmocka_unit_test(readback_broader), cmocka_unit_test(class_refused),
+        cmocka_unit_test(restart_adopts), cmocka_unit_test(remote_failure),   cmocka_unit_test(withdraw_stops),
+    };
+    const struct CMUnitTest tests3[] = {cmocka_unit_test(spine_pins), cmocka_unit_test(withdraw_stops)};
+    int rc = cmocka_run_group_tests_name("leaf/spine", tests, setup2, teardown);
+    return rc | cmocka_run_group_tests_name("three tiers", tests3, setup3, teardown);
+}
