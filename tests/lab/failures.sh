@@ -575,7 +575,7 @@ fail_capacities() {
 # reaction time -- the ceiling any controller has on this machine.
 fail_oracle_prepare() { # SCEN...
   local s k algo seed tool i dir
-  tool=$(tf_bin oracle_batch); [ -n "$tool" ] || tool="$TF_ROOT/${O:-build}/tools/oracle_batch"
+  tool=$(tf_bin oracle_batch)
   [ -x "$tool" ] || { echo "fail_oracle_prepare: tests/tools/oracle_batch is not built" >&2; return 1; }
   for ((i = 0; i < ${#FAIL_FSRC[@]}; i++)); do
     echo "${FAIL_ADDR[${FAIL_FSRC[$i]}]} ${FAIL_ADDR[${FAIL_FDST[$i]}]} ${FAIL_FSPORT[$i]} ${FAIL_FDPORT[$i]}"

@@ -160,7 +160,7 @@ lab_txbytes() { # one exec for all, so that the counters are read together
 
 tf_bin() {
   local c
-  for c in "${TF_OPT_BIN:-}/$1" "${TF_BIN:-}/$1" "$TF_ROOT/${O:-build}/bin/$1" "$TF_ROOT/build/bin/$1"; do
+  for c in "${TF_OPT_BIN:-}/$1" "${TF_BIN:-}/$1" "${TF_TOOLS:-}/$1" "$TF_ROOT/build/bin/$1" "$TF_ROOT/build/tools/$1"; do
     [ -x "$c" ] && [ -f "$c" ] && { echo "$c"; return 0; }
   done
   command -v "$1" 2>/dev/null

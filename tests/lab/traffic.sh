@@ -134,7 +134,7 @@ _e2e_reap() {
 e2e_oracle() {
   local pairs=$1 settle_s=$2 meas_s=$3 probes=${4:-} i f sw tool sim dir rc=0 tstart te1 te2
   local -a files=() srcs=() dsts=() addrs=() bases=()
-  tool=$(tf_bin oracle_batch); [ -n "$tool" ] || tool="$TF_ROOT/${O:-build}/tools/oracle_batch"
+  tool=$(tf_bin oracle_batch)
   sim=$(tf_bin tierflow-sim)
   _e2e_flows "$pairs"
   dir="$LAB_TMP/oracle"; rm -rf "$dir"; mkdir -p "$dir"
