@@ -883,6 +883,69 @@ static void move_back(struct ctx *c, struct search *s, const uint8_t *cur_ok, co
     }
 }
 
+static bool cand_shares(const struct cand *x, const struct cand *y)
+{
+    for (int h = 0; h < x->nh; h++)
+        for (int k = 0; k < y->nh; k++)
+            if (x->d[h] == y->d[k])
+                return true;
+    return false;
+}
+
+/* Fewer moves, the chains move_back cannot see: a to b's place, b to c's,
+ * c to a free one, where one move (a to the free place) does the same. A
+ * moved flow j whose own path is held by a flow i that moved onto it goes
+ * home when i then finds a place (its best) that keeps every direction at
+ * most at the plan's maximum and, in a congested fabric, uncongested: one
+ * move fewer each time, never a higher maximum. Bounded by work. */
+static void unwind(struct ctx *c, struct search *s, const uint8_t *cur_ok, const uint32_t *order, uint32_t *out)
+{
+    const struct assign_input *in = c->in;
+    double top = 0;
+    for (uint32_t d = 0; d < c->ndirs; d++)
+        if (util(c, d) > top)
+            top = util(c, d);
+    double lim = top > 1 ? 1 : top * (1 + 1e-9);
+    uint64_t work = 10000 + 64 * (uint64_t)in->nflows;
+    bool again = true;
+    while (again && work > 0) {
+        again = false;
+        for (uint32_t k = in->nflows; k-- > 0 && !again && work > 0;) {   /* smallest flows first */
+            uint32_t j = order[k];
+            const struct assign_flow *fj = &in->flows[j];
+            struct cand home, jnow;
+            if (!cur_ok[j] || out[j] == fj->path || !path_usable(c, fj, fj->path, &home) ||
+                !path_usable(c, fj, out[j], &jnow))
+                continue;
+            for (uint32_t i = 0; i < in->nflows && !again && work > 0; i++, work--) {
+                const struct assign_flow *fi = &in->flows[i];
+                struct cand inow;
+                if (i == j || !cur_ok[i] || out[i] == fi->path || !path_usable(c, fi, out[i], &inow) ||
+                    !cand_shares(&inow, &home))
+                    continue;
+                unlink_flow(c, s, i, fi->gbps);
+                unlink_flow(c, s, j, fj->gbps);
+                double sum, bc;
+                if (cost(c, &home, fj->gbps, &sum) <= lim) {
+                    link_flow(c, s, j, &home, fj->gbps, true);
+                    const struct cand *b = best_of(c, cands(c, fi->src, fi->dst, fi->cls), fi->gbps, &bc);
+                    if (b && bc <= lim) {
+                        struct cand to = *b;
+                        link_flow(c, s, i, &to, fi->gbps, true);
+                        out[j] = fj->path;
+                        out[i] = to.idx;
+                        again = true;
+                        break;
+                    }
+                    unlink_flow(c, s, j, fj->gbps);
+                }
+                link_flow(c, s, j, &jnow, fj->gbps, true);
+                link_flow(c, s, i, &inow, fi->gbps, true);
+            }
+        }
+    }
+}
+
 /* Marks the directions of x that y does not cross. */
 static void mark_diff(const struct cand *x, const struct cand *y, uint8_t *aff)
 {
@@ -970,6 +1033,7 @@ static int run_tierflow(struct ctx *c, const struct assign_params *p, uint32_t *
         goto out;
     local_search(c, &s, p, cur_ok, out);
     move_back(c, &s, cur_ok, order, out);
+    unwind(c, &s, cur_ok, order, out);
     maybe_revert(c, p, cur_ok, out);
     r = 0;
 out:

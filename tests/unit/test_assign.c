@@ -111,6 +111,32 @@ static void test_one_per_spine(void **state)
     fx_free(&x);
 }
 
+/* Two flows at link rate collide on S1 while S2 and S3 carry one each and
+ * S4 is free: one move (to S4) fixes it, not a chain S1 -> S2 -> S3 -> S4
+ * of three (the local search's path; unwind shortens it). */
+static void test_one_move_per_collision(void **state)
+{
+    (void)state;
+    struct fx x;
+    four_cross(&x);
+    const char *on[] = {"S1", "S1", "S2", "S3"};
+    for (uint32_t f = 0; f < 4; f++) {
+        x.fl[f].path = path_via(&x.in, f, node(x.t, on[f]));
+        x.fl[f].movable = true;
+    }
+    struct assign_result r;
+    run(&x, ASSIGN_TIERFLOW, NULL, &r);
+    assert_true(r.max_util > 0.999 && r.max_util < 1.001);
+    unsigned moved = 0, seen = 0;
+    for (uint32_t f = 0; f < 4; f++) {
+        moved += x.path[f] != x.fl[f].path;
+        seen |= 1u << (spine_of(&x.in, f, x.path[f]) - node(x.t, "S1"));
+    }
+    assert_int_equal(moved, 1);
+    assert_int_equal(seen, 0xf);
+    fx_free(&x);
+}
+
 static void test_down_mask(void **state)
 {
     (void)state;
@@ -420,6 +446,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_one_per_spine),   cmocka_unit_test(test_down_mask),
+        cmocka_unit_test(test_one_move_per_collision),
         cmocka_unit_test(test_class_policy),    cmocka_unit_test(test_max_moves_and_pinned),
         cmocka_unit_test(test_hysteresis),      cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_ejection_unsticks), cmocka_unit_test(test_fattree_permutations_optimal),
