@@ -405,8 +405,8 @@ static int snapshot(struct rebalance *rb, double now, struct round *r)
         sf->cls = f->cls;
         sf->path = f->path;
         sf->pin = f->pinned ? f->pin : -1;
-        sf->movable = (f->last_moved <= 0 || now - f->last_moved >= c->min_move_interval) &&
-                      now >= f->backoff_until && !(r->automatic && crosses_settling(rb, sf->dirs, sf->ndirs, now));
+        sf->movable = state_flow_may_move(s, f, c->min_move_interval, now) &&
+                      !(r->automatic && crosses_settling(rb, sf->dirs, sf->ndirs, now));
         for (int j = 0; j < sf->ndirs; j++)
             r->bg[sf->dirs[j]] -= sf->gbps;
         r->snap_of[i] = (int32_t)r->n++;
@@ -462,6 +462,7 @@ static void apply_verdicts(struct rebalance *rb, const struct round *r, double n
         double base = c->min_move_interval > c->interval ? c->min_move_interval : c->interval;
         double wait = base * (double)(1u << f->futile);   /* 2x, 4x, ... the usual wait */
         f->backoff_until = now + (wait < c->backoff_max ? wait : c->backoff_max);
+        f->backoff_at = now;
         log_debug("rebalance: flow %016llx: its move did not help (%.3f -> %.3f Gb/s): backed off %.0f s",
                   (unsigned long long)f->id, sf->move_bps, sf->meas, f->backoff_until - now);
     }

@@ -392,6 +392,14 @@ void state_flow_place(struct state *s, struct state_flow *f, const struct state_
     f->ndirs = (int8_t)l->ndirs;
 }
 
+bool state_flow_may_move(const struct state *s, const struct state_flow *f, double min_interval, double now)
+{
+    double ch = s->dirs_changed_at;
+    bool interval = f->last_moved <= 0 || now - f->last_moved >= min_interval || (ch > 0 && f->last_moved < ch);
+    bool backoff = now >= f->backoff_until || (ch > 0 && f->backoff_at < ch);
+    return interval && backoff;
+}
+
 bool state_flow_observe(struct state *s, struct state_flow *f, bool inserted, uint32_t node, uint32_t egress,
                         const char *ifname, const struct state_loc *l, double bps, double now)
 {

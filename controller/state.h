@@ -119,8 +119,8 @@ struct state_flow {
     /* The loop's verdict on its own moves (rebalance.c): the measured rate
      * when a round last moved it by choice (0: no verdict pending), and the
      * back-off that futile moves earn it (futile in a row; no choice move
-     * before backoff_until). */
-    double move_bps, backoff_until;
+     * before backoff_until, set at backoff_at). */
+    double move_bps, backoff_until, backoff_at;
     uint8_t futile;
 };
 
@@ -215,6 +215,11 @@ void state_flow_locate(struct state *s, struct state_flow *f);
  * left, which its probe reports, slowing down, until its table ages it out;
  * believing it put the flow back on its old path and made it look small.
  */
+/* Whether the loop's own timers let f move by choice now: min_interval
+ * since its last move and its back-off over. Both keep a flow still in the
+ * fabric they were earned in; a direction that went down or came back since
+ * (dirs_changed_at) frees it. */
+bool state_flow_may_move(const struct state *s, const struct state_flow *f, double min_interval, double now);
 bool state_flow_observe(struct state *s, struct state_flow *f, bool inserted, uint32_t node, uint32_t egress,
                         const char *ifname, const struct state_loc *l, double bps, double now);
 

@@ -164,6 +164,41 @@ static void stale_report_beyond_a_failure(void **st)
     state_free(&s);
 }
 
+/* The move interval and the back-off hold a flow in the fabric they were
+ * earned in; a link that fails or comes back (hold-down over) frees it. */
+static void fabric_change_frees_flows(void **st)
+{
+    (void)st;
+    struct state s;
+    assert_int_equal(state_init(&s, fx_topo(), 1000, STALE, T0), 0);
+    struct state_flow f = {.last_moved = T0, .backoff_until = T0 + 40, .backoff_at = T0 + 2};
+    assert_false(state_flow_may_move(&s, &f, 10, T0 + 5));
+    f.backoff_until = 0;
+    assert_false(state_flow_may_move(&s, &f, 10, T0 + 5));     /* the interval */
+    assert_true(state_flow_may_move(&s, &f, 10, T0 + 10));
+    f.backoff_until = T0 + 40;
+    assert_false(state_flow_may_move(&s, &f, 10, T0 + 10));    /* the back-off */
+    uint32_t d = dir_of(s.topo, "L1", "S1");
+    assert_true(state_dir_set_route_down(&s, d, true, T0 + 6));
+    assert_true(s.dirs_changed_at == T0 + 6);
+    assert_true(state_flow_may_move(&s, &f, 10, T0 + 7));
+    /* Earned after the change: they hold again. */
+    f.last_moved = T0 + 8;
+    assert_false(state_flow_may_move(&s, &f, 10, T0 + 9));
+    f.last_moved = T0;
+    f.backoff_at = T0 + 8;
+    assert_false(state_flow_may_move(&s, &f, 10, T0 + 9));
+    /* Routing gives it back: usable (and a change) once the hold-down ends. */
+    s.link_holddown = 3;
+    assert_true(state_dir_set_route_down(&s, d, false, T0 + 20));
+    assert_false(s.dirs[d].up);
+    state_tick(&s, T0 + 23.1, NULL, NULL);
+    assert_true(s.dirs[d].up);
+    assert_true(s.dirs_changed_at > T0 + 20);
+    assert_true(state_flow_may_move(&s, &f, 10, T0 + 24));
+    state_free(&s);
+}
+
 static void probe_goes_stale_and_data_ages_out(void **st)
 {
     (void)st;
@@ -373,6 +408,7 @@ int main(void)
     const struct CMUnitTest tests[] = {cmocka_unit_test(reload_keeps_pins_by_name),
                                        cmocka_unit_test(observations_merge),
                                        cmocka_unit_test(stale_report_beyond_a_failure),
+                                       cmocka_unit_test(fabric_change_frees_flows),
                                        cmocka_unit_test(probe_goes_stale_and_data_ages_out),
                                        cmocka_unit_test(loads_from_flows_when_unmeasured),
                                        cmocka_unit_test(flows_classified_by_job)};
