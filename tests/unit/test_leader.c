@@ -1,0 +1,300 @@
+/*
+ * leader and etcd against a real etcd (one member on loopback, started
+ * here in a scratch folder; the suite skips, saying so, when etcd is not
+ * installed): two candidates elect one leader, the standby names it, the
+ * fence passes for the leader only and fails, demoting it, once its
+ * election key is gone (what a paused leader finds on waking), jobs reach
+ * the standby's replica, a leader that stops hands over at once, and one
+ * that cannot reach etcd stops acting within its lease TTL.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "common/util.h"
+#include "controller/config.h"
+#include "controller/etcd.h"
+#include "controller/events.h"
+#include "controller/leader.h"
+#include "controller/metrics.h"
+
+#define PORT_CLIENT 18120   /* the ha helper's range, 18100-18199 */
+#define PORT_PEER 18121
+#define ENDPOINT "http://127.0.0.1:18120"
+
+static pid_t etcd_pid;
+static char dir[64];
+static bool have_etcd;
+
+struct cand {
+    struct config cfg;
+    struct events ev;
+    struct metrics m;
+    struct leader *ld;
+    int jobs_calls;
+    json_t *jobs;
+};
+
+static void on_jobs(void *arg, json_t *jobs)
+{
+    struct cand *c = arg;
+    c->jobs_calls++;
+    json_decref(c->jobs);
+    c->jobs = json_deep_copy(jobs);
+}
+
+static void cand_start(struct cand *c, const char *url)
+{
+    char err[256];
+    memset(c, 0, sizeof(*c));
+    config_defaults(&c->cfg);
+    assert_int_equal(config_set_str(&c->cfg, "ha.etcd_endpoints", ENDPOINT, err, sizeof(err)), 0);
+    assert_int_equal(config_set_str(&c->cfg, "ha.advertise_url", url, err, sizeof(err)), 0);
+    assert_int_equal(config_set_str(&c->cfg, "ha.election", "tftest", err, sizeof(err)), 0);
+    assert_int_equal(config_set_str(&c->cfg, "ha.lease_ttl", "2", err, sizeof(err)), 0);
+    events_init(&c->ev);
+    metrics_init(&c->m);
+    struct leader_hooks h = {.on_jobs = on_jobs, .arg = c};
+    assert_int_equal(leader_start(&c->ld, &c->cfg, &c->ev, &c->m, &h, err, sizeof(err)), 0);
+}
+
+static void cand_stop(struct cand *c)
+{
+    leader_stop(c->ld);
+    c->ld = NULL;
+    events_destroy(&c->ev);
+    json_decref(c->jobs);
+    c->jobs = NULL;
+}
+
+/* Waits up to s seconds for pred over the two candidates. */
+static bool wait_for(double s, bool (*pred)(struct cand *, struct cand *), struct cand *a, struct cand *b)
+{
+    for (double t = tf_now_mono() + s; tf_now_mono() < t; usleep(20000))
+        if (pred(a, b))
+            return true;
+    return pred(a, b);
+}
+
+static bool one_leads(struct cand *a, struct cand *b)
+{
+    return leader_acts(a->ld) != leader_acts(b->ld);
+}
+
+static bool has_event(struct events *ev, const char *kind)
+{
+    json_t *o = events_json(ev, 0, EVENTS_MAX), *e;
+    size_t i;
+    bool found = false;
+    json_array_foreach(json_object_get(o, "events"), i, e)
+        found |= strcmp(json_string_value(json_object_get(e, "kind")), kind) == 0;
+    json_decref(o);
+    return found;
+}
+
+#define NEED_ETCD() do { if (!have_etcd) { fprintf(stderr, "# SKIP: etcd is not installed (scripts/deps.sh test)\n"); skip(); } } while (0)
+
+static void test_b64(void **st)
+{
+    (void)st;
+    static const char *const in[] = {"", "a", "ab", "abc", "tierflow/694d9a1b2c3d4e5f"};
+    for (size_t i = 0; i < TF_ARRAY_SIZE(in); i++) {
+        json_t *j = etcd_b64(in[i], strlen(in[i]));
+        char out[64];
+        assert_int_equal(etcd_unb64(json_string_value(j), out, sizeof(out)), 0);
+        assert_string_equal(out, in[i]);
+        json_decref(j);
+    }
+    json_t *j = etcd_b64("abc", 3);
+    assert_string_equal(json_string_value(j), "YWJj");
+    json_decref(j);
+    char small[3];
+    assert_int_equal(etcd_unb64("YWJj", small, sizeof(small)), -EINVAL);
+    assert_int_equal(etcd_unb64("Y*Jj", small, sizeof(small)), -EINVAL);
+    char end[16];
+    assert_int_equal(etcd_prefix_end("a.jobs/", end, sizeof(end)), 0);
+    assert_string_equal(end, "a.jobs0");
+}
+
+static void test_config(void **st)
+{
+    (void)st;
+    struct config c;
+    char err[256];
+    config_defaults(&c);
+    assert_int_equal(config_set_str(&c, "topology", "leafspine:leaves=2,spines=2,hosts=2", err, sizeof(err)), 0);
+    assert_int_equal(config_set_str(&c, "ha.etcd_endpoints", ENDPOINT, err, sizeof(err)), 0);
+    assert_int_equal(config_validate(&c, err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, "ha.advertise_url"));
+    assert_int_equal(config_set_str(&c, "ha.advertise_url", "http://10.0.0.1:8080", err, sizeof(err)), 0);
+    assert_int_equal(config_validate(&c, err, sizeof(err)), 0);
+    assert_int_equal(config_set_str(&c, "ha.election", "a/b", err, sizeof(err)), 0);
+    assert_int_equal(config_validate(&c, err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, "ha.election"));
+    assert_true(config_set_str(&c, "ha.lease_ttl", "0", err, sizeof(err)) < 0);
+    assert_non_null(strstr(err, "ha.lease_ttl"));
+    struct etcd e;
+    assert_int_equal(config_set_str(&c, "ha.etcd_endpoints", "127.0.0.1:2379", err, sizeof(err)), 0);
+    assert_int_equal(etcd_open(&e, &c, NULL, err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, "127.0.0.1:2379"));
+}
+
+static void test_election_fence_handover(void **st)
+{
+    (void)st;
+    NEED_ETCD();
+    static struct cand a, b;
+    cand_start(&a, "http://127.0.0.1:18130");
+    for (double t = tf_now_mono() + 5; !leader_acts(a.ld) && tf_now_mono() < t;)
+        usleep(20000);
+    assert_true(leader_acts(a.ld));            /* alone: it leads */
+    cand_start(&b, "http://127.0.0.1:18131");
+    usleep(1500000);                           /* the keeper's first look at who leads */
+    assert_true(one_leads(&a, &b));
+    assert_true(leader_acts(a.ld));
+    char why[256], url[256];
+    leader_url(b.ld, url, sizeof(url));
+    assert_string_equal(url, "http://127.0.0.1:18130");
+    assert_int_equal(leader_fence(a.ld, why, sizeof(why)), 0);
+    assert_int_equal(leader_fence(b.ld, why, sizeof(why)), -EPERM);
+    assert_int_equal(atomic_load(&a.m.leader), 1);
+    assert_int_equal(atomic_load(&b.m.leader), 0);
+    json_t *s = leader_status_json(b.ld);
+    assert_string_equal(json_string_value(json_object_get(s, "role")), "standby");
+    json_decref(s);
+
+    /* Jobs: stored by the leader (fenced), replicated to the standby; a
+     * standby cannot store. */
+    assert_int_equal(leader_job_store(a.ld, "j1", "{\"ranks\":[\"H1\"]}", why, sizeof(why)), 0);
+    assert_int_equal(leader_job_store(b.ld, "j2", "{}", why, sizeof(why)), -EPERM);
+    for (double t = tf_now_mono() + 3; !json_object_get(b.jobs, "j1") && tf_now_mono() < t;)
+        usleep(20000);
+    assert_non_null(json_object_get(json_object_get(b.jobs, "j1"), "ranks"));
+    assert_int_equal(leader_job_store(a.ld, "j1", NULL, why, sizeof(why)), 0);
+    for (double t = tf_now_mono() + 3; json_object_size(b.jobs) && tf_now_mono() < t;)
+        usleep(20000);
+    assert_int_equal(json_object_size(b.jobs), 0);
+
+    /* The leader's key deleted behind its back (a paused leader finds it
+     * so): the fence fails, says why, and it is a standby. */
+    struct etcd e;
+    assert_int_equal(etcd_open(&e, &a.cfg, NULL, why, sizeof(why)), 0);
+    char end[64];
+    assert_int_equal(etcd_prefix_end("tftest/", end, sizeof(end)), 0);
+    json_t *req = json_pack("{so so}", "key", etcd_b64("tftest/", 7), "range_end", etcd_b64(end, strlen(end))), *resp;
+    /* b's key goes too: a fresh campaign decides, as after a takeover. */
+    assert_int_equal(etcd_call(&e, "/v3/kv/deleterange", req, 2000, &resp), 0);
+    json_decref(req);
+    json_decref(resp);
+    etcd_close(&e);
+    int r = leader_fence(a.ld, why, sizeof(why));
+    if (r == 0)   /* the campaigner already re-won on a fresh key: that is a new term */
+        assert_true(leader_acts(a.ld) || leader_acts(b.ld));
+    else {
+        assert_int_equal(r, -EPERM);
+        assert_non_null(strstr(why, "fenced"));
+        assert_true(has_event(&a.ev, "leader_lost"));
+    }
+
+    /* Whoever leads now stops: the other takes over at once (resign by
+     * revoking the lease), well within the TTL. */
+    assert_true(wait_for(5, one_leads, &a, &b));
+    struct cand *ldr = leader_acts(a.ld) ? &a : &b, *sby = ldr == &a ? &b : &a;
+    cand_stop(ldr);
+    double t0 = tf_now_mono();
+    for (double t = t0 + 5; !leader_acts(sby->ld) && tf_now_mono() < t;)
+        usleep(20000);
+    assert_true(leader_acts(sby->ld));
+    assert_true(tf_now_mono() - t0 < 2.0 + 1.0);
+    assert_true(has_event(&sby->ev, "leader"));
+    assert_true(atomic_load(&sby->m.elections) >= 1);
+
+    /* etcd frozen: the leader cannot prove its lease; it stops acting
+     * within the TTL (+ one keepalive period) and the fence fails. */
+    kill(etcd_pid, SIGSTOP);
+    t0 = tf_now_mono();
+    for (double t = t0 + 6; leader_acts(sby->ld) && tf_now_mono() < t;)
+        usleep(20000);
+    double took = tf_now_mono() - t0;
+    bool acts = leader_acts(sby->ld);
+    r = leader_fence(sby->ld, why, sizeof(why));
+    kill(etcd_pid, SIGCONT);
+    assert_false(acts);
+    assert_true(took <= 2.0 + 0.1);
+    assert_int_not_equal(r, 0);
+    cand_stop(sby);
+}
+
+static int start_etcd(void)
+{
+    snprintf(dir, sizeof(dir), "/tmp/tf-leader-test-%d", (int)getpid());
+    etcd_pid = fork();
+    if (etcd_pid == 0) {
+        char data[96], log[96];
+        snprintf(data, sizeof(data), "%s/data", dir);
+        snprintf(log, sizeof(log), "%s.log", dir);
+        if (!freopen(log, "w", stderr) || !freopen("/dev/null", "w", stdout))
+            _exit(127);
+        execlp("etcd", "etcd", "--name", "t", "--data-dir", data, "--listen-client-urls", ENDPOINT,
+               "--advertise-client-urls", ENDPOINT, "--listen-peer-urls", "http://127.0.0.1:18121",
+               "--initial-advertise-peer-urls", "http://127.0.0.1:18121", "--initial-cluster",
+               "t=http://127.0.0.1:18121", (char *)NULL);
+        _exit(127);
+    }
+    struct config c;
+    char err[256];
+    config_defaults(&c);
+    config_set_str(&c, "ha.etcd_endpoints", ENDPOINT, err, sizeof(err));
+    struct etcd e;
+    if (etcd_open(&e, &c, NULL, err, sizeof(err)) < 0)
+        return -1;
+    int r = -1;
+    for (int i = 0; i < 100 && r < 0; i++) {
+        json_t *req = json_pack("{so}", "key", etcd_b64("x", 1)), *resp = NULL;
+        r = etcd_call(&e, "/v3/kv/range", req, 500, &resp);
+        json_decref(req);
+        json_decref(resp);
+        int st;
+        if (r < 0 && waitpid(etcd_pid, &st, WNOHANG) == etcd_pid)
+            break;
+        if (r < 0)
+            usleep(100000);
+    }
+    etcd_close(&e);
+    return r;
+}
+
+int main(void)
+{
+    have_etcd = system("command -v etcd >/dev/null 2>&1") == 0;
+    if (have_etcd && start_etcd() < 0) {
+        fprintf(stderr, "etcd did not come up on %s (see %s.log)\n", ENDPOINT, dir);
+        if (etcd_pid > 0)
+            kill(etcd_pid, SIGKILL);
+        return 1;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_b64),
+        cmocka_unit_test(test_config),
+        cmocka_unit_test(test_election_fence_handover),
+    };
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    if (etcd_pid > 0) {
+        kill(etcd_pid, SIGTERM);
+        waitpid(etcd_pid, NULL, 0);
+        char cmd[256];
+        snprintf(cmd, sizeof(cmd), "rm -rf %s %s.log", dir, dir);
+        if (system(cmd) != 0)
+            fprintf(stderr, "could not remove %s\n", dir);
+    }
+    return rc;
+}
