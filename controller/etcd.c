@@ -93,9 +93,38 @@ void etcd_close(struct etcd *e)
     memset(e->token, 0, sizeof(e->token));
 }
 
-/* One POST to one endpoint: the HTTP status, or -errno on a transport error. */
+/* A stream's answer: one JSON message a line (grpc-gateway), each handed
+ * to cb as it completes; the buffer holds only the incomplete one. */
+struct stream {
+    struct buf b;
+    void (*cb)(void *arg, json_t *msg);
+    void *arg;
+};
+
+static size_t stream_keep(char *ptr, size_t sz, size_t n, void *u)
+{
+    struct stream *st = u;
+    size_t got = keep(ptr, sz, n, &st->b);
+    if (got != sz * n)
+        return got;
+    char *nl;
+    while (st->b.p && (nl = memchr(st->b.p, '\n', st->b.n))) {
+        *nl = '\0';
+        json_t *m = json_loads(st->b.p, 0, NULL);
+        if (m)
+            st->cb(st->arg, m);
+        json_decref(m);
+        size_t used = (size_t)(nl + 1 - st->b.p);
+        memmove(st->b.p, nl + 1, st->b.n - used + 1);
+        st->b.n -= used;
+    }
+    return got;
+}
+
+/* One POST to one endpoint: the HTTP status, or -errno on a transport error.
+ * The answer goes to write(sink). */
 static long post_one(struct etcd *e, const char *ep, const char *path, const char *body, long timeout_ms,
-                     struct buf *b)
+                     size_t (*write)(char *, size_t, size_t, void *), void *sink)
 {
     CURL *c = e->curl;
     char url[ETCD_URL_MAX + 64], auth[sizeof(e->token) + 32];
@@ -115,8 +144,8 @@ static long post_one(struct etcd *e, const char *ep, const char *path, const cha
     curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
     curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, progress);
     curl_easy_setopt(c, CURLOPT_XFERINFODATA, (void *)e->stop);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, keep);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, b);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, write);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, sink);
     curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
     if (e->ca[0])
         curl_easy_setopt(c, CURLOPT_CAINFO, e->ca);
@@ -180,7 +209,7 @@ static int call(struct etcd *e, const char *path, json_t *req, long timeout_ms, 
     for (unsigned i = 0; i < e->nep; i++) {
         unsigned k = (e->cur + i) % e->nep;
         struct buf b = {0};
-        long st = post_one(e, e->ep[k], path, body, timeout_ms, &b);
+        long st = post_one(e, e->ep[k], path, body, timeout_ms, keep, &b);
         if (st == -ECANCELED) {
             free(b.p);
             rc = (int)st;
@@ -227,6 +256,31 @@ int etcd_call(struct etcd *e, const char *path, json_t *req, long timeout_ms, js
 {
     *resp = NULL;
     return call(e, path, req, timeout_ms, resp, true);
+}
+
+int etcd_stream(struct etcd *e, const char *path, json_t *req, void (*cb)(void *arg, json_t *msg), void *arg)
+{
+    if (e->user[0] && !e->token[0]) {
+        int r = authenticate(e);
+        if (r < 0)
+            return r;
+    }
+    char *body = json_dumps(req, JSON_COMPACT);
+    if (!body)
+        return -ENOMEM;
+    struct stream st = {.cb = cb, .arg = arg};
+    unsigned k = e->cur;
+    long rc = post_one(e, e->ep[k], path, body, 0, stream_keep, &st);
+    if (rc >= 0 && rc != 200)
+        answer_error(e, e->ep[k], path, rc, &st.b);
+    if (rc < 0 || rc != 200) {
+        e->cur = (k + 1) % e->nep;   /* the next attempt asks another member */
+        if (rc == 401)
+            e->token[0] = '\0';
+    }
+    free(st.b.p);
+    free(body);
+    return rc < 0 ? (int)rc : rc == 200 ? 0 : -EPROTO;
 }
 
 static const char b64c[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";

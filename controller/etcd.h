@@ -46,6 +46,11 @@ void etcd_close(struct etcd *e);
  * decoded answer of a 200. timeout_ms bounds the whole call per endpoint
  * (0: no bound, for a campaign that waits to win). */
 int etcd_call(struct etcd *e, const char *path, json_t *req, long timeout_ms, json_t **resp);
+/* A streaming call (election observe, watch): POST path with req to one
+ * member and hand every message of the answer to cb as it arrives, until
+ * the stream ends, fails or *stop (then -ECANCELED). The next call asks the
+ * next member when this one failed. 0 when the stream ended cleanly. */
+int etcd_stream(struct etcd *e, const char *path, json_t *req, void (*cb)(void *arg, json_t *msg), void *arg);
 /* base64 of len bytes as a jansson string (the gateway's bytes fields). */
 json_t *etcd_b64(const void *data, size_t len);
 /* Decodes a base64 field into out (NUL-terminated); -EINVAL when it is no

@@ -4,6 +4,11 @@
  * "<ha.election>/<lease>" (v3election); the jobs set through the API are
  * "<ha.election>.jobs/<id>", outside the election's prefix so that they
  * never take part in it.
+ *
+ * Three threads, each with its own etcd client: the campaigner (grant a
+ * lease, campaign until it wins, prove the key, wait until it loses), the
+ * keeper (keepalive every ttl/3, the jobs replica on a standby) and the
+ * observer (etcd's observe stream: who leads, as soon as it changes).
  */
 #include "controller/leader.h"
 
@@ -34,8 +39,8 @@ struct leader {
     double ttl;
     char jobs_prefix[192], jobs_end[192];
     atomic_bool stop, cancel;          /* cancel: abort the campaign in flight */
-    pthread_t campaigner, keeper;
-    struct etcd ec, ek;                /* one client per thread */
+    pthread_t campaigner, keeper, observer;
+    struct etcd ec, ek, eo;            /* one client per thread */
     pthread_mutex_t fmu;               /* guards ef: the fence and job writes */
     struct etcd ef;
     pthread_mutex_t mu;                /* guards everything below */
@@ -206,13 +211,9 @@ static void *keeper(void *arg)
     struct leader *ld = arg;
     struct etcd *e = &ld->ek;
     double period = ld->ttl / 3;
-    char name[sizeof(ld->cfg->ha_election)];
-    tf_strlcpy(name, ld->cfg->ha_election, sizeof(name));
     while (!atomic_load(&ld->stop)) {
         pthread_mutex_lock(&ld->mu);
         int64_t lease = ld->lease;
-        bool lead = ld->role == ROLE_LEADER;
-        double proven = ld->proven;
         pthread_mutex_unlock(&ld->mu);
         if (lease) {
             json_t *req = json_pack("{sI}", "ID", (json_int_t)lease), *resp = NULL;
@@ -224,7 +225,7 @@ static void *keeper(void *arg)
             if (ttl > 0) {
                 pthread_mutex_lock(&ld->mu);
                 if (ld->lease == lease)
-                    ld->proven = proven = sent;
+                    ld->proven = sent;
                 pthread_mutex_unlock(&ld->mu);
             } else if (r == 0) {   /* etcd answered: the lease is gone */
                 pthread_mutex_lock(&ld->mu);
@@ -236,28 +237,50 @@ static void *keeper(void *arg)
                     lose(ld, "etcd says the lease expired");
             }
         }
-        if (lead && tf_now_mono() - proven > ld->ttl) {
-            char why[96];
-            snprintf(why, sizeof(why), "lease not proven for %.1f s (etcd unreachable?)", tf_now_mono() - proven);
-            lose(ld, why);
-        }
-        json_t *req = json_pack("{so}", "name", etcd_b64(name, strlen(name))), *resp = NULL;
-        if (etcd_call(e, "/v3/election/leader", req, (long)(period * 1000), &resp) == 0) {
-            json_t *kv = json_object_get(resp, "kv");
-            const char *v = json_string_value(json_object_get(kv, "value"));
-            char url[CONFIG_STR_MAX];
-            if (v && etcd_unb64(v, url, sizeof(url)) == 0) {
-                pthread_mutex_lock(&ld->mu);
-                tf_strlcpy(ld->url, url, sizeof(ld->url));
-                ld->term = etcd_int(kv, "create_revision", 0);
-                pthread_mutex_unlock(&ld->mu);
-            }
-        }
-        json_decref(req);
-        json_decref(resp);
+        /* leader_acts steps down a leader whose lease went unproven. */
         if (!leader_acts(ld))
             sync_jobs(ld, e, false);
         nap(ld, period);
+    }
+    return NULL;
+}
+
+/* One observe message: the leader's key, its value (the URL) and term. */
+static void observed(void *arg, json_t *msg)
+{
+    struct leader *ld = arg;
+    json_t *kv = json_object_get(json_object_get(msg, "result"), "kv");
+    const char *v = json_string_value(json_object_get(kv, "value"));
+    char url[CONFIG_STR_MAX];
+    if (!v || etcd_unb64(v, url, sizeof(url)) < 0)
+        return;
+    pthread_mutex_lock(&ld->mu);
+    tf_strlcpy(ld->url, url, sizeof(ld->url));
+    ld->term = etcd_int(kv, "create_revision", 0);
+    pthread_mutex_unlock(&ld->mu);
+}
+
+static void close_clients(struct leader *ld)
+{
+    etcd_close(&ld->ec);
+    etcd_close(&ld->ek);
+    etcd_close(&ld->eo);
+    etcd_close(&ld->ef);
+}
+
+static void *observer(void *arg)
+{
+    struct leader *ld = arg;
+    char name[sizeof(ld->cfg->ha_election)];
+    tf_strlcpy(name, ld->cfg->ha_election, sizeof(name));
+    while (!atomic_load(&ld->stop)) {
+        json_t *req = json_pack("{so}", "name", etcd_b64(name, strlen(name)));
+        /* Sends the current leader first, then each new one; ends when the
+         * member goes away (then another member is asked). */
+        if (req && etcd_stream(&ld->eo, "/v3/election/observe", req, observed, ld) < 0 && !atomic_load(&ld->stop))
+            log_debug("ha: observe: %s", ld->eo.err);
+        json_decref(req);
+        nap(ld, LEADER_RETRY_S);
     }
     return NULL;
 }
@@ -277,11 +300,10 @@ int leader_start(struct leader **out, const struct config *c, struct events *ev,
     snprintf(ld->jobs_prefix, sizeof(ld->jobs_prefix), "%s.jobs/", c->ha_election);
     int r = etcd_prefix_end(ld->jobs_prefix, ld->jobs_end, sizeof(ld->jobs_end));
     if (r == 0 && (r = etcd_open(&ld->ec, c, &ld->cancel, err, errlen)) == 0 &&
-        (r = etcd_open(&ld->ek, c, &ld->stop, err, errlen)) == 0)
+        (r = etcd_open(&ld->ek, c, &ld->stop, err, errlen)) == 0 && (r = etcd_open(&ld->eo, c, &ld->stop, err, errlen)) == 0)
         r = etcd_open(&ld->ef, c, &ld->stop, err, errlen);
     if (r < 0) {
-        etcd_close(&ld->ec);
-        etcd_close(&ld->ek);
+        close_clients(ld);
         free(ld);
         return r;
     }
@@ -289,16 +311,17 @@ int leader_start(struct leader **out, const struct config *c, struct events *ev,
     pthread_mutex_init(&ld->fmu, NULL);
     pthread_cond_init(&ld->cv, NULL);
     atomic_store(&m->leader, 0);
-    if ((r = -pthread_create(&ld->campaigner, NULL, campaigner, ld)) == 0 &&
-        (r = -pthread_create(&ld->keeper, NULL, keeper, ld)) < 0) {
+    void *(*const fn[])(void *) = {campaigner, keeper, observer};
+    pthread_t *th[] = {&ld->campaigner, &ld->keeper, &ld->observer};
+    size_t started = 0;
+    while (started < TF_ARRAY_SIZE(fn) && (r = -pthread_create(th[started], NULL, fn[started], ld)) == 0)
+        started++;
+    if (r < 0) {
         atomic_store(&ld->stop, true);
         atomic_store(&ld->cancel, true);
-        pthread_join(ld->campaigner, NULL);
-    }
-    if (r < 0) {
-        etcd_close(&ld->ec);
-        etcd_close(&ld->ek);
-        etcd_close(&ld->ef);
+        while (started)
+            pthread_join(*th[--started], NULL);
+        close_clients(ld);
         free(ld);
         return tf_fail(err, errlen, r, "ha: cannot start the election threads: %s", strerror(-r));
     }
@@ -311,29 +334,42 @@ void leader_stop(struct leader *ld)
     if (!ld)
         return;
     pthread_mutex_lock(&ld->mu);
-    int64_t lease = ld->lease;
+    int64_t lease = ld->lease, rev = ld->rev;
     bool lead = ld->role == ROLE_LEADER;
+    char key[LEADER_KEY_MAX];
+    tf_strlcpy(key, ld->key, sizeof(key));
     atomic_store(&ld->stop, true);
     atomic_store(&ld->cancel, true);
     pthread_cond_broadcast(&ld->cv);
     pthread_mutex_unlock(&ld->mu);
     pthread_join(ld->campaigner, NULL);
     pthread_join(ld->keeper, NULL);
+    pthread_join(ld->observer, NULL);
     /* Step down at once rather than after the lease's TTL. The stop flag
      * aborts the fence client's calls: a fresh one does the revoke. */
     struct etcd e;
     char err[256];
     if (lease && etcd_open(&e, ld->cfg, NULL, err, sizeof(err)) == 0) {
-        json_t *req = json_pack("{sI}", "ID", (json_int_t)lease), *resp = NULL;
-        if (etcd_call(&e, "/v3/lease/revoke", req, 1000, &resp) == 0 && lead)
-            events_add(ld->ev, tf_now_real(), "leader_lost", "resigned: shutting down");
+        json_t *req, *resp = NULL;
+        const char *name = ld->cfg->ha_election;
+        if (lead) {
+            req = json_pack("{s{so ss sI sI}}", "leader", "name", etcd_b64(name, strlen(name)), "key", key, "rev",
+                            (json_int_t)rev, "lease", (json_int_t)lease);
+            if (req && etcd_call(&e, "/v3/election/resign", req, 1000, &resp) == 0)
+                events_add(ld->ev, tf_now_real(), "leader_lost", "resigned term %lld: shutting down", (long long)rev);
+            json_decref(req);
+            json_decref(resp);
+            resp = NULL;
+        }
+        /* The lease goes too: nothing of this instance outlives it. */
+        req = json_pack("{sI}", "ID", (json_int_t)lease);
+        if (req && etcd_call(&e, "/v3/lease/revoke", req, 1000, &resp) < 0)
+            log_warn("ha: revoking the lease: %s (it expires in %ld s)", e.err, ld->cfg->ha_lease_ttl);
         json_decref(req);
         json_decref(resp);
         etcd_close(&e);
     }
-    etcd_close(&ld->ec);
-    etcd_close(&ld->ek);
-    etcd_close(&ld->ef);
+    close_clients(ld);
     pthread_mutex_destroy(&ld->mu);
     pthread_mutex_destroy(&ld->fmu);
     pthread_cond_destroy(&ld->cv);
@@ -345,9 +381,19 @@ bool leader_acts(struct leader *ld)
     if (!ld)
         return true;
     pthread_mutex_lock(&ld->mu);
-    bool a = ld->role == ROLE_LEADER && tf_now_mono() - ld->proven <= ld->ttl;
+    bool lead = ld->role == ROLE_LEADER;
+    double age = tf_now_mono() - ld->proven;
     pthread_mutex_unlock(&ld->mu);
-    return a;
+    /* Whoever asks first after the lease went unproven (the main loop asks
+     * every few ms) makes this instance a standby: the gauge, the event and
+     * the backend follow at once, not when a keepalive times out. */
+    if (lead && age > ld->ttl) {
+        char why[96];
+        snprintf(why, sizeof(why), "lease not proven for %.1f s (etcd unreachable?)", age);
+        lose(ld, why);
+        return false;
+    }
+    return lead;
 }
 
 /* The fenced transaction: success (may be NULL) runs only if this instance

@@ -3,11 +3,9 @@
  * ingests reports; only the one that holds the election acts (rebalances,
  * touches switches, takes API writes).
  *
- * The election is etcd's own (v3election campaign/leader/resign over the
+ * The election is etcd's own (v3election campaign, observe and resign over the
  * gateway, etcd.h) on a lease of ha.lease_ttl seconds that this module keeps
- * alive. Two threads: the campaigner (grant a lease, campaign until it wins,
- * wait until it loses) and the keeper (keepalive every ttl/3, who leads,
- * the jobs replica on a standby).
+ * alive; etcd's observe stream says who leads. The threads are leader.c's.
  *
  * Invariants: leader_acts() is true only while this instance won the
  * election and proved its lease less than ttl seconds ago (a paused or

@@ -216,6 +216,13 @@ static void test_election_fence_handover(void **st)
     assert_true(leader_acts(sby->ld));
     assert_true(tf_now_mono() - t0 < 2.0 + 1.0);
     assert_true(has_event(&sby->ev, "leader"));
+    /* The observe stream names the new leader (its own URL now). */
+    for (double t = tf_now_mono() + 2; tf_now_mono() < t; usleep(20000)) {
+        leader_url(sby->ld, url, sizeof(url));
+        if (strcmp(url, sby->cfg.ha_advertise_url) == 0)
+            break;
+    }
+    assert_string_equal(url, sby->cfg.ha_advertise_url);
     assert_true(atomic_load(&sby->m.elections) >= 1);
 
     /* etcd frozen: the leader cannot prove its lease; it stops acting
