@@ -342,11 +342,10 @@ void leader_stop(struct leader *ld)
     atomic_store(&ld->cancel, true);
     pthread_cond_broadcast(&ld->cv);
     pthread_mutex_unlock(&ld->mu);
-    pthread_join(ld->campaigner, NULL);
-    pthread_join(ld->keeper, NULL);
-    pthread_join(ld->observer, NULL);
-    /* Step down at once rather than after the lease's TTL. The stop flag
-     * aborts the fence client's calls: a fresh one does the revoke. */
+    /* Step down at once rather than after the lease's TTL, before waiting
+     * for the threads (an idle observe stream notices the stop flag only
+     * within a second): the stop flag keeps them from campaigning again
+     * and aborts their clients' calls, so a fresh client does it. */
     struct etcd e;
     char err[256];
     if (lease && etcd_open(&e, ld->cfg, NULL, err, sizeof(err)) == 0) {
@@ -369,6 +368,9 @@ void leader_stop(struct leader *ld)
         json_decref(resp);
         etcd_close(&e);
     }
+    pthread_join(ld->campaigner, NULL);
+    pthread_join(ld->keeper, NULL);
+    pthread_join(ld->observer, NULL);
     close_clients(ld);
     pthread_mutex_destroy(&ld->mu);
     pthread_mutex_destroy(&ld->fmu);
