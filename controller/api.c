@@ -796,9 +796,10 @@ static struct job *job_parse(const struct state *s, const char *id, json_t *in, 
 /* A job registered here, into etcd (fenced), so that a new leader has it.
  * When etcd does not take it, it is not registered here either: a job only
  * this instance knew would vanish at the next takeover. */
-static int job_store(struct api *a, const char *id, const char *body, bool replaced, char *err, size_t errlen)
+static int job_store(struct api *a, const char *id, const char *body, size_t len, bool replaced, char *err,
+                     size_t errlen)
 {
-    int rc = leader_job_store(a->ld, id, body, err, errlen);
+    int rc = leader_job_store(a->ld, id, body, len, err, errlen);
     if (rc < 0 && !replaced) {
         pthread_rwlock_wrlock(&a->st->lock);
         state_job_del(a->st, id);
@@ -867,7 +868,7 @@ static void do_jobs(struct api *a, const struct api_req *q, const char *id, stru
         json_t *out = rc == 0 ? job_json(s, (size_t)state_job_find(s, id)) : NULL;
         pthread_rwlock_unlock(&s->lock);
         json_decref(in);
-        if (rc == 0 && a->ld && (rc = job_store(a, id, q->body ? q->body : "", replaced, err, sizeof(err))) < 0) {
+        if (rc == 0 && a->ld && (rc = job_store(a, id, q->body ? q->body : "", q->body_len, replaced, err, sizeof(err))) < 0) {
             json_decref(out);
             return api_error(r, 503, "not_stored", "job '%s' not registered: %s", id, err);
         }
@@ -894,7 +895,7 @@ static void do_jobs(struct api *a, const struct api_req *q, const char *id, stru
         if (rc < 0)
             return api_error(r, 404, "not_found", "no job '%s'", id);
         char err[256];
-        if (a->ld && leader_job_store(a->ld, id, NULL, err, sizeof(err)) < 0)
+        if (a->ld && leader_job_store(a->ld, id, NULL, 0, err, sizeof(err)) < 0)
             return api_error(r, 503, "not_stored", "job '%s' deleted here, but not in etcd: %s (a new leader "
                              "would have it again)", id, err);
         events_add(a->ev, tf_now_real(), "job", "job %s deleted", id);

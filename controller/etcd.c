@@ -325,7 +325,7 @@ int etcd_unb64(const char *in, char *out, size_t outlen)
     if (!outlen)
         return -EINVAL;
     out[w] = '\0';
-    return 0;
+    return (int)w;
 }
 
 int64_t etcd_int(const json_t *o, const char *key, int64_t dflt)

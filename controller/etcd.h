@@ -53,8 +53,8 @@ int etcd_call(struct etcd *e, const char *path, json_t *req, long timeout_ms, js
 int etcd_stream(struct etcd *e, const char *path, json_t *req, void (*cb)(void *arg, json_t *msg), void *arg);
 /* base64 of len bytes as a jansson string (the gateway's bytes fields). */
 json_t *etcd_b64(const void *data, size_t len);
-/* Decodes a base64 field into out (NUL-terminated); -EINVAL when it is no
- * base64 or does not fit. */
+/* Decodes a base64 field into out (NUL-terminated, for text); the decoded
+ * length, or -EINVAL when it is no base64 or does not fit. */
 int etcd_unb64(const char *in, char *out, size_t outlen);
 /* A gateway int64 (a string, or a number) or dflt when absent. */
 int64_t etcd_int(const json_t *o, const char *key, int64_t dflt);

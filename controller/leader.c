@@ -101,16 +101,20 @@ static int sync_jobs(struct leader *ld, struct etcd *e, bool force)
     int64_t sig[2] = {(int64_t)json_array_size(kvs), 0};
     size_t i;
     json_array_foreach(kvs, i, kv) {
-        char key[LEADER_KEY_MAX], val[65536];
+        char key[LEADER_KEY_MAX];
         int64_t mr = etcd_int(kv, "mod_revision", 0);
         sig[1] = mr > sig[1] ? mr : sig[1];
         const char *kb = json_string_value(json_object_get(kv, "key")), *vb = json_string_value(json_object_get(kv, "value"));
+        /* A job is as large as the PUT that made it (limits.max_body). */
+        size_t cap = vb ? strlen(vb) / 4 * 3 + 4 : 0;
+        char *val = vb ? malloc(cap) : NULL;
+        int n = val ? etcd_unb64(vb, val, cap) : -EINVAL;
         json_t *body = NULL;
-        if (kb && vb && etcd_unb64(kb, key, sizeof(key)) == 0 && etcd_unb64(vb, val, sizeof(val)) == 0 &&
-            (body = json_loads(val, 0, NULL)))
+        if (kb && n >= 0 && etcd_unb64(kb, key, sizeof(key)) >= 0 && (body = json_loadb(val, (size_t)n, 0, NULL)))
             json_object_set_new(jobs, key + strlen(ld->jobs_prefix), body);
         else
             log_warn("ha: a job in etcd under %s is not readable JSON: ignored", ld->jobs_prefix);
+        free(val);
     }
     if (force || sig[0] != ld->jobs_sig[0] || sig[1] != ld->jobs_sig[1]) {
         ld->jobs_sig[0] = sig[0];
@@ -433,12 +437,12 @@ int leader_fence(void *arg, char *why, size_t whylen)
     return fenced(arg, NULL, why, whylen);
 }
 
-int leader_job_store(struct leader *ld, const char *id, const char *body, char *why, size_t whylen)
+int leader_job_store(struct leader *ld, const char *id, const char *body, size_t len, char *why, size_t whylen)
 {
     char key[sizeof(ld->jobs_prefix) + 64];
     snprintf(key, sizeof(key), "%s%s", ld->jobs_prefix, id);
     json_t *op = body ? json_pack("{s{so so}}", "request_put", "key", etcd_b64(key, strlen(key)), "value",
-                                  etcd_b64(body, strlen(body)))
+                                  etcd_b64(body, len))
                       : json_pack("{s{so}}", "request_delete_range", "key", etcd_b64(key, strlen(key)));
     return op ? fenced(ld, json_pack("[o]", op), why, whylen) : -ENOMEM;
 }

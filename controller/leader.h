@@ -50,8 +50,9 @@ bool leader_acts(struct leader *ld);
 int  leader_fence(void *ld, char *why, size_t whylen);
 /* The leader's URL as last seen ("" when unknown) into url. */
 void leader_url(struct leader *ld, char *url, size_t len);
-/* Writes (body non-NULL) or deletes a job in etcd, fenced. 0 or -errno with why. */
-int  leader_job_store(struct leader *ld, const char *id, const char *body, char *why, size_t whylen);
+/* Writes (body non-NULL: len bytes, the job as PUT took it) or deletes a job
+ * in etcd, fenced. 0 or -errno with why. */
+int  leader_job_store(struct leader *ld, const char *id, const char *body, size_t len, char *why, size_t whylen);
 /* {"enabled", "role", "leader", "term", "elections", ...} for /status. */
 json_t *leader_status_json(struct leader *ld);
 

@@ -5,7 +5,8 @@
 # tierflowd (netlink backend, ha.lease_ttl 2 s) and probes posting to both.
 #
 #   0. one leads, the other is a standby: a write there is 503 naming the
-#      leader; a job registered on the leader is visible on the standby.
+#      leader; a job registered on the leader is visible on the standby,
+#      which ingests the probes' reports as well.
 #   1. kill -9 the leader: the standby leads within TTL + 1 s; the pinned
 #      flows keep flowing (the uplinks' counters); L1's rules see no change
 #      at all (ip monitor: nothing withdrawn, nothing re-added); the job is
@@ -125,6 +126,7 @@ t_eq "a write to the standby: 503" 503 "$c"
 t_eq "... naming the leader" "$(url_of $LDR)" "$(jq -r .error.leader "$LAB_TMP/w.json")"
 for i in $(seq 30); do curl -s "$(url_of $SBY)/api/v1/jobs/train1" | jq -e .id >/dev/null && break; sleep 0.1; done
 t_eq "the job is visible on the standby" train1 "$(curl -s "$(url_of $SBY)/api/v1/jobs/train1" | jq -r .id)"
+t_eq "the standby ingests too: both probes alive there" 2 "$(curl -s "$(url_of $SBY)/api/v1/status" | jq .probes.alive)"
 
 # ---- traffic: two flows ECMP puts on one L1 uplink; the leader pins one ------
 flow 0 "${A[0]}" "${B[0]}" "${UP1[2]}" 60 && flow 1 "${A[1]}" "${B[1]}" "${UP1[2]}" 60 || t_done
@@ -169,7 +171,10 @@ read -r got took < <(wait_leader $((TTL + 4)))
 echo "# SIGSTOP: tierflowd $got leads after ${took:-?} s"
 t_eq "SIGSTOP: the other one takes over" "$NEXT" "$got"
 pins0=$(tf_rules)
-flow 2 "${A[2]}" "${B[2]}" "${UP1[2]}" 40 || t_done
+# A third flow onto an uplink that carries one already: the leader must move one.
+R=($(rates 1)); hot=0
+for ((i = 1; i < ${#R[@]}; i++)); do awk -v a="${R[$i]}" -v b="${R[$hot]}" 'BEGIN{exit !(a > b)}' && hot=$i; done
+flow 2 "${A[2]}" "${B[2]}" "${UP1[$hot]}" 40 || t_done
 for i in $(seq 40); do [ "$(tf_rules)" != "$pins0" ] && break; sleep 0.25; done
 t_ne "the new leader changed a pin" "$pins0" "$(tf_rules)"
 stable_rules

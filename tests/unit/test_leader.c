@@ -110,7 +110,7 @@ static void test_b64(void **st)
     for (size_t i = 0; i < TF_ARRAY_SIZE(in); i++) {
         json_t *j = etcd_b64(in[i], strlen(in[i]));
         char out[64];
-        assert_int_equal(etcd_unb64(json_string_value(j), out, sizeof(out)), 0);
+        assert_int_equal(etcd_unb64(json_string_value(j), out, sizeof(out)), (int)strlen(in[i]));
         assert_string_equal(out, in[i]);
         json_decref(j);
     }
@@ -174,12 +174,13 @@ static void test_election_fence_handover(void **st)
 
     /* Jobs: stored by the leader (fenced), replicated to the standby; a
      * standby cannot store. */
-    assert_int_equal(leader_job_store(a.ld, "j1", "{\"ranks\":[\"H1\"]}", why, sizeof(why)), 0);
-    assert_int_equal(leader_job_store(b.ld, "j2", "{}", why, sizeof(why)), -EPERM);
+    static const char job[] = "{\"ranks\":[\"H1\"]}";
+    assert_int_equal(leader_job_store(a.ld, "j1", job, strlen(job), why, sizeof(why)), 0);
+    assert_int_equal(leader_job_store(b.ld, "j2", "{}", 2, why, sizeof(why)), -EPERM);
     for (double t = tf_now_mono() + 3; !json_object_get(b.jobs, "j1") && tf_now_mono() < t;)
         usleep(20000);
     assert_non_null(json_object_get(json_object_get(b.jobs, "j1"), "ranks"));
-    assert_int_equal(leader_job_store(a.ld, "j1", NULL, why, sizeof(why)), 0);
+    assert_int_equal(leader_job_store(a.ld, "j1", NULL, 0, why, sizeof(why)), 0);
     for (double t = tf_now_mono() + 3; json_object_size(b.jobs) && tf_now_mono() < t;)
         usleep(20000);
     assert_int_equal(json_object_size(b.jobs), 0);
