@@ -195,17 +195,24 @@ static int authenticate(struct etcd *e)
     return r;
 }
 
-static int call(struct etcd *e, const char *path, json_t *req, long timeout_ms, json_t **resp, bool auth)
+/* The request's text, once authenticated when the client must be (auth):
+ * NULL with *rc set when either fails. */
+static char *request(struct etcd *e, json_t *req, bool auth, int *rc)
 {
-    if (auth && e->user[0] && !e->token[0]) {
-        int r = authenticate(e);
-        if (r < 0)
-            return r;
-    }
+    if (auth && e->user[0] && !e->token[0] && (*rc = authenticate(e)) < 0)
+        return NULL;
     char *body = json_dumps(req, JSON_COMPACT);
     if (!body)
-        return -ENOMEM;
+        *rc = -ENOMEM;
+    return body;
+}
+
+static int call(struct etcd *e, const char *path, json_t *req, long timeout_ms, json_t **resp, bool auth)
+{
     int rc = -EHOSTUNREACH;
+    char *body = request(e, req, auth, &rc);
+    if (!body)
+        return rc;
     for (unsigned i = 0; i < e->nep; i++) {
         unsigned k = (e->cur + i) % e->nep;
         struct buf b = {0};
@@ -260,14 +267,10 @@ int etcd_call(struct etcd *e, const char *path, json_t *req, long timeout_ms, js
 
 int etcd_stream(struct etcd *e, const char *path, json_t *req, void (*cb)(void *arg, json_t *msg), void *arg)
 {
-    if (e->user[0] && !e->token[0]) {
-        int r = authenticate(e);
-        if (r < 0)
-            return r;
-    }
-    char *body = json_dumps(req, JSON_COMPACT);
+    int r = 0;
+    char *body = request(e, req, true, &r);
     if (!body)
-        return -ENOMEM;
+        return r;
     struct stream st = {.cb = cb, .arg = arg};
     unsigned k = e->cur;
     long rc = post_one(e, e->ep[k], path, body, 0, stream_keep, &st);

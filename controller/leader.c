@@ -53,7 +53,26 @@ struct leader {
     int64_t term;
     uint64_t elections;
     int64_t jobs_sig[2];               /* (count, highest mod_revision) of the jobs last replicated */
+    char err[384];                     /* why the last election step failed ("" after one that worked) */
 };
+
+/* An election step failed (err) or worked (NULL): /status shows the last
+ * failure, and the log gets each distinct one once, not every retry. */
+static void note(struct leader *ld, const char *what, const char *err)
+{
+    char line[sizeof(ld->err)];
+    if (err)
+        snprintf(line, sizeof(line), "%s: %s", what, err);
+    pthread_mutex_lock(&ld->mu);
+    bool news = err ? strcmp(ld->err, line) != 0 : ld->err[0] != '\0';
+    if (news)
+        tf_strlcpy(ld->err, err ? line : "", sizeof(ld->err));
+    pthread_mutex_unlock(&ld->mu);
+    if (news && err)
+        log_warn("ha: %s (retrying every %.1f s)", line, LEADER_RETRY_S);
+    else if (news)
+        log_info("ha: etcd answers again");
+}
 
 static void nap(struct leader *ld, double s)
 {
@@ -157,10 +176,11 @@ static void *campaigner(void *arg)
         int64_t lease = r == 0 ? etcd_int(resp, "ID", 0) : 0;
         json_decref(resp);
         if (lease == 0) {
-            log_debug("ha: lease grant: %s", r < 0 ? e->err : "no ID in the answer");
+            note(ld, "lease grant", r < 0 ? e->err : "no ID in the answer");
             nap(ld, LEADER_RETRY_S);
             continue;
         }
+        note(ld, "lease grant", NULL);
         pthread_mutex_lock(&ld->mu);
         ld->lease = lease;
         ld->proven = sent;
@@ -197,7 +217,7 @@ static void *campaigner(void *arg)
                 pthread_cond_wait(&ld->cv, &ld->mu);
             pthread_mutex_unlock(&ld->mu);
         } else if (!atomic_load(&ld->stop)) {
-            log_debug("ha: campaign: %s", r < 0 ? e->err : "the key was lost before it could act");
+            note(ld, "campaign", r < 0 ? e->err : "the key was lost before it could act");
             nap(ld, LEADER_RETRY_S);
         }
         json_decref(resp);
@@ -367,7 +387,8 @@ void leader_stop(struct leader *ld)
         /* The lease goes too: nothing of this instance outlives it. */
         req = json_pack("{sI}", "ID", (json_int_t)lease);
         if (req && etcd_call(&e, "/v3/lease/revoke", req, 1000, &resp) < 0)
-            log_warn("ha: revoking the lease: %s (it expires in %ld s)", e.err, ld->cfg->ha_lease_ttl);
+            log_info("ha: revoking the lease: %s (gone already, or it expires within %ld s)", e.err,
+                     ld->cfg->ha_lease_ttl);
         json_decref(req);
         json_decref(resp);
         etcd_close(&e);
@@ -461,10 +482,11 @@ json_t *leader_status_json(struct leader *ld)
     bool acts = leader_acts(ld);
     pthread_mutex_lock(&ld->mu);
     double age = ld->lease ? tf_now_mono() - ld->proven : -1;
-    json_t *o = json_pack("{sb ss ss ss sI sI sI so}", "enabled", true, "role", acts ? "leader" : "standby",
+    json_t *o = json_pack("{sb ss ss ss sI sI sI so so}", "enabled", true, "role", acts ? "leader" : "standby",
                           "election", ld->cfg->ha_election, "leader", ld->url, "term", (json_int_t)ld->term,
                           "elections", (json_int_t)ld->elections, "lease_ttl_s", (json_int_t)ld->cfg->ha_lease_ttl,
-                          "lease_proven_age_s", age >= 0 ? json_real(age) : json_null());
+                          "lease_proven_age_s", age >= 0 ? json_real(age) : json_null(), "error",
+                          ld->err[0] ? json_string(ld->err) : json_null());
     pthread_mutex_unlock(&ld->mu);
     return o;
 }

@@ -5,7 +5,9 @@
  * fence passes for the leader only and fails, demoting it, once its
  * election key is gone (what a paused leader finds on waking), jobs reach
  * the standby's replica, a leader that stops hands over at once, and one
- * that cannot reach etcd stops acting within its lease TTL.
+ * that cannot reach etcd stops acting within its lease TTL; with etcd
+ * authentication on, the right password leads (and authenticates again
+ * once its token expired), a wrong one never does and says why.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -15,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -52,11 +55,16 @@ static void on_jobs(void *arg, json_t *jobs)
     c->jobs = json_deep_copy(jobs);
 }
 
-static void cand_start(struct cand *c, const char *url)
+/* user and pwfile (may be NULL): etcd authentication. */
+static void cand_start_as(struct cand *c, const char *url, const char *user, const char *pwfile)
 {
     char err[256];
     memset(c, 0, sizeof(*c));
     config_defaults(&c->cfg);
+    if (user) {
+        assert_int_equal(config_set_str(&c->cfg, "ha.username", user, err, sizeof(err)), 0);
+        assert_int_equal(config_set_str(&c->cfg, "ha.password_file", pwfile, err, sizeof(err)), 0);
+    }
     assert_int_equal(config_set_str(&c->cfg, "ha.etcd_endpoints", ENDPOINT, err, sizeof(err)), 0);
     assert_int_equal(config_set_str(&c->cfg, "ha.advertise_url", url, err, sizeof(err)), 0);
     assert_int_equal(config_set_str(&c->cfg, "ha.election", "tftest", err, sizeof(err)), 0);
@@ -65,6 +73,11 @@ static void cand_start(struct cand *c, const char *url)
     metrics_init(&c->m);
     struct leader_hooks h = {.on_jobs = on_jobs, .arg = c};
     assert_int_equal(leader_start(&c->ld, &c->cfg, &c->ev, &c->m, &h, err, sizeof(err)), 0);
+}
+
+static void cand_start(struct cand *c, const char *url)
+{
+    cand_start_as(c, url, NULL, NULL);
 }
 
 static void cand_stop(struct cand *c)
@@ -242,6 +255,57 @@ static void test_election_fence_handover(void **st)
     cand_stop(sby);
 }
 
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    assert_int_equal(chmod(path, 0600), 0);
+}
+
+/* Last: it turns authentication on in the suite's etcd. Its simple tokens
+ * live 1 s (--auth-token-ttl), so a client idle longer (the fence client
+ * here) must authenticate again when etcd refuses its token. */
+static void test_auth(void **st)
+{
+    (void)st;
+    NEED_ETCD();
+    if (system("command -v etcdctl >/dev/null 2>&1") != 0) {
+        fprintf(stderr, "# SKIP: etcdctl is not installed (scripts/deps.sh test)\n");
+        skip();
+    }
+    assert_int_equal(system("(E='etcdctl --endpoints " ENDPOINT "'; export ETCDCTL_API=3; "
+                            "$E user add root --new-user-password=rootpw && $E user add tf --new-user-password=tfpw && "
+                            "$E role add tfrole && $E role grant-permission tfrole readwrite tftest --prefix=true && "
+                            "$E user grant-role tf tfrole && $E auth enable) >/dev/null 2>&1"), 0);
+    char good[128], bad[128], why[256];
+    snprintf(good, sizeof(good), "%s.good", dir);
+    snprintf(bad, sizeof(bad), "%s.bad", dir);
+    write_file(good, "tfpw\n");
+    write_file(bad, "nope\n");
+    static struct cand a, b;
+    cand_start_as(&a, "http://127.0.0.1:18132", "tf", good);
+    cand_start_as(&b, "http://127.0.0.1:18133", "tf", bad);
+    for (double t = tf_now_mono() + 5; !leader_acts(a.ld) && tf_now_mono() < t;)
+        usleep(20000);
+    assert_true(leader_acts(a.ld));
+    usleep(2500000);   /* the fence client's token expires meanwhile */
+    static const char job[] = "{\"ranks\":[\"H1\"]}";
+    assert_int_equal(leader_job_store(a.ld, "j9", job, strlen(job), why, sizeof(why)), 0);
+    assert_int_equal(leader_fence(a.ld, why, sizeof(why)), 0);
+    assert_false(leader_acts(b.ld));
+    json_t *s = leader_status_json(b.ld);
+    const char *e = json_string_value(json_object_get(s, "error"));
+    assert_non_null(e);
+    assert_non_null(strstr(e, "authentication failed"));
+    json_decref(s);
+    cand_stop(&b);
+    cand_stop(&a);
+    unlink(good);
+    unlink(bad);
+}
+
 static int start_etcd(void)
 {
     snprintf(dir, sizeof(dir), "/tmp/tf-leader-test-%d", (int)getpid());
@@ -255,7 +319,7 @@ static int start_etcd(void)
         execlp("etcd", "etcd", "--name", "t", "--data-dir", data, "--listen-client-urls", ENDPOINT,
                "--advertise-client-urls", ENDPOINT, "--listen-peer-urls", "http://127.0.0.1:18121",
                "--initial-advertise-peer-urls", "http://127.0.0.1:18121", "--initial-cluster",
-               "t=http://127.0.0.1:18121", (char *)NULL);
+               "t=http://127.0.0.1:18121", "--auth-token-ttl", "1", (char *)NULL);
         _exit(127);
     }
     struct config c;
@@ -294,6 +358,7 @@ int main(void)
         cmocka_unit_test(test_b64),
         cmocka_unit_test(test_config),
         cmocka_unit_test(test_election_fence_handover),
+        cmocka_unit_test(test_auth),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     if (etcd_pid > 0) {
