@@ -33,6 +33,7 @@
 #define PORT_CLIENT 18120   /* the ha helper's range, 18100-18199 */
 #define PORT_PEER 18121
 #define ENDPOINT "http://127.0.0.1:18120"
+#define TLS_ENDPOINT "https://127.0.0.1:18122"
 
 static pid_t etcd_pid;
 static char dir[64];
@@ -55,6 +56,21 @@ static void on_jobs(void *arg, json_t *jobs)
     c->jobs = json_deep_copy(jobs);
 }
 
+/* The rest of a candidate's config (its memset and defaults done, any
+ * credentials set), then its election threads. */
+static void cand_begin(struct cand *c, const char *url, const char *endpoint)
+{
+    char err[256];
+    assert_int_equal(config_set_str(&c->cfg, "ha.etcd_endpoints", endpoint, err, sizeof(err)), 0);
+    assert_int_equal(config_set_str(&c->cfg, "ha.advertise_url", url, err, sizeof(err)), 0);
+    assert_int_equal(config_set_str(&c->cfg, "ha.election", "tftest", err, sizeof(err)), 0);
+    assert_int_equal(config_set_str(&c->cfg, "ha.lease_ttl", "2", err, sizeof(err)), 0);
+    events_init(&c->ev);
+    metrics_init(&c->m);
+    struct leader_hooks h = {.on_jobs = on_jobs, .arg = c};
+    assert_int_equal(leader_start(&c->ld, &c->cfg, &c->ev, &c->m, &h, err, sizeof(err)), 0);
+}
+
 /* user and pwfile (may be NULL): etcd authentication. */
 static void cand_start_as(struct cand *c, const char *url, const char *user, const char *pwfile)
 {
@@ -65,14 +81,21 @@ static void cand_start_as(struct cand *c, const char *url, const char *user, con
         assert_int_equal(config_set_str(&c->cfg, "ha.username", user, err, sizeof(err)), 0);
         assert_int_equal(config_set_str(&c->cfg, "ha.password_file", pwfile, err, sizeof(err)), 0);
     }
-    assert_int_equal(config_set_str(&c->cfg, "ha.etcd_endpoints", ENDPOINT, err, sizeof(err)), 0);
-    assert_int_equal(config_set_str(&c->cfg, "ha.advertise_url", url, err, sizeof(err)), 0);
-    assert_int_equal(config_set_str(&c->cfg, "ha.election", "tftest", err, sizeof(err)), 0);
-    assert_int_equal(config_set_str(&c->cfg, "ha.lease_ttl", "2", err, sizeof(err)), 0);
-    events_init(&c->ev);
-    metrics_init(&c->m);
-    struct leader_hooks h = {.on_jobs = on_jobs, .arg = c};
-    assert_int_equal(leader_start(&c->ld, &c->cfg, &c->ev, &c->m, &h, err, sizeof(err)), 0);
+    cand_begin(c, url, ENDPOINT);
+}
+
+/* ha.tls_*: cert and key may be NULL (the CA only). */
+static void cand_start_tls(struct cand *c, const char *url, const char *ca, const char *cert, const char *key)
+{
+    char err[256];
+    memset(c, 0, sizeof(*c));
+    config_defaults(&c->cfg);
+    assert_int_equal(config_set_str(&c->cfg, "ha.tls_ca", ca, err, sizeof(err)), 0);
+    if (cert) {
+        assert_int_equal(config_set_str(&c->cfg, "ha.tls_cert", cert, err, sizeof(err)), 0);
+        assert_int_equal(config_set_str(&c->cfg, "ha.tls_key", key, err, sizeof(err)), 0);
+    }
+    cand_begin(c, url, TLS_ENDPOINT);
 }
 
 static void cand_start(struct cand *c, const char *url)
@@ -306,28 +329,36 @@ static void test_auth(void **st)
     unlink(bad);
 }
 
-static int start_etcd(void)
+/* Starts etcd member NAME (client URL, peer port, extra flags) in dir; its
+ * PID, or -1. */
+static pid_t spawn_etcd(const char *name, const char *client, int peer, const char *const *extra)
 {
-    snprintf(dir, sizeof(dir), "/tmp/tf-leader-test-%d", (int)getpid());
-    etcd_pid = fork();
-    if (etcd_pid == 0) {
-        char data[96], log[96];
-        snprintf(data, sizeof(data), "%s/data", dir);
-        snprintf(log, sizeof(log), "%s.log", dir);
-        if (!freopen(log, "w", stderr) || !freopen("/dev/null", "w", stdout))
-            _exit(127);
-        execlp("etcd", "etcd", "--name", "t", "--data-dir", data, "--listen-client-urls", ENDPOINT,
-               "--advertise-client-urls", ENDPOINT, "--listen-peer-urls", "http://127.0.0.1:18121",
-               "--initial-advertise-peer-urls", "http://127.0.0.1:18121", "--initial-cluster",
-               "t=http://127.0.0.1:18121", "--auth-token-ttl", "1", (char *)NULL);
+    pid_t pid = fork();
+    if (pid != 0)
+        return pid;
+    char data[96], log[96], purl[64], cluster[96];
+    snprintf(data, sizeof(data), "%s/%s", dir, name);
+    snprintf(log, sizeof(log), "%s/%s.log", dir, name);
+    snprintf(purl, sizeof(purl), "http://127.0.0.1:%d", peer);
+    snprintf(cluster, sizeof(cluster), "%s=%s", name, purl);
+    if (!freopen(log, "w", stderr) || !freopen("/dev/null", "w", stdout))
         _exit(127);
-    }
-    struct config c;
+    const char *argv[32] = {"etcd", "--name", name, "--data-dir", data, "--listen-client-urls", client,
+                            "--advertise-client-urls", client, "--listen-peer-urls", purl,
+                            "--initial-advertise-peer-urls", purl, "--initial-cluster", cluster};
+    size_t n = 15;
+    for (size_t i = 0; extra && extra[i] && n < 31; i++)
+        argv[n++] = extra[i];
+    execvp("etcd", (char *const *)argv);
+    _exit(127);
+}
+
+/* Waits until the etcd of c's endpoints answers (pid still running); 0 or -1. */
+static int etcd_ready(const struct config *c, pid_t pid)
+{
     char err[256];
-    config_defaults(&c);
-    config_set_str(&c, "ha.etcd_endpoints", ENDPOINT, err, sizeof(err));
     struct etcd e;
-    if (etcd_open(&e, &c, NULL, err, sizeof(err)) < 0)
+    if (etcd_open(&e, c, NULL, err, sizeof(err)) < 0)
         return -1;
     int r = -1;
     for (int i = 0; i < 100 && r < 0; i++) {
@@ -336,20 +367,99 @@ static int start_etcd(void)
         json_decref(req);
         json_decref(resp);
         int st;
-        if (r < 0 && waitpid(etcd_pid, &st, WNOHANG) == etcd_pid)
+        if (r < 0 && waitpid(pid, &st, WNOHANG) == pid)
             break;
         if (r < 0)
             usleep(100000);
     }
     etcd_close(&e);
-    return r;
+    return r < 0 ? -1 : 0;
+}
+
+static void stop_etcd(pid_t pid)
+{
+    kill(pid, SIGCONT);
+    kill(pid, SIGTERM);
+    waitpid(pid, NULL, 0);
+}
+
+/* TLS to etcd: a CA, a server certificate for 127.0.0.1 and a client
+ * certificate made here with openssl; etcd asks for client certificates.
+ * A candidate with ha.tls_ca, ha.tls_cert and ha.tls_key leads; one with
+ * the CA only is refused by etcd and says so in /status. */
+static void test_tls(void **st)
+{
+    (void)st;
+    NEED_ETCD();
+    char cmd[1024], f[6][128];
+    static const char *const nm[] = {"ca.pem", "srv.pem", "srv.key", "cli.pem", "cli.key", "tls"};
+    for (int i = 0; i < 6; i++)
+        snprintf(f[i], sizeof(f[i]), "%s/%s", dir, nm[i]);
+    snprintf(cmd, sizeof(cmd),
+             "(cd %s && openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 1 -subj /CN=tf-ca && "
+             "openssl req -newkey rsa:2048 -nodes -keyout srv.key -out srv.csr -subj /CN=127.0.0.1 && "
+             "printf 'subjectAltName=IP:127.0.0.1\\n' > ext && "
+             "openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out srv.pem -days 1 -extfile ext && "
+             "openssl req -newkey rsa:2048 -nodes -keyout cli.key -out cli.csr -subj /CN=tf && "
+             "openssl x509 -req -in cli.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out cli.pem -days 1) >/dev/null 2>&1",
+             dir);
+    if (system("command -v openssl >/dev/null 2>&1") != 0 || system(cmd) != 0) {
+        fprintf(stderr, "# SKIP: openssl could not make the test certificates\n");
+        skip();
+    }
+    const char *const extra[] = {"--cert-file", f[1], "--key-file", f[2], "--trusted-ca-file", f[0],
+                                 "--client-cert-auth", NULL};
+    pid_t pid = spawn_etcd("tls", TLS_ENDPOINT, 18123, extra);
+    static struct cand a, b;
+    char err[256];
+    config_defaults(&a.cfg);
+    assert_int_equal(config_set_str(&a.cfg, "ha.etcd_endpoints", TLS_ENDPOINT, err, sizeof(err)), 0);
+    assert_int_equal(config_set_str(&a.cfg, "ha.tls_ca", f[0], err, sizeof(err)), 0);
+    assert_int_equal(config_set_str(&a.cfg, "ha.tls_cert", f[3], err, sizeof(err)), 0);
+    assert_int_equal(config_set_str(&a.cfg, "ha.tls_key", f[4], err, sizeof(err)), 0);
+    if (etcd_ready(&a.cfg, pid) < 0) {
+        stop_etcd(pid);
+        fail_msg("etcd with TLS did not come up on %s (see %s/tls.log)", TLS_ENDPOINT, dir);
+    }
+    cand_start_tls(&a, "http://127.0.0.1:18134", f[0], f[3], f[4]);
+    cand_start_tls(&b, "http://127.0.0.1:18135", f[0], NULL, NULL);
+    for (double t = tf_now_mono() + 5; !leader_acts(a.ld) && tf_now_mono() < t;)
+        usleep(20000);
+    bool led = leader_acts(a.ld);
+    usleep(500000);
+    json_t *s = leader_status_json(b.ld);
+    char berr[384];
+    tf_strlcpy(berr, json_string_value(json_object_get(s, "error")) ? json_string_value(json_object_get(s, "error")) : "",
+               sizeof(berr));
+    json_decref(s);
+    bool b_led = leader_acts(b.ld);
+    cand_stop(&b);
+    cand_stop(&a);
+    stop_etcd(pid);
+    assert_true(led);
+    assert_false(b_led);
+    assert_non_null(strstr(berr, TLS_ENDPOINT));
+}
+
+static int start_etcd(void)
+{
+    snprintf(dir, sizeof(dir), "/tmp/tf-leader-test-%d", (int)getpid());
+    if (mkdir(dir, 0700) < 0)
+        return -1;
+    static const char *const extra[] = {"--auth-token-ttl", "1", NULL};
+    etcd_pid = spawn_etcd("t", ENDPOINT, 18121, extra);
+    struct config c;
+    char err[256];
+    config_defaults(&c);
+    config_set_str(&c, "ha.etcd_endpoints", ENDPOINT, err, sizeof(err));
+    return etcd_ready(&c, etcd_pid);
 }
 
 int main(void)
 {
     have_etcd = system("command -v etcd >/dev/null 2>&1") == 0;
     if (have_etcd && start_etcd() < 0) {
-        fprintf(stderr, "etcd did not come up on %s (see %s.log)\n", ENDPOINT, dir);
+        fprintf(stderr, "etcd did not come up on %s (see %s/t.log)\n", ENDPOINT, dir);
         if (etcd_pid > 0)
             kill(etcd_pid, SIGKILL);
         return 1;
@@ -358,14 +468,14 @@ int main(void)
         cmocka_unit_test(test_b64),
         cmocka_unit_test(test_config),
         cmocka_unit_test(test_election_fence_handover),
+        cmocka_unit_test(test_tls),
         cmocka_unit_test(test_auth),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     if (etcd_pid > 0) {
-        kill(etcd_pid, SIGTERM);
-        waitpid(etcd_pid, NULL, 0);
+        stop_etcd(etcd_pid);
         char cmd[256];
-        snprintf(cmd, sizeof(cmd), "rm -rf %s %s.log", dir, dir);
+        snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
         if (system(cmd) != 0)
             fprintf(stderr, "could not remove %s\n", dir);
     }
