@@ -28,6 +28,7 @@
 
 #define LEADER_RETRY_S 0.5     /* between two attempts when etcd is unreachable */
 #define LEADER_KEY_MAX 512
+#define LEADER_CAMPAIGN_TTLS 3 /* a campaign silent this many lease TTLs is asked again */
 
 enum role { ROLE_STANDBY, ROLE_LEADER };
 
@@ -161,35 +162,48 @@ static int holds(struct etcd *e, const char *key, int64_t rev, json_t *success, 
     return r;
 }
 
+/* A lease of ha.lease_ttl, taken as proven from now; 0 when etcd refused. */
+static int64_t grant(struct leader *ld, struct etcd *e)
+{
+    json_t *req = json_pack("{sI}", "TTL", (json_int_t)ld->cfg->ha_lease_ttl), *resp = NULL;
+    double sent = tf_now_mono();
+    int r = etcd_call(e, "/v3/lease/grant", req, 2000, &resp);
+    json_decref(req);
+    int64_t lease = r == 0 ? etcd_int(resp, "ID", 0) : 0;
+    json_decref(resp);
+    note(ld, "lease grant", lease ? NULL : r < 0 ? e->err : "no ID in the answer");
+    if (lease) {
+        pthread_mutex_lock(&ld->mu);
+        ld->lease = lease;
+        ld->proven = sent;
+        pthread_mutex_unlock(&ld->mu);
+    }
+    return lease;
+}
+
 static void *campaigner(void *arg)
 {
     struct leader *ld = arg;
     struct etcd *e = &ld->ec;
     char name[sizeof(ld->cfg->ha_election)];
     tf_strlcpy(name, ld->cfg->ha_election, sizeof(name));
+    int64_t lease = 0;
     while (!atomic_load(&ld->stop)) {
-        atomic_store(&ld->cancel, false);
-        json_t *req = json_pack("{sI}", "TTL", (json_int_t)ld->cfg->ha_lease_ttl), *resp = NULL;
-        double sent = tf_now_mono();
-        int r = etcd_call(e, "/v3/lease/grant", req, 2000, &resp);
-        json_decref(req);
-        int64_t lease = r == 0 ? etcd_int(resp, "ID", 0) : 0;
-        json_decref(resp);
-        if (lease == 0) {
-            note(ld, "lease grant", r < 0 ? e->err : "no ID in the answer");
-            nap(ld, LEADER_RETRY_S);
-            continue;
+        if (!lease) {
+            atomic_store(&ld->cancel, false);
+            if (!(lease = grant(ld, e))) {
+                nap(ld, LEADER_RETRY_S);
+                continue;
+            }
         }
-        note(ld, "lease grant", NULL);
-        pthread_mutex_lock(&ld->mu);
-        ld->lease = lease;
-        ld->proven = sent;
-        pthread_mutex_unlock(&ld->mu);
-        /* Waits as long as another instance leads (no timeout): the keeper
-         * cancels it when the lease is lost. */
-        req = json_pack("{so sI so}", "name", etcd_b64(name, strlen(name)), "lease", (json_int_t)lease, "value",
-                        etcd_b64(ld->cfg->ha_advertise_url, strlen(ld->cfg->ha_advertise_url)));
-        r = etcd_call(e, "/v3/election/campaign", req, 0, &resp);
+        /* Waits as long as another instance leads; the keeper cancels it
+         * when the lease is lost. A member that has said nothing for
+         * LEADER_CAMPAIGN_TTLS leases may be hung (a campaign on it would
+         * never return): ask again, on the next member, with the same lease. */
+        json_t *req = json_pack("{so sI so}", "name", etcd_b64(name, strlen(name)), "lease", (json_int_t)lease,
+                                "value", etcd_b64(ld->cfg->ha_advertise_url, strlen(ld->cfg->ha_advertise_url))),
+               *resp = NULL;
+        int r = etcd_call(e, "/v3/election/campaign", req, (long)(LEADER_CAMPAIGN_TTLS * ld->ttl * 1000), &resp);
         json_decref(req);
         json_t *lk = json_object_get(resp, "leader");
         const char *key = json_string_value(json_object_get(lk, "key"));
@@ -198,6 +212,7 @@ static void *campaigner(void *arg)
          * are gone: prove it is still there, and take the jobs, before acting. */
         if (r == 0 && key && rev > 0 && strlen(key) < LEADER_KEY_MAX && holds(e, key, rev, NULL, 2000) == 1 &&
             sync_jobs(ld, e, true) == 0) {
+            note(ld, "campaign", NULL);
             pthread_mutex_lock(&ld->mu);
             ld->role = ROLE_LEADER;
             tf_strlcpy(ld->key, key, sizeof(ld->key));
@@ -216,16 +231,23 @@ static void *campaigner(void *arg)
             while (ld->role == ROLE_LEADER && !atomic_load(&ld->stop))
                 pthread_cond_wait(&ld->cv, &ld->mu);
             pthread_mutex_unlock(&ld->mu);
+            lease = 0;
+        } else if (r == -ETIMEDOUT && !atomic_load(&ld->cancel)) {
+            json_decref(resp);
+            continue;
         } else if (!atomic_load(&ld->stop)) {
             note(ld, "campaign", r < 0 ? e->err : "the key was lost before it could act");
             nap(ld, LEADER_RETRY_S);
+            lease = 0;
         }
         json_decref(resp);
         /* A new lease for the next campaign; the old one expires by itself
          * (it cannot be revoked while etcd is unreachable anyway). */
-        pthread_mutex_lock(&ld->mu);
-        ld->lease = 0;
-        pthread_mutex_unlock(&ld->mu);
+        if (!lease) {
+            pthread_mutex_lock(&ld->mu);
+            ld->lease = 0;
+            pthread_mutex_unlock(&ld->mu);
+        }
     }
     return NULL;
 }

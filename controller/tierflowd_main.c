@@ -230,10 +230,10 @@ static void role_change(struct daemon *d)
         return;
     char err[512];
     struct backend *be;
+    /* The topology changes only in reload(), on this thread: no state lock
+     * (the backend's open reads every switch; ingest must not wait for it). */
     pthread_mutex_lock(&d->rb.mu);
-    pthread_rwlock_rdlock(&d->st.lock);
     int r = open_backend(d, &d->cfg, act ? d->cfg.backend : "none", d->st.topo, &be, err, sizeof(err));
-    pthread_rwlock_unlock(&d->st.lock);
     if (r == 0) {
         backend_close(d->be);
         d->be = d->rb.be = be;
