@@ -870,7 +870,8 @@ static void do_jobs(struct api *a, const struct api_req *q, const char *id, stru
         json_decref(in);
         if (rc == 0 && a->ld && (rc = job_store(a, id, q->body ? q->body : "", q->body_len, replaced, err, sizeof(err))) < 0) {
             json_decref(out);
-            return api_error(r, 503, "not_stored", "job '%s' not registered: %s", id, err);
+            return api_error(r, 503, "not_stored", "job '%s' %s: %s", id, replaced ? "replaced here but not in etcd "
+                             "(a new leader would have the old one)" : "not registered", err);
         }
         if (rc == -ENOSPC) {
             job_free(j);

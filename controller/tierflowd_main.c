@@ -243,10 +243,14 @@ static void role_change(struct daemon *d)
     pthread_rwlock_wrlock(&d->st.lock);
     d->st.gen++;   /* /status shows the role */
     pthread_rwlock_unlock(&d->st.lock);
+    static char last_err[sizeof(err)];   /* retried every interval: one event per distinct failure */
     if (r < 0) {
-        events_add(&d->ev, now, "backend_error", "backend %s: %s; not acting", act ? d->cfg.backend : "none", err);
+        if (strcmp(err, last_err))
+            events_add(&d->ev, now, "backend_error", "backend %s: %s; not acting", act ? d->cfg.backend : "none", err);
+        tf_strlcpy(last_err, err, sizeof(last_err));
         return;
     }
+    last_err[0] = '\0';
     if (act) {
         rebalance_adopt(&d->rb, now);
         rebalance_routing(&d->rb, now);
@@ -471,9 +475,10 @@ int main(int argc, char **argv)
             role_change(&d);
             continue;
         }
-        /* A standby ingests, and runs no round (leader.h); a leader whose
-         * lease went unproven stops here by its own clock. */
-        if (!leader_acts(d.ld)) {
+        /* A standby ingests, and runs no round (leader.h); nor does a
+         * leader whose backend did not open (tried again every interval).
+         * A leader whose lease went unproven stops here by its own clock. */
+        if (!d.be_acts || !leader_acts(d.ld)) {
             if (d.be_acts)
                 role_change(&d);
             if (sig == SIGTERM || sig == SIGINT) {
@@ -485,6 +490,8 @@ int main(int argc, char **argv)
             if (tf_now_mono() >= next) {
                 next = tf_now_mono() + d.cfg.interval;
                 state_tick(&d.st, tf_now_real(), probe_cb, &d);
+                if (!d.be_acts && leader_acts(d.ld))
+                    role_change(&d);
             }
             continue;
         }
