@@ -180,12 +180,15 @@ t_ne "the new leader changed a pin" "$pins0" "$(tf_rules)"
 stable_rules
 before=$(tf_rules)
 ev0=$(curl -s --max-time 1 "$(url_of $NEXT)/api/v1/events" | jq '[.events[] | select(.kind == "rebalance")] | length')
+tc=$(date +%s.%N)
 kill -CONT "${LAB_PIDS[ctl$OLD]}"
 sleep 3
 ev1=$(curl -s --max-time 1 "$(url_of $NEXT)/api/v1/events" | jq '[.events[] | select(.kind == "rebalance")] | length')
 t_eq "SIGCONT: the old leader is a standby" standby "$(role $OLD)"
 t_eq "SIGCONT: it ran no round" "$rounds0" "$(metric $OLD tierflow_rebalance_rounds_total)"
 t_check "SIGCONT: it says it lost leadership" bash -c "curl -s '$(url_of $OLD)/api/v1/events' | jq -e '[.events[] | select(.kind == \"leader_lost\")] | length > 0' >/dev/null"
+t_eq "SIGCONT: its events since show no round, no backend work" 0 "$(curl -s "$(url_of $OLD)/api/v1/events" |
+  jq --argjson t "$tc" '[.events[] | select(.ts >= $t and (.kind == "rebalance" or .kind == "backend_error" or .kind == "adopt" or .kind == "pins_withdrawn" or .kind == "unpinned"))] | length')"
 if [ "$ev0" = "$ev1" ]; then
   t_eq "SIGCONT: L1's rules unchanged (the new leader did not move anything meanwhile either)" "$before" "$(tf_rules)"
 else
