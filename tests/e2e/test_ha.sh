@@ -126,6 +126,7 @@ t_eq "a write to the standby: 503" 503 "$c"
 t_eq "... naming the leader" "$(url_of $LDR)" "$(jq -r .error.leader "$LAB_TMP/w.json")"
 for i in $(seq 30); do curl -s "$(url_of $SBY)/api/v1/jobs/train1" | jq -e .id >/dev/null && break; sleep 0.1; done
 t_eq "the job is visible on the standby" train1 "$(curl -s "$(url_of $SBY)/api/v1/jobs/train1" | jq -r .id)"
+for i in $(seq 50); do [ "$(curl -s "$(url_of $SBY)/api/v1/status" | jq .probes.alive)" = 2 ] && break; sleep 0.1; done
 t_eq "the standby ingests too: both probes alive there" 2 "$(curl -s "$(url_of $SBY)/api/v1/status" | jq .probes.alive)"
 
 # ---- traffic: two flows ECMP puts on one L1 uplink; the leader pins one ------
