@@ -10,6 +10,11 @@ set -u
 D=$TF_OPT_BIN/tierflowd
 command -v etcd >/dev/null || { echo "etcd missing (scripts/deps.sh test)"; exit 0; }
 . "$(dirname "$0")/../lib/daemon.sh"
+# An etcd member told to stop while its peers are gone can take seconds:
+# wait for every process started here (then KILL), before the folder goes.
+trap 'for p in "${BG[@]}"; do kill "$p" 2>/dev/null; done
+      for i in $(seq 50); do n=0; for p in "${BG[@]}"; do kill -0 "$p" 2>/dev/null && n=1; done; [ $n = 0 ] && break; sleep 0.1; done
+      for p in "${BG[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$W"' EXIT
 RUNS=${HA_RUNS:-10} TTL=${HA_TTL:-2} EP=18160   # ports 18161-18166 etcd, 18170-18171 tierflowd
 CLUSTER="" EPS=""
 for i in 1 2 3; do
