@@ -273,7 +273,7 @@ static void test_election_fence_handover(void **st)
     r = leader_fence(sby->ld, why, sizeof(why));
     kill(etcd_pid, SIGCONT);
     assert_false(acts);
-    assert_true(took <= 2.0 + 0.1);
+    assert_true(took <= 2.0 + 1.0);   /* TTL + 1 s, the bound of issue 19: generous on a busy machine */
     assert_int_not_equal(r, 0);
     cand_stop(sby);
 }
