@@ -416,6 +416,8 @@ static int check_ha(const struct config *c, char *err, size_t errlen)
         return tf_fail(err, errlen, -EINVAL, "ha.tls_cert and ha.tls_key must be given together");
     if (!c->ha_username[0] != !c->ha_password_file[0])
         return tf_fail(err, errlen, -EINVAL, "ha.username and ha.password_file must be given together");
+    if (c->ha_password_file[0])
+        return tf_secret_file_check("ha.password_file", c->ha_password_file, err, errlen);
     return 0;
 }
 

@@ -71,9 +71,8 @@ int etcd_open(struct etcd *e, const struct config *c, const atomic_bool *stop, c
     tf_strlcpy(e->cert, c->ha_tls_cert, sizeof(e->cert));
     tf_strlcpy(e->key, c->ha_tls_key, sizeof(e->key));
     tf_strlcpy(e->user, c->ha_username, sizeof(e->user));
+    /* Its mode was checked with the configuration (config_validate). */
     if (c->ha_password_file[0]) {
-        if ((r = tf_secret_file_check("ha.password_file", c->ha_password_file, err, errlen)) < 0)
-            return r;
         if (tf_read_token(c->ha_password_file, e->password, sizeof(e->password)) < 0)
             return tf_fail(err, errlen, -EINVAL, "ha.password_file %s: unreadable, or not 1..255 printable characters",
                            c->ha_password_file);

@@ -176,6 +176,22 @@ static void test_config(void **st)
     assert_int_equal(config_set_str(&c, "ha.election", "a/b", err, sizeof(err)), 0);
     assert_int_equal(config_validate(&c, err, sizeof(err)), -EINVAL);
     assert_non_null(strstr(err, "ha.election"));
+    /* A password file others may read is refused, as a token file is. */
+    char pw[] = "/tmp/tf-leader-pw-XXXXXX";
+    int fd = mkstemp(pw);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, "pw\n", 3), 3);
+    close(fd);
+    assert_int_equal(chmod(pw, 0644), 0);
+    assert_int_equal(config_set_str(&c, "ha.election", "tierflow", err, sizeof(err)), 0);
+    assert_int_equal(config_set_str(&c, "ha.username", "tf", err, sizeof(err)), 0);
+    assert_int_equal(config_set_str(&c, "ha.password_file", pw, err, sizeof(err)), 0);
+    assert_true(config_validate(&c, err, sizeof(err)) < 0);
+    assert_non_null(strstr(err, "ha.password_file"));
+    assert_non_null(strstr(err, "chmod 600"));
+    assert_int_equal(chmod(pw, 0600), 0);
+    assert_int_equal(config_validate(&c, err, sizeof(err)), 0);
+    unlink(pw);
     assert_true(config_set_str(&c, "ha.lease_ttl", "0", err, sizeof(err)) < 0);
     assert_non_null(strstr(err, "ha.lease_ttl"));
     struct etcd e;
