@@ -134,6 +134,12 @@ static void routing_poke(void *arg)
     pthread_kill(d->main_thread, SIGUSR1);
 }
 
+/* backend_cfg.may_act: the netlink watch acts only while this instance leads. */
+static bool may_act(void *arg)
+{
+    return leader_acts(arg);
+}
+
 static int open_backend(struct daemon *d, const struct config *c, const char *kind, const struct topo *t,
                         struct backend **be, char *err, size_t errlen)
 {
@@ -147,6 +153,10 @@ static int open_backend(struct daemon *d, const struct config *c, const char *ki
     bc.rt_proto = (uint8_t)c->route_proto;
     bc.table_base = (uint32_t)c->table_base;
     bc.plan_dir = c->plan_dir;
+    if (d->ld) {
+        bc.may_act = may_act;
+        bc.may_act_arg = d->ld;
+    }
     bc.bgp = (struct backend_bgp){c->bgp_dir, c->bgp_local_address, c->exabgp, (uint32_t)c->bgp_local_as,
                                   (uint16_t)c->bgp_hold_time};
     return backend_open(kind, &bc, be, err, errlen);
