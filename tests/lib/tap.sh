@@ -1,6 +1,7 @@
 # TAP helpers for shell test suites; source this file.
 #   t_check NAME CMD...   passes when CMD exits 0
 #   t_eq NAME WANT GOT    passes when the strings are equal
+#   t_ne NAME NOT GOT     passes when the strings differ
 #   t_ge NAME A B         passes when number A >= number B (awk arithmetic)
 #   t_pass NAME / t_fail NAME [WHY] / t_skip NAME WHY
 #   t_need_root           skips the whole suite, loudly, when not root
