@@ -10,8 +10,10 @@
  * is at most ETCD_ANSWER_MAX bytes; with a user name the client
  * authenticates (/v3/auth/authenticate) and sends the token, authenticating
  * again once when etcd says the token is no longer valid. A call aborts
- * within 100 ms of *stop becoming true. Errors return a negative errno and
- * put the endpoint and etcd's own message into the client's err.
+ * within about a second of *stop becoming true (libcurl's progress
+ * callback, called about once a second on an idle transfer). Errors return
+ * a negative errno and put the endpoint and etcd's own message into the
+ * client's err.
  */
 #ifndef TF_ETCD_H
 #define TF_ETCD_H
