@@ -13,12 +13,14 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/log.h"
 #include "common/reportspec.h"
 #include "common/util.h"
 #include "controller/config.h"
 #include "controller/events.h"
 #include "controller/ingest.h"
 #include "controller/jsonarena.h"
+#include "controller/leader.h"
 #include "controller/metrics.h"
 #include "controller/rebalance.h"
 #include "controller/state.h"
@@ -266,7 +268,7 @@ static json_t *view_status(struct api *a, double now)
                                         rs.duration_s, "congested", (json_int_t)rs.congested, "error",
                                         rs.error[0] ? json_string(rs.error) : json_null())
                             : json_null();
-    json_t *o = json_pack("{ss sf sf sf so s{sI sI sI so} s{sI sI sI} so so s{sI sI} s{ss sb so so}}",
+    json_t *o = json_pack("{ss sf sf sf so s{sI sI sI so} s{sI sI sI} so so s{sI sI} s{ss sb so so} so}",
                      "version", TF_VERSION, "uptime_s", now - a->start, "now", tf_now_real(), "interval_s",
                      a->cfg->interval, "topology", topo,
                      "probes", "total", (json_int_t)total, "alive", (json_int_t)alive, "stale", (json_int_t)stale,
@@ -276,7 +278,8 @@ static json_t *view_status(struct api *a, double now)
                      "rebalance", "rounds", (json_int_t)atomic_load(&a->m->rounds), "moves",
                      (json_int_t)atomic_load(&a->m->moves),
                      "backend", "name", a->backend_name, "healthy", healthy,
-                     "error", berr[0] ? json_string(berr) : json_null(), "unsupported", unsupported_json(a->rb));
+                     "error", berr[0] ? json_string(berr) : json_null(), "unsupported", unsupported_json(a->rb),
+                     "ha", leader_status_json(a->ld));
     if (backend_has_own(a)) {
         pthread_mutex_lock(&a->rb->mu);
         backend_extra(a, json_object_get(o, "backend"));
@@ -652,6 +655,16 @@ bool api_admit(const struct api *a, const struct api_req *q, struct api_reply *r
         r->challenge = q->auth ? "Bearer realm=\"tierflow\", error=\"invalid_token\"" : "Bearer realm=\"tierflow\"";
         return false;
     }
+    /* Every instance ingests; only the leader takes the other writes
+     * (docs/ha.md: answered, not forwarded, so that a client never
+     * wonders which one acted). */
+    if (mutating && strcmp(q->path, "/api/v1/reports") && !leader_acts(a->ld)) {
+        char url[256];
+        leader_url(a->ld, url, sizeof(url));
+        reply_json(r, 503, json_pack("{s{ss ss ss}}", "error", "code", "not_leader", "message",
+                                     "this tierflowd is a standby: send writes to the leader", "leader", url));
+        return false;
+    }
     return true;
 }
 
@@ -780,6 +793,48 @@ static struct job *job_parse(const struct state *s, const char *id, json_t *in, 
     return j;
 }
 
+/* A job registered here, into etcd (fenced), so that a new leader has it.
+ * When etcd does not take it, it is not registered here either: a job only
+ * this instance knew would vanish at the next takeover. */
+static int job_store(struct api *a, const char *id, const char *body, size_t len, bool replaced, char *err,
+                     size_t errlen)
+{
+    int rc = leader_job_store(a->ld, id, body, len, err, errlen);
+    if (rc < 0 && !replaced) {
+        pthread_rwlock_wrlock(&a->st->lock);
+        state_job_del(a->st, id);
+        pthread_rwlock_unlock(&a->st->lock);
+    }
+    return rc;
+}
+
+void api_jobs_replace(struct api *a, json_t *jobs)
+{
+    struct state *s = a->st;
+    size_t put = 0, gone = 0;
+    pthread_rwlock_wrlock(&s->lock);
+    for (size_t i = s->njobs; i-- > 0;)
+        if (!json_object_get(jobs, s->jobs[i]->name) && state_job_del(s, s->jobs[i]->name) == 0)
+            gone++;
+    const char *id;
+    json_t *body;
+    json_object_foreach(jobs, id, body) {
+        char err[256];
+        bool replaced;
+        struct job *j = job_id_ok(id) ? job_parse(s, id, body, err, sizeof(err)) : NULL;
+        if (!j)
+            log_warn("ha: job '%s' from etcd: %s; skipped", id, job_id_ok(id) ? err : "not a job id");
+        else if (state_job_put(s, j, &replaced) < 0) {
+            job_free(j);
+            free(j);
+        } else {
+            put++;
+        }
+    }
+    pthread_rwlock_unlock(&s->lock);
+    events_add(a->ev, tf_now_real(), "job", "jobs replicated from etcd: %zu registered, %zu removed", put, gone);
+}
+
 static void do_jobs(struct api *a, const struct api_req *q, const char *id, struct api_reply *r)
 {
     struct state *s = a->st;
@@ -813,6 +868,11 @@ static void do_jobs(struct api *a, const struct api_req *q, const char *id, stru
         json_t *out = rc == 0 ? job_json(s, (size_t)state_job_find(s, id)) : NULL;
         pthread_rwlock_unlock(&s->lock);
         json_decref(in);
+        if (rc == 0 && a->ld && (rc = job_store(a, id, q->body ? q->body : "", q->body_len, replaced, err, sizeof(err))) < 0) {
+            json_decref(out);
+            return api_error(r, 503, "not_stored", "job '%s' %s: %s", id, replaced ? "replaced here but not in etcd "
+                             "(a new leader would have the old one)" : "not registered", err);
+        }
         if (rc == -ENOSPC) {
             job_free(j);
             free(j);
@@ -835,6 +895,10 @@ static void do_jobs(struct api *a, const struct api_req *q, const char *id, stru
         pthread_rwlock_unlock(&s->lock);
         if (rc < 0)
             return api_error(r, 404, "not_found", "no job '%s'", id);
+        char err[256];
+        if (a->ld && leader_job_store(a->ld, id, NULL, 0, err, sizeof(err)) < 0)
+            return api_error(r, 503, "not_stored", "job '%s' deleted here, but not in etcd: %s (a new leader "
+                             "would have it again)", id, err);
         events_add(a->ev, tf_now_real(), "job", "job %s deleted", id);
         return reply_json(r, 200, json_pack("{ss}", "deleted", id));
     }

@@ -13,6 +13,7 @@
 #ifndef TF_API_H
 #define TF_API_H
 
+#include <jansson.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -22,6 +23,7 @@ struct events;
 struct metrics;
 struct rebalance;
 struct config;
+struct leader;
 
 struct api {
     struct state *st;
@@ -34,6 +36,8 @@ struct api {
     double start;
     char *openapi;               /* the document served at /api/v1/openapi.json */
     size_t openapi_len;
+    struct leader *ld;           /* HA (leader.h), NULL without: a standby answers
+                                    writes but reports with 503 and the leader's URL */
 };
 
 struct api_req {
@@ -66,6 +70,10 @@ void api_handle(struct api *a, const struct api_req *q, struct api_reply *r);
  * when admitted; else *r is the refusal. httpd calls it at the header of a
  * write, so that a client without the token cannot make it hold a body. */
 bool api_admit(const struct api *a, const struct api_req *q, struct api_reply *r);
+/* Makes the jobs those of jobs ({"ID": body as PUT takes it}): a standby's
+ * replica of what the leader stored in etcd (leader.h). A body this
+ * topology refuses is logged and skipped. */
+void api_jobs_replace(struct api *a, json_t *jobs);
 /* Error reply helper, also used by httpd (413, 429). */
 void api_error(struct api_reply *r, unsigned status, const char *code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

@@ -73,6 +73,11 @@ struct backend_cfg {
      * backend_routing. Must not call into the backend itself. NULL: none. */
     void (*on_routing)(void *arg);
     void *on_routing_arg;
+    /* netlink: asked by the watcher thread before it removes a pin routing
+     * withdrew; false leaves the switches alone (an active/standby leader
+     * that can no longer prove its lease, leader.h). NULL: always true. */
+    bool (*may_act)(void *arg);
+    void *may_act_arg;
 };
 /* Defaults matching plan_opts_default(); plan_dir NULL. */
 void backend_cfg_default(struct backend_cfg *c);

@@ -93,6 +93,15 @@ static const struct config_key config_keys[] = {
     {"limits.max_body_inflight", CK_LONG, F(max_body_inflight), "67108864", 1024, 17179869184.0, NULL},
     {"http.allowed_hosts", CK_STR, F(allowed_hosts), "", 0, 0, NULL},
     {"http.allowed_origins", CK_STR, F(allowed_origins), "", 0, 0, NULL},
+    {"ha.etcd_endpoints", CK_STR, F(ha_endpoints), "", 0, 0, NULL},
+    {"ha.election", CK_STR, F(ha_election), "tierflow", 0, 0, NULL},
+    {"ha.lease_ttl", CK_LONG, F(ha_lease_ttl), "5", 1, 300, NULL},
+    {"ha.advertise_url", CK_STR, F(ha_advertise_url), "", 0, 0, NULL},
+    {"ha.tls_ca", CK_STR, F(ha_tls_ca), "", 0, 0, NULL},
+    {"ha.tls_cert", CK_STR, F(ha_tls_cert), "", 0, 0, NULL},
+    {"ha.tls_key", CK_STR, F(ha_tls_key), "", 0, 0, NULL},
+    {"ha.username", CK_STR, F(ha_username), "", 0, 0, NULL},
+    {"ha.password_file", CK_STR, F(ha_password_file), "", 0, 0, NULL},
 };
 #undef F
 
@@ -392,6 +401,26 @@ static int check_list(const char *name, const char *v, bool origins, char *err, 
 }
 
 /* The token is a secret: tf_secret_file_check's rule. */
+/* The ha.* keys that only make sense together (docs/ha.md). */
+static int check_ha(const struct config *c, char *err, size_t errlen)
+{
+    if (!c->ha_endpoints[0])
+        return 0;
+    if (strncmp(c->ha_advertise_url, "http://", 7) && strncmp(c->ha_advertise_url, "https://", 8))
+        return tf_fail(err, errlen, -EINVAL, "ha.advertise_url: '%s': required with ha.etcd_endpoints, an http:// or "
+                       "https:// URL under which probes and clients reach this controller", c->ha_advertise_url);
+    if (!c->ha_election[0] || strpbrk(c->ha_election, "/ \t"))
+        return tf_fail(err, errlen, -EINVAL, "ha.election: '%s': expected a non-empty name without '/' or spaces",
+                       c->ha_election);
+    if (!c->ha_tls_cert[0] != !c->ha_tls_key[0])
+        return tf_fail(err, errlen, -EINVAL, "ha.tls_cert and ha.tls_key must be given together");
+    if (!c->ha_username[0] != !c->ha_password_file[0])
+        return tf_fail(err, errlen, -EINVAL, "ha.username and ha.password_file must be given together");
+    if (c->ha_password_file[0])
+        return tf_secret_file_check("ha.password_file", c->ha_password_file, err, errlen);
+    return 0;
+}
+
 static int check_token_file(const char *path, char *err, size_t errlen)
 {
     return tf_secret_file_check("token_file", path, err, errlen);
@@ -435,6 +464,8 @@ int config_validate(const struct config *c, char *err, size_t errlen)
                        "of the largest size could ever be taken", c->max_body_inflight, c->max_body);
     if (check_list("http.allowed_hosts", c->allowed_hosts, false, err, errlen) < 0 ||
         check_list("http.allowed_origins", c->allowed_origins, true, err, errlen) < 0)
+        return -EINVAL;
+    if (check_ha(c, err, errlen) < 0)
         return -EINVAL;
     if (c->token_file[0])
         return check_token_file(c->token_file, err, errlen);

@@ -71,6 +71,13 @@ struct config {
     /* http: who may address the API (Host) and write to it from a page (Origin) */
     char allowed_hosts[1024];          /* comma-separated Host names beyond the listen address */
     char allowed_origins[1024];        /* comma-separated origins (scheme://host[:port]) */
+    /* ha: active/standby on etcd (controller/leader.h, docs/ha.md); off while endpoints is "" */
+    char ha_endpoints[1024];           /* comma-separated etcd client URLs */
+    char ha_election[128];             /* election name: the key prefix the candidates share */
+    long ha_lease_ttl;                 /* s a leader lasts without proving its lease */
+    char ha_advertise_url[CONFIG_STR_MAX]; /* this controller's URL, as standbys name the leader */
+    char ha_tls_ca[CONFIG_STR_MAX], ha_tls_cert[CONFIG_STR_MAX], ha_tls_key[CONFIG_STR_MAX];
+    char ha_username[128], ha_password_file[CONFIG_STR_MAX];
 };
 
 void config_defaults(struct config *c);

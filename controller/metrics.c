@@ -19,6 +19,7 @@ const double metrics_buckets[METRICS_NBUCKETS] = {0.0001, 0.00025, 0.0005, 0.001
 void metrics_init(struct metrics *m)
 {
     memset(m, 0, sizeof(*m));
+    atomic_store(&m->leader, 1);   /* without HA the one tierflowd acts; leader_start says otherwise */
 }
 
 void metrics_http(struct metrics *m, unsigned code)
@@ -152,6 +153,10 @@ int metrics_render(struct metrics *m, struct state *s, double now, char **out, s
     fprintf(f, "# HELP tierflow_backend_errors_total Route backend failures.\n"
                "# TYPE tierflow_backend_errors_total counter\ntierflow_backend_errors_total %llu\n",
             U(m->backend_errors));
+    fprintf(f, "# HELP tierflow_leader 1 while this tierflowd acts (leads its election, or runs without HA), "
+               "else 0.\n# TYPE tierflow_leader gauge\ntierflow_leader %llu\n", U(m->leader));
+    fprintf(f, "# HELP tierflow_elections_total Elections this tierflowd won (terms it led).\n"
+               "# TYPE tierflow_elections_total counter\ntierflow_elections_total %llu\n", U(m->elections));
     fprintf(f, "# HELP tierflow_http_requests_total HTTP requests by status code.\n"
                "# TYPE tierflow_http_requests_total counter\n");
     for (unsigned c = 100; c < 600; c++)

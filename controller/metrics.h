@@ -21,6 +21,7 @@ struct state;
 struct metrics {
     atomic_uint_fast64_t rounds, moves, backend_errors;
     atomic_uint_fast64_t react_rounds, futile_moves, harm_withdrawn;
+    atomic_uint_fast64_t leader, elections;    /* leader.h: 1 while this instance acts; terms won */
     atomic_uint_fast64_t http[600];            /* by status code */
     atomic_uint_fast64_t dur_bucket[METRICS_NBUCKETS + 1]; /* last: +Inf */
     atomic_uint_fast64_t dur_count;

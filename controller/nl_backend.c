@@ -55,6 +55,8 @@ struct nl_backend {
     size_t nnotes_lost;
     void (*poke)(void *arg);
     void *poke_arg;
+    bool (*may_act)(void *arg);   /* backend_cfg.may_act */
+    void *may_act_arg;
     pthread_t thr;
     bool thr_started;
     int stop[2];          /* the watcher's wake-up pipe */
@@ -177,6 +179,8 @@ int nl_backend_open(const struct backend_cfg *cfg, struct nl_backend **out, char
     b->assumed = cfg->unsupported;
     b->poke = cfg->on_routing;
     b->poke_arg = cfg->on_routing_arg;
+    b->may_act = cfg->may_act;
+    b->may_act_arg = cfg->may_act_arg;
     char local[PLAN_SW_LEN] = "";
     if (cfg->local_name)
         tf_strlcpy(local, cfg->local_name, sizeof(local));
@@ -521,7 +525,10 @@ static void check_sw(struct nl_backend *b, struct nl_sw *s)
     struct routing_narrowed nn;
     if (routing_view_narrow(&s->view, &s->have, &narrow, &nn) < 0)
         return;
-    if (nn.routes_dropped || nn.nh_dropped || nn.rules_dropped) {
+    if ((nn.routes_dropped || nn.nh_dropped || nn.rules_dropped) && b->may_act && !b->may_act(b->may_act_arg))
+        log_info("netlink backend: switch %s: routing withdrew %s, but this tierflowd may not act now; left alone",
+                 s->name, nn.first);
+    else if (nn.routes_dropped || nn.nh_dropped || nn.rules_dropped) {
         struct backend_result res = {0};
         int rc = apply_sw(b, s, &narrow, &res);
         if (rc)

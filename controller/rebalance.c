@@ -1035,6 +1035,8 @@ static int run_round(struct rebalance *rb, double now, bool dry_run, bool automa
     if (arc < 0)
         moved = 0;
     bool accepted = false, applied = false;
+    if (rc == 0 && !dry_run && rb->fence && (rc = rb->fence(rb->fence_arg, err, sizeof(err))) < 0)
+        moved = 0;
     if (rc == 0 && !dry_run) {
         struct backend_result br = {0};
         int ar = rb->be ? backend_apply(rb->be, &plan, &br) : 0;

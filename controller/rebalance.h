@@ -65,6 +65,11 @@ struct rebalance {
      * before (see judge_groups in rebalance.c); under mu. */
     struct rebalance_group *groups;
     size_t ngroups;
+    /* Called right before a plan is handed to the backend (NULL: none):
+     * anything but 0 and the round applies nothing, its error is why
+     * (leader.h's fence: only the proven leader touches a switch). */
+    int (*fence)(void *arg, char *why, size_t whylen);
+    void *fence_arg;
 };
 
 int  rebalance_init(struct rebalance *rb, struct state *st, struct events *ev, struct metrics *m,

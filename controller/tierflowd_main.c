@@ -6,7 +6,9 @@
  * SIGTERM/SIGINT stop gracefully (routes are withdrawn only with
  * --withdraw-on-exit). The main thread runs the periodic rounds and handles
  * signals synchronously (sigtimedwait), so no work happens in a signal
- * handler.
+ * handler. With ha.etcd_endpoints (docs/ha.md) it runs rounds and keeps the
+ * configured backend open only while it leads (leader.h): a standby has the
+ * "none" backend, so that nothing of it can touch a switch.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -29,6 +31,7 @@
 #include "controller/config.h"
 #include "controller/events.h"
 #include "controller/httpd.h"
+#include "controller/leader.h"
 #include "controller/metrics.h"
 #include "controller/rebalance.h"
 #include "controller/state.h"
@@ -94,6 +97,8 @@ struct daemon {
     struct api api;
     struct backend *be;
     struct classes *cls;
+    struct leader *ld;           /* NULL without HA */
+    bool be_acts;                /* be is the configured kind, not a standby's "none" */
 };
 
 static int load_policy(const struct config *c, struct topo **t, struct classes **cls, char *err, size_t errlen)
@@ -129,8 +134,14 @@ static void routing_poke(void *arg)
     pthread_kill(d->main_thread, SIGUSR1);
 }
 
-static int open_backend(struct daemon *d, const struct config *c, const struct topo *t, struct backend **be,
-                        char *err, size_t errlen)
+/* backend_cfg.may_act: the netlink watch acts only while this instance leads. */
+static bool may_act(void *arg)
+{
+    return leader_acts(arg);
+}
+
+static int open_backend(struct daemon *d, const struct config *c, const char *kind, const struct topo *t,
+                        struct backend **be, char *err, size_t errlen)
 {
     struct backend_cfg bc;
     backend_cfg_default(&bc);
@@ -142,9 +153,13 @@ static int open_backend(struct daemon *d, const struct config *c, const struct t
     bc.rt_proto = (uint8_t)c->route_proto;
     bc.table_base = (uint32_t)c->table_base;
     bc.plan_dir = c->plan_dir;
+    if (d->ld) {
+        bc.may_act = may_act;
+        bc.may_act_arg = d->ld;
+    }
     bc.bgp = (struct backend_bgp){c->bgp_dir, c->bgp_local_address, c->exabgp, (uint32_t)c->bgp_local_as,
                                   (uint16_t)c->bgp_hold_time};
-    return backend_open(c->backend, &bc, be, err, errlen);
+    return backend_open(kind, &bc, be, err, errlen);
 }
 
 static void reload(struct daemon *d)
@@ -159,7 +174,7 @@ static void reload(struct daemon *d)
         return;
     }
     pthread_mutex_lock(&d->rb.mu);
-    if (open_backend(d, &d->cfg, t, &be, err, sizeof(err)) < 0) {
+    if (open_backend(d, &d->cfg, d->be_acts ? d->cfg.backend : "none", t, &be, err, sizeof(err)) < 0) {
         pthread_mutex_unlock(&d->rb.mu);
         events_add(&d->ev, now, "reload_failed", "backend: %s; keeping the old topology and policy", err);
         classes_free(cls);
@@ -197,6 +212,59 @@ static void reload(struct daemon *d)
     events_add(&d->ev, now, "reload", "topology '%s' (%u nodes, %u links) and policy reloaded; %zu pin%s kept, %zu "
                "whose path is not in the new topology dropped", t->name, t->nnodes, t->nlinks, d->st.pins_kept,
                d->st.pins_kept == 1 ? "" : "s", d->st.pins_lost);
+}
+
+/* leader.h's on_change: the role may have changed; the main loop takes it
+ * (SIGUSR2, like every signal here). */
+static void role_poke(void *arg)
+{
+    struct daemon *d = arg;
+    pthread_kill(d->main_thread, SIGUSR2);
+}
+
+static void jobs_replica(void *arg, json_t *jobs)
+{
+    struct daemon *d = arg;
+    api_jobs_replace(&d->api, jobs);
+}
+
+/* Opens the backend the role calls for: the configured one on becoming the
+ * leader, which then adopts what is installed (read back: pins kept as they
+ * are, nothing withdrawn and re-added), "none" on becoming a standby (the
+ * installed routes stay: fail-static). */
+static void role_change(struct daemon *d)
+{
+    bool act = leader_acts(d->ld);
+    double now = tf_now_real();
+    if (act == d->be_acts)
+        return;
+    char err[512];
+    struct backend *be;
+    /* The topology changes only in reload(), on this thread: no state lock
+     * (the backend's open reads every switch; ingest must not wait for it). */
+    pthread_mutex_lock(&d->rb.mu);
+    int r = open_backend(d, &d->cfg, act ? d->cfg.backend : "none", d->st.topo, &be, err, sizeof(err));
+    if (r == 0) {
+        backend_close(d->be);
+        d->be = d->rb.be = be;
+        d->be_acts = act;
+    }
+    pthread_mutex_unlock(&d->rb.mu);
+    pthread_rwlock_wrlock(&d->st.lock);
+    d->st.gen++;   /* /status shows the role */
+    pthread_rwlock_unlock(&d->st.lock);
+    static char last_err[sizeof(err)];   /* retried every interval: one event per distinct failure */
+    if (r < 0) {
+        if (strcmp(err, last_err))
+            events_add(&d->ev, now, "backend_error", "backend %s: %s; not acting", act ? d->cfg.backend : "none", err);
+        tf_strlcpy(last_err, err, sizeof(last_err));
+        return;
+    }
+    last_err[0] = '\0';
+    if (act) {
+        rebalance_adopt(&d->rb, now);
+        rebalance_routing(&d->rb, now);
+    }
 }
 
 static void probe_cb(void *arg, const char *node, bool stale)
@@ -322,6 +390,7 @@ int main(int argc, char **argv)
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGUSR1);
+    sigaddset(&set, SIGUSR2);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
 
@@ -339,7 +408,8 @@ int main(int argc, char **argv)
     d.st.classes = d.cls;
     d.st.link_holddown = d.cfg.link_holddown;
     d.main_thread = pthread_self();
-    if (open_backend(&d, &d.cfg, d.st.topo, &d.be, err, sizeof(err)) < 0) {
+    d.be_acts = !d.cfg.ha_endpoints[0];
+    if (open_backend(&d, &d.cfg, d.be_acts ? d.cfg.backend : "none", d.st.topo, &d.be, err, sizeof(err)) < 0) {
         log_err("backend %s: %s", d.cfg.backend, err);
         return 1;
     }
@@ -351,6 +421,16 @@ int main(int argc, char **argv)
     d.api.cfg = &d.cfg;
     d.api.backend_name = d.cfg.backend;
     d.api.start = now;
+    if (d.cfg.ha_endpoints[0]) {
+        struct leader_hooks lh = {.on_change = role_poke, .on_jobs = jobs_replica, .arg = &d};
+        if (leader_start(&d.ld, &d.cfg, &d.ev, &d.m, &lh, err, sizeof(err)) < 0) {
+            log_err("%s", err);
+            return 1;
+        }
+        d.api.ld = d.ld;
+        d.rb.fence = leader_fence;
+        d.rb.fence_arg = d.ld;
+    }
     char path[PATH_MAX];
     if (find_shared("openapi.json", "controller/openapi.json", path, sizeof(path), false) == 0 &&
         tf_read_file(path, 4 << 20, &d.api.openapi, &d.api.openapi_len) < 0)
@@ -401,6 +481,30 @@ int main(int argc, char **argv)
             wait = 0;
         struct timespec ts = {(time_t)wait, (long)((wait - (double)(time_t)wait) * 1e9)};
         int sig = sigtimedwait(&set, NULL, &ts);
+        if (sig == SIGUSR2) {
+            role_change(&d);
+            continue;
+        }
+        /* A standby ingests, and runs no round (leader.h); nor does a
+         * leader whose backend did not open (tried again every interval).
+         * A leader whose lease went unproven stops here by its own clock. */
+        if (!d.be_acts || !leader_acts(d.ld)) {
+            if (d.be_acts)
+                role_change(&d);
+            if (sig == SIGTERM || sig == SIGINT) {
+                log_info("signal %d: shutting down", sig);
+                break;
+            }
+            if (sig == SIGHUP)
+                reload(&d);
+            if (tf_now_mono() >= next) {
+                next = tf_now_mono() + d.cfg.interval;
+                state_tick(&d.st, tf_now_real(), probe_cb, &d);
+                if (!d.be_acts && leader_acts(d.ld))
+                    role_change(&d);
+            }
+            continue;
+        }
         if (sig == SIGHUP) {
             log_info("SIGHUP: reloading topology and policy");
             reload(&d);
@@ -449,7 +553,8 @@ int main(int argc, char **argv)
         rebalance_auto(&d.rb, now);
     }
     httpd_stop(h);
-    if (d.cfg.withdraw_on_exit) {
+    leader_stop(d.ld);
+    if (d.cfg.withdraw_on_exit && d.be_acts) {
         struct backend_result br;
         if (backend_withdraw(d.be, &br) < 0)
             log_err("withdraw: %s", backend_error(d.be));

@@ -50,11 +50,14 @@
 #define PROBE_DEFAULT_GBPS 100.0   /* link rate when neither sysfs nor --link-gbps says */
 #define PROBE_POST_WAIT_S 2.0      /* how long exit waits for queued POSTs */
 #define PROBE_MAX_ALLOW 64         /* --telemetry-allow prefixes */
+#define PROBE_MAX_CTL 4            /* --controller URLs: an HA pair or trio (docs/ha.md) */
 
 struct probe_opts {
     const char *ifs[PROBE_MAX_IF];
     size_t nifs;
-    const char *file, *controller, *token_file, *filter;
+    const char *file, *token_file, *filter;
+    const char *controller[PROBE_MAX_CTL];  /* each gets every report (docs/ha.md) */
+    size_t nctl;
     const char *mirror_map, *sflow_listen;
     bool telemetry;           /* decode sFlow and ERSPAN: --telemetry, or implied */
     struct mirror_prefix allow[PROBE_MAX_ALLOW]; /* --telemetry-allow */
@@ -93,7 +96,7 @@ struct probe {
     struct report_link links[PROBE_MAX_IF];
     struct report rep;
     struct report_snap snap;
-    struct post *post;
+    struct post *post[PROBE_MAX_CTL];   /* one sender per controller: a slow one delays no other */
     /* switch telemetry (sFlow, ERSPAN): reports per switch node */
     struct mirrormap *map;
     struct mirror *mirror;
@@ -160,20 +163,26 @@ static void fill_stats(struct probe *pr)
             drops += d;
     }
     pr->st.pcap_drops = drops;
-    if (pr->post)
-        post_counters(pr->post, &pr->st.post_dropped, &pr->st.post_errors, &pr->st.post_rejected, NULL);
+    pr->st.post_dropped = pr->st.post_errors = pr->st.post_rejected = 0;
+    for (size_t i = 0; i < pr->o.nctl && pr->post[i]; i++) {
+        uint64_t d, e, r;
+        post_counters(pr->post[i], &d, &e, &r, NULL);
+        pr->st.post_dropped += d;
+        pr->st.post_errors += e;
+        pr->st.post_rejected += r;
+    }
 }
 
-/* One print path for every report: stdout, and the controller when set. */
+/* One print path for every report: stdout, and every controller set. */
 static int emit_report(struct probe *pr, const struct report *rep, bool post)
 {
     int r = report_print(rep, pr->o.fmt, stdout);
     if (r < 0)
         log_err("writing the report to stdout: %s", strerror(-r));
-    if (pr->post && post) {
+    for (size_t i = 0; post && i < pr->o.nctl && pr->post[i]; i++) {
         char *s = report_dumps(rep);
         if (s)
-            post_submit(pr->post, s);
+            post_submit(pr->post[i], s);
     }
     return r;
 }
@@ -442,7 +451,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
         "usage: tierflow-probe -i IFACE [-i IFACE ...] | -r FILE\n"
-        "         [--node NAME] [--controller URL] [--token-file F] [--interval SEC]\n"
+        "         [--node NAME] [--controller URL ...] [--token-file F] [--interval SEC]\n"
         "         [--fat-share 0.10] [--link-gbps N] [--filter BPF] [--format json|table]\n"
         "         [--max-flows N] [--top N] [--snaplen N] [--buffer-size MB]\n"
         "         [--idle-timeout SEC] [--file-reader auto|libpcap] [--inbound] [--log-level LEVEL]\n"
@@ -555,7 +564,14 @@ static int parse_opts(int argc, char **argv, struct probe_opts *o)
                 tf_strlcpy(o->node, a, sizeof(o->node));
             node_given = true;
             break;
-        case O_CTL: o->controller = a; break;
+        case O_CTL:
+            if (o->nctl == PROBE_MAX_CTL) {
+                char why[48];
+                snprintf(why, sizeof(why), "at most %d controllers", PROBE_MAX_CTL);
+                return bad_opt("--controller", a, why);
+            }
+            o->controller[o->nctl++] = a;
+            break;
         case O_TOKEN: o->token_file = a; break;
         case O_IVL: r = num_opt("--interval", a, 0.01, 3600, &o->interval); break;
         case O_FAT: r = num_opt("--fat-share", a, 0.001, 1.0, &o->fat_share); break;
@@ -612,10 +628,10 @@ static int parse_opts(int argc, char **argv, struct probe_opts *o)
     }
     /* The host name stands in for --node; one the controller would refuse
      * must not become a report that is sent and refused every interval. */
-    if (!node_given && o->controller && !reportspec_name_ok(o->node, REPORTSPEC_PROBE_MAX))
+    if (!node_given && o->nctl && !reportspec_name_ok(o->node, REPORTSPEC_PROBE_MAX))
         return bad_opt("--node", o->node, "the host name is not a usable node name (1..31 printable "
                                           "ASCII characters without spaces): give --node");
-    if (o->token_file && !o->controller)
+    if (o->token_file && !o->nctl)
         return bad_opt("--token-file", o->token_file, "needs --controller");
     if (o->interval < 0)
         o->interval = o->file ? 0 : 1.0;
@@ -650,7 +666,7 @@ static int open_sources(struct probe *pr)
 static int start_post(struct probe *pr)
 {
     char token[256];
-    if (!pr->o.controller)
+    if (!pr->o.nctl)
         return 0;
     if (pr->o.token_file) {
         char why[512];
@@ -666,9 +682,11 @@ static int start_post(struct probe *pr)
             return r;
         }
     }
-    struct post_opts po = {.url = pr->o.controller, .token = pr->o.token_file ? token : NULL,
-                           .retries = 3};
-    int r = post_start(&pr->post, &po);
+    int r = 0;
+    for (size_t i = 0; i < pr->o.nctl && r == 0; i++) {
+        struct post_opts po = {.url = pr->o.controller[i], .token = pr->o.token_file ? token : NULL, .retries = 3};
+        r = post_start(&pr->post[i], &po);
+    }
     memset(token, 0, sizeof(token));
     return r;
 }
@@ -768,7 +786,8 @@ static void reload_map(struct probe *pr)
 
 static void probe_free(struct probe *pr)
 {
-    post_stop(pr->post, PROBE_POST_WAIT_S);
+    for (size_t i = 0; i < pr->o.nctl; i++)
+        post_stop(pr->post[i], PROBE_POST_WAIT_S);
     if (pr->sflow_fd >= 0)
         close(pr->sflow_fd);
     mirror_free(pr->mirror);

@@ -12,7 +12,8 @@ declare -A GROUP
 GROUP[build]="build-essential pkg-config libpcap-dev libnl-3-dev libnl-route-3-dev libnl-genl-3-dev libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev libgnutls28-dev"
 # frr: the emulated fabric routes with eBGP, one zebra + bgpd per switch
 # (tests/lab/lab; --routing static does without).
-GROUP[test]="libcmocka-dev iproute2 iperf3 procps curl jq openssl frr exabgp"
+# etcd-server, etcd-client: the HA suites elect a leader on a real etcd (docs/ha.md).
+GROUP[test]="libcmocka-dev iproute2 iperf3 procps curl jq openssl frr exabgp etcd-server etcd-client"
 GROUP[demo]="iproute2 iperf3 procps curl jq frr"
 GROUP[bench]="softflowd pmacct wrk iproute2 time jq frr"
 GROUP[fuzz]="clang libclang-rt-14-dev"

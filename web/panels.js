@@ -30,6 +30,16 @@ export function renderHeader(st) {
     c.title = [b.error || '', ...s.map((x) => `${x.node} (${x.peer}, AS ${x.asn}): ${x.state}`),
       ...b.bgp.announced.map((a) => `${a.node}: ${a.prefix} via ${a.via} (${a.next_hop})`)].filter(Boolean).join('\n');
   }
+  // Active/standby (docs/ha.md): shown only when HA is on; a standby acts
+  // on nothing, which the operator must see at a glance.
+  const ha = st.ha;
+  const hc = document.getElementById('hdr-ha');
+  hc.hidden = !(ha && ha.enabled);
+  if (ha && ha.enabled) {
+    chip('hdr-ha', ha.role === 'leader' ? `Role: leader · term ${ha.term}`
+      : `Role: standby · leader ${ha.leader || 'unknown'}`, ha.role === 'leader' ? 'ok' : 'warn',
+    `election ${ha.election}, term ${ha.term}, ${ha.elections} won here; leader ${ha.leader || 'unknown'}`);
+  }
   const r = st.last_rebalance;
   if (!r) chip('hdr-rebalance', 'Last rebalance: never', 'unknown');
   else if (!r.dry_run && r.error) {

@@ -318,6 +318,7 @@ await step('classes and header', async () => {
   ok('the header counts the live probes', true);
   const be = await page.textContent('#hdr-backend');
   ok('the header shows backend health', /none/.test(be) && /healthy/.test(be), be);
+  ok('without HA (no ha.etcd_endpoints) the role chip is hidden', await page.isHidden('#hdr-ha'));
 });
 
 await step('the path heatmap shows the congested path', async () => {

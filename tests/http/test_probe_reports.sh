@@ -11,7 +11,8 @@
 #   (issue 12, item 6); a 5xx is retried;
 #   a capture's report carries the capture's time: replayed to a controller
 #   that checks report times (the default) it is refused as stale (422),
-#   each side saying why; with ingest.timestamps ignore it is taken.
+#   each side saying why; with ingest.timestamps ignore it is taken;
+#   --controller twice sends every report to both, five times is refused.
 # timeout: 120
 set -u
 . "$(dirname "$0")/../lib/tap.sh"
@@ -102,4 +103,19 @@ for i in $(seq 50); do curl -s -o /dev/null http://127.0.0.1:$SP4/ && break; sle
 : > "$W/posts401"
 "$P" -r "$CAP" --node L1 --controller http://127.0.0.1:$SP4 >/dev/null 2>"$W/err"
 t_eq "a 401 is not retried" 1 "$(wc -l < "$W/posts401")"
+
+# ---- several controllers (an active/standby pair, docs/ha.md) -----------------
+SP5=$(port)
+"$S" 127.0.0.1 $SP5 "$W/posts2" & pids+=($!)
+for i in $(seq 50); do curl -s -o /dev/null http://127.0.0.1:$SP5/ && break; sleep 0.1; done
+: > "$W/posts2"
+n0=$(curl -s $U/api/v1/status | jq '.probes.list[]|select(.node=="L1")|.reports')
+"$P" -r "$CAP" --node L1 --controller $U --controller http://127.0.0.1:$SP5 >/dev/null 2>"$W/err"; rc=$?
+t_eq "two --controller: exits 0" 0 "$rc"
+t_eq "two --controller: the report reached the first (tierflowd)" $((n0 + 1)) \
+  "$(curl -s $U/api/v1/status | jq '.probes.list[]|select(.node=="L1")|.reports')"
+t_eq "two --controller: and the second (report_sink)" 1 "$(wc -l < "$W/posts2")"
+"$P" -r "$CAP" --node L1 $(for i in 1 2 3 4 5; do echo --controller http://127.0.0.1:$SP5; done) >/dev/null 2>"$W/err"; rc=$?
+t_eq "five --controller: refused at start (exit 2)" 2 "$rc"
+t_check "... naming the option and the bound" grep -q -- "--controller.*at most 4 controllers" "$W/err"
 t_done

@@ -1,6 +1,7 @@
 # TAP helpers for shell test suites; source this file.
 #   t_check NAME CMD...   passes when CMD exits 0
 #   t_eq NAME WANT GOT    passes when the strings are equal
+#   t_ne NAME NOT GOT     passes when the strings differ
 #   t_ge NAME A B         passes when number A >= number B (awk arithmetic)
 #   t_pass NAME / t_fail NAME [WHY] / t_skip NAME WHY
 #   t_need_root           skips the whole suite, loudly, when not root
@@ -12,6 +13,7 @@ t_fail() { _t_n=$((_t_n + 1)); _t_failed=$((_t_failed + 1)); echo "not ok $_t_n 
 t_skip() { _t_n=$((_t_n + 1)); echo "ok $_t_n # SKIP $1: $2"; echo "SKIPPED: $1: $2" >&2; }
 t_check() { local n=$1; shift; if "$@"; then t_pass "$n"; else t_fail "$n" "command failed: $*"; fi; }
 t_eq() { if [ "$2" = "$3" ]; then t_pass "$1"; else t_fail "$1" "want '$2', got '$3'"; fi; }
+t_ne() { if [ "$2" != "$3" ]; then t_pass "$1"; else t_fail "$1" "want anything but '$2'"; fi; }
 t_ge() { if awk -v a="$2" -v b="$3" 'BEGIN{exit !(a+0 >= b+0)}'; then t_pass "$1"; else t_fail "$1" "want $2 >= $3"; fi; }
 t_need_root() {
   if [ "$(id -u)" -ne 0 ]; then t_skip "${1:-suite}" "needs root for network namespaces"; t_done; fi
