@@ -40,6 +40,7 @@ struct peer {
     uint32_t node;
     char addr[64];
     bool known, up;                /* known: a state or summary was read */
+    bool was_up;                   /* it has been up since the speaker started */
     uint8_t *reach;                /* per topology node: 1 = announces that leaf's prefix */
 };
 
@@ -330,20 +331,32 @@ static int transition(struct bgp_backend *b, struct ann *next, size_t nnext, str
     return 0;
 }
 
-/* Recomputes down[] from the spines' announcements. Returns whether it changed. */
+/* Whether node is a switch above the leaves whose session, once up, went
+ * down: the controller has lost its view through it (and its routes through
+ * it are withdrawn), so its links are taken as down both ways until it is
+ * back. A session that never came up says nothing (as in reaches). */
+static bool session_lost(const struct bgp_backend *b, uint32_t node)
+{
+    uint32_t pi = b->peer_of[node];
+    return b->t->nodes[node].tier > TOPO_LEAF && pi != UINT32_MAX && b->peers[pi].was_up && b->peers[pi].known &&
+           !b->peers[pi].up;
+}
+
+/* Recomputes down[] from the spines' announcements and sessions. Returns
+ * whether it changed. */
 static bool down_refresh(struct bgp_backend *b)
 {
     bool changed = false;
     for (uint32_t l = 0; l < b->t->nlinks; l++) {
         const struct topo_link *k = &b->t->links[l];
         uint32_t pi = b->peer_of[k->hi];
-        uint8_t d = 0;
-        if (pi != UINT32_MAX && b->t->nodes[k->lo].tier == TOPO_LEAF && b->peers[pi].known && b->peers[pi].up)
+        uint8_t lost = session_lost(b, k->lo) || session_lost(b, k->hi), d = lost;
+        if (!lost && pi != UINT32_MAX && b->t->nodes[k->lo].tier == TOPO_LEAF && b->peers[pi].known &&
+            b->peers[pi].up)
             d = !b->peers[pi].reach[k->lo];
-        if (b->down[2 * l + 1] != d) {
-            b->down[2 * l + 1] = d;
-            changed = true;
-        }
+        changed |= b->down[2 * l] != lost || b->down[2 * l + 1] != d;
+        b->down[2 * l] = lost;
+        b->down[2 * l + 1] = d;
     }
     return changed;
 }
@@ -421,6 +434,7 @@ static void on_json(struct bgp_backend *b, json_t *m)
             /* A session that comes up counts once its first update (its
              * routes, or End-of-RIB) is in: until then it has said nothing. */
             p->up = !strcmp(st, "up");
+            p->was_up |= p->up;
             p->known = !p->up;
             memset(p->reach, 0, b->t->nnodes);
             log_info("bgp backend: session with %s (%s) %s", b->t->nodes[p->node].name, p->addr, st);
@@ -503,6 +517,7 @@ static void on_summary_line(struct bgp_backend *b, const char *line)
     if (p) {
         p->known = true;
         p->up = !strcmp(st, "established");
+        p->was_up |= p->up;
     }
 }
 

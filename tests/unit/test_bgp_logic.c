@@ -11,6 +11,8 @@
  *   - a spine that withdraws the destination leaf's prefix (its messages
  *     written into the event FIFO as ExaBGP would) has the route through it
  *     withdrawn at once and its direction reported down;
+ *   - a spine whose session drops has its routes withdrawn and all its
+ *     directions, both ways, reported down until the session is back;
  *   - withdraw stops the speaker.
  */
 #include <stdarg.h>
@@ -314,6 +316,58 @@ static void remote_failure(void **st)
     assert_non_null(strstr(notes, "10.0.2.1/32 via S2 withdrawn"));
 }
 
+/* down[] from backend_routing against want(direction): each direction named. */
+static void routing_is(bool (*want)(uint32_t d, uint32_t s2_l2), char *notes, size_t len)
+{
+    uint8_t down[16] = {0};
+    uint32_t s2_l2;
+    assert_int_equal(backend_routing(be, down, 2 * topo->nlinks, notes, len), 0);
+    assert_int_equal(topo_dir_between(topo, topo_node_by_name(topo, "S2"), topo_node_by_name(topo, "L2"), &s2_l2), 0);
+    for (uint32_t d = 0; d < 2 * topo->nlinks; d++)
+        if (down[d] != want(d, s2_l2))
+            fail_msg("%s -> %s: down %u", topo->nodes[topo_dir_from(topo, d)].name,
+                     topo->nodes[topo_dir_to(topo, d)].name, down[d]);
+}
+
+static bool touches_s1(uint32_t d)
+{
+    return !strcmp(topo->nodes[topo_dir_from(topo, d)].name, "S1") ||
+           !strcmp(topo->nodes[topo_dir_to(topo, d)].name, "S1");
+}
+static bool s1_lost(uint32_t d, uint32_t s2_l2) { return d == s2_l2 || touches_s1(d); }
+static bool s1_back(uint32_t d, uint32_t s2_l2) { return d == s2_l2; }
+
+/* After remote_failure (S2 no longer reaches L2): S1's session drops. The
+ * route through S1 is withdrawn at once and every direction of S1, both
+ * ways, is down; S1's session back, they are up again (the rebalance's
+ * hold-down then applies). */
+static void session_lost(void **st)
+{
+    (void)st;
+    struct plan p;
+    struct backend_result res;
+    char got[256], notes[512];
+    speaker_says(SAYS("127.0.0.4", "state") "\"state\": \"up\"}}\n");
+    speaker_says(SAYS("127.0.0.4", "update") "\"message\": {\"update\": {\"announce\": {\"ipv4 unicast\": "
+                 "{\"127.0.0.4\": [{\"nlri\": \"10.0.2.0/24\"}, {\"nlri\": \"10.0.1.0/24\"}]}}}}}}\n");
+    plan_init(&p);
+    add_flows(&p, "10.0.2.1", 0, 1, 43000);
+    apply(&p, &res);
+    announced(got, sizeof(got));
+    assert_string_equal(got, "L1 10.0.2.1/32 10.254.0.1 S1;");
+    speaker_says(SAYS("127.0.0.4", "state") "\"state\": \"down\"}}\n");
+    for (int i = 0; i < 200 && (announced(got, sizeof(got)), got[0]); i++)
+        sleep_ms(10);
+    assert_string_equal(got, "");
+    routing_is(s1_lost, notes, sizeof(notes));
+    assert_non_null(strstr(notes, "10.0.2.1/32 via S1 withdrawn"));
+    speaker_says(SAYS("127.0.0.4", "state") "\"state\": \"up\"}}\n");
+    speaker_says(SAYS("127.0.0.4", "update") "\"message\": {\"update\": {\"announce\": {\"ipv4 unicast\": "
+                 "{\"127.0.0.4\": [{\"nlri\": \"10.0.2.0/24\"}, {\"nlri\": \"10.0.1.0/24\"}]}}}}}}\n");
+    sleep_ms(300);
+    routing_is(s1_back, notes, sizeof(notes));
+}
+
 static void withdraw_stops(void **st)
 {
     (void)st;
@@ -369,7 +423,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(granularity),    cmocka_unit_test(readback_broader), cmocka_unit_test(class_refused),
-        cmocka_unit_test(restart_adopts), cmocka_unit_test(remote_failure),   cmocka_unit_test(withdraw_stops),
+        cmocka_unit_test(restart_adopts), cmocka_unit_test(remote_failure),   cmocka_unit_test(session_lost),
+        cmocka_unit_test(withdraw_stops),
     };
     const struct CMUnitTest tests3[] = {cmocka_unit_test(spine_pins), cmocka_unit_test(withdraw_stops)};
     int rc = cmocka_run_group_tests_name("leaf/spine", tests, setup2, teardown);
