@@ -492,7 +492,8 @@ static void on_rib_line(struct bgp_backend *b, const char *line, bool out)
 /* End of a show adj-rib out: every announced route must have been in it. */
 static void rib_out_done(struct bgp_backend *b)
 {
-    qsort(b->seen, b->nseen, sizeof(*b->seen), ann_cmp);
+    if (b->nseen)   /* seen is NULL until a route was read back */
+        qsort(b->seen, b->nseen, sizeof(*b->seen), ann_cmp);
     for (size_t i = 0; i < b->nann && !b->found[0]; i++)
         if (!b->seen || !bsearch(&b->ann[i], b->seen, b->nseen, sizeof(b->ann[i]), ann_cmp)) {
             char d[48];

@@ -31,8 +31,14 @@
 
 #include "common/util.h"
 #include "controller/backend.h"
+#include "controller/config.h"
+#include "controller/events.h"
+#include "controller/metrics.h"
 #include "controller/planbuild.h"
+#include "controller/rebalance.h"
+#include "policy/classes.h"
 #include "policy/topo.h"
+#include "tests/unit/ctl_fixture.h"
 
 #define SW(n, m, asn) "{\"name\": \"" n "\", \"tier\": \"" m "\", \"mgmt\": \"127.0.0." asn "\", \"asn\": 6500" asn "}"
 #define UPL(l, s, a, b) \
@@ -60,6 +66,20 @@ static const char *topo3_json =
     "{\"a\": \"H1\", \"b\": \"L1\", \"gbps\": 100}, {\"a\": \"H2\", \"b\": \"L2\", \"gbps\": 100}, "
     UPL("L1", "S1", "0", "1") ", " UPL("L2", "S2", "2", "3") ", " UPL("S1", "X1", "4", "5") ", "
     UPL("S1", "X2", "6", "7") ", " UPL("S2", "X1", "8", "9") ", " UPL("S2", "X2", "10", "11") "]}";
+
+/* The 2x2 with two hosts a leaf (H1, H3 on L1; H2, H4 on L2), for the
+ * rebalance's rounds. */
+static const char *topo_rb_json =
+    "{\"name\": \"t\", \"tiers\": [\"host\", \"leaf\", \"spine\"], \"nodes\": ["
+    "{\"name\": \"H1\", \"tier\": \"host\", \"addr\": \"10.0.1.1\"}, {\"name\": \"H2\", \"tier\": \"host\", \"addr\": "
+    "\"10.0.2.1\"}, {\"name\": \"H3\", \"tier\": \"host\", \"addr\": \"10.0.1.2\"}, {\"name\": \"H4\", \"tier\": "
+    "\"host\", \"addr\": \"10.0.2.2\"}, {\"name\": \"L1\", \"tier\": \"leaf\", \"prefix\": \"10.0.1.0/24\", \"mgmt\": "
+    "\"127.0.0.2\", \"asn\": 65002}, {\"name\": \"L2\", \"tier\": \"leaf\", \"prefix\": \"10.0.2.0/24\", \"mgmt\": "
+    "\"127.0.0.3\", \"asn\": 65003}, " SW("S1", "spine", "4") ", " SW("S2", "spine", "5") "], \"links\": ["
+    "{\"a\": \"H1\", \"b\": \"L1\", \"gbps\": 100}, {\"a\": \"H2\", \"b\": \"L2\", \"gbps\": 100}, "
+    "{\"a\": \"H3\", \"b\": \"L1\", \"gbps\": 100}, {\"a\": \"H4\", \"b\": \"L2\", \"gbps\": 100}, "
+    UPL("L1", "S1", "0", "1") ", " UPL("L1", "S2", "2", "3") ", " UPL("L2", "S1", "4", "5") ", "
+    UPL("L2", "S2", "6", "7") "]}";
 
 static const char *topo_text;
 static struct topo *topo;
@@ -419,6 +439,134 @@ static void spine_pins(void **st)
     assert_string_equal(got, "");
 }
 
+/* The rebalance driving this backend (per destination: granularity.h). */
+#define T0 1000.0
+static struct state rst;
+static struct classes rcls;
+static struct events rev;
+static struct metrics rm;
+static struct config rcfg;
+static struct rebalance rrb;
+
+static int setup_rb(void **st)
+{
+    topo_text = topo_rb_json;
+    if (setup(st) || state_init(&rst, topo, 1000, 3, T0))
+        return -1;
+    classes_init(&rcls);
+    rst.classes = &rcls;
+    events_init(&rev);
+    metrics_init(&rm);
+    config_defaults(&rcfg);
+    return rebalance_init(&rrb, &rst, &rev, &rm, be, &rcfg);
+}
+
+static int teardown_rb(void **st)
+{
+    rebalance_destroy(&rrb);
+    events_destroy(&rev);
+    classes_free(&rcls);
+    backend_close(be);
+    be = NULL;
+    state_free(&rst);   /* and the topology */
+    topo = NULL;
+    return teardown(st);
+}
+
+/* The four flows of the rounds: H1 and H3 each to H2 and to H4, 40 Gb/s. */
+static const char *const rb_src[] = {"10.0.1.1", "10.0.1.2", "10.0.1.1", "10.0.1.2"};
+static const char *const rb_dst[] = {"10.0.2.1", "10.0.2.1", "10.0.2.2", "10.0.2.2"};
+
+/* L1's report: flow i (sport i + 1) leaves by spine[i]. */
+static void rb_report(double now, const char *const spine[4])
+{
+    char body[2048];
+    double tx[3] = {0};
+    size_t o = (size_t)snprintf(body, sizeof(body), "{\"probe\": \"L1\", \"flows\": [");
+    for (int i = 0; i < 4; i++) {
+        tx[spine[i][1] - '0'] += 40e9;
+        o += (size_t)snprintf(body + o, sizeof(body) - o,
+                              "%s{\"src\": \"%s\", \"dst\": \"%s\", \"proto\": 17, \"sport\": %d, \"dport\": 4791, "
+                              "\"if\": \"%s\", \"bps\": 40e9, \"fat\": true}",
+                              i ? ", " : "", rb_src[i], rb_dst[i], i + 1, spine[i]);
+    }
+    snprintf(body + o, sizeof(body) - o, "], \"links\": [{\"if\": \"S1\", \"tx_bps\": %g}, {\"if\": \"S2\", "
+             "\"tx_bps\": %g}]}", tx[1], tx[2]);
+    assert_int_equal(fx_post(&rst, body, now, NULL), 0);
+}
+
+static int rb_round(double now)
+{
+    json_t *out = NULL;
+    assert_int_equal(rebalance_run(&rrb, now, false, &out), 0);
+    assert_true(json_is_null(json_object_get(out, "error")));
+    int moved = (int)json_integer_value(json_object_get(out, "moved"));
+    json_decref(out);
+    return moved;
+}
+
+/* Where flow i runs after the round (its pin when pinned) into spine[i];
+ * the routes its pins ask for, as announced() words them, into want. */
+static void rb_pins(const char *spine[4], char *want, size_t len)
+{
+    size_t u = 0;
+    want[0] = '\0';
+    for (int i = 0; i < 4; i++) {
+        struct state_flow_key k = fx_key(rb_src[i], rb_dst[i], (uint16_t)(i + 1));
+        const struct state_flow *f = state_flow_find(&rst, &k);
+        assert_non_null(f);
+        spine[i] = fx_spine(&rst, f);
+        char r[64];
+        snprintf(r, sizeof(r), "L1 %s/32 10.254.0.%c %s;", rb_dst[i], spine[i][1] == '1' ? '1' : '3', spine[i]);
+        if (f->pinned && !strstr(want, r))
+            u += (size_t)snprintf(want + u, len - u, "%s", r);
+    }
+}
+
+/* S1 carries all four flows but H3's to H4 (120 Gb/s on 100): the round
+ * plans per destination, so both flows to a host end on one spine, and
+ * the routes announced are exactly those the pins ask for. */
+static void round_pins_announced(void **st)
+{
+    (void)st;
+    const char *on[4] = {"S1", "S1", "S1", "S2"}, *now[4];
+    char want[256], got[256];
+    rb_report(T0, on);
+    assert_true(rb_round(T0) >= 1);
+    rb_pins(now, want, sizeof(want));
+    assert_string_equal(now[0], now[1]);
+    assert_string_equal(now[2], now[3]);
+    assert_string_not_equal(now[0], now[2]);   /* 80 Gb/s on each uplink */
+    announced(got, sizeof(got));
+    assert_string_equal(got, want);
+    assert_true(got[0]);
+}
+
+/* The reports then show the flows where the routes put them: rounds on
+ * them move nothing and announce nothing new (no oscillation). */
+static void rounds_stable(void **st)
+{
+    (void)st;
+    const char *on[4], *now[4];
+    char want[256], before[256], got[256];
+    rb_pins(on, want, sizeof(want));
+    announced(before, sizeof(before));
+    struct plan p1;
+    plan_init(&p1);
+    plan_copy(&p1, &rrb.last);
+    for (int r = 1; r <= 4; r++) {
+        rb_report(T0 + r, on);
+        assert_int_equal(rb_round(T0 + r), 0);
+        rb_pins(now, want, sizeof(want));
+        for (int i = 0; i < 4; i++)
+            assert_string_equal(now[i], on[i]);
+        announced(got, sizeof(got));
+        assert_string_equal(got, before);
+        assert_true(plan_equal(&rrb.last, &p1));
+    }
+    plan_free(&p1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -427,6 +575,9 @@ int main(void)
         cmocka_unit_test(withdraw_stops),
     };
     const struct CMUnitTest tests3[] = {cmocka_unit_test(spine_pins), cmocka_unit_test(withdraw_stops)};
+    const struct CMUnitTest tests_rb[] = {cmocka_unit_test(round_pins_announced), cmocka_unit_test(rounds_stable),
+                                          cmocka_unit_test(withdraw_stops)};
     int rc = cmocka_run_group_tests_name("leaf/spine", tests, setup2, teardown);
+    rc |= cmocka_run_group_tests_name("rebalance per destination", tests_rb, setup_rb, teardown_rb);
     return rc | cmocka_run_group_tests_name("three tiers", tests3, setup3, teardown);
 }
