@@ -703,7 +703,7 @@ int bgp_backend_apply(struct bgp_backend *b, const struct plan *want, struct bac
         b->ann = NULL;
         b->nann = 0;
         for (size_t i = 0; i < b->npeers; i++)
-            b->peers[i].known = b->peers[i].up = false;
+            b->peers[i].known = b->peers[i].up = b->peers[i].was_up = false;
         rc = conf_text(b, &conf);
         if (!rc) {
             int st = speaker_up(b, conf, err, sizeof(err));
