@@ -59,7 +59,8 @@ for i in 0 1; do
   SPORT[$i]=$(lab_pick_sport L1 "${SRC[$i]}" "$(lab_addr "${DST[$i]}")" $((5201 + i)) "${UP[0]}" $((42000 + 300 * i)))
   [ -n "${SPORT[$i]}" ] || { t_fail "a source port for flow $i on ${UP[0]}"; t_done; }
 done
-C=$(lab_bgp_controller); PORT=$((18200 + $$ % 50)); URL="http://$C:$PORT"
+# TF_TEST_PORT: the API port (default 18200 + PID % 50), for sessions given a port range
+C=$(lab_bgp_controller); PORT=${TF_TEST_PORT:-$((18200 + $$ % 50))}; URL="http://$C:$PORT"
 TOKEN=$LAB_TMP/token; head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$TOKEN"; chmod 600 "$TOKEN"
 cat > "$LAB_TMP/tierflowd.json" <<EOF
 {"topology": "$TOPO", "backend": "bgp", "listen": "$C:$PORT", "token_file": "$TOKEN", "interval": 1,
