@@ -13,7 +13,12 @@
  *     withdrawn at once and its direction reported down;
  *   - a spine whose session drops has its routes withdrawn and all its
  *     directions, both ways, reported down until the session is back;
- *   - withdraw stops the speaker.
+ *   - withdraw stops the speaker;
+ *   - driven by the rebalance (its own topology, two hosts a leaf): a
+ *     round plans per destination, its pins are what is announced, later
+ *     rounds on the reports that follow change nothing; a spine whose
+ *     session drops is down for the policy (events) and back after the
+ *     hold-down.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -458,6 +463,7 @@ static int setup_rb(void **st)
     events_init(&rev);
     metrics_init(&rm);
     config_defaults(&rcfg);
+    rst.link_holddown = rcfg.link_holddown;   /* as tierflowd sets it */
     return rebalance_init(&rrb, &rst, &rev, &rm, be, &rcfg);
 }
 
@@ -567,6 +573,66 @@ static void rounds_stable(void **st)
     plan_free(&p1);
 }
 
+static bool rb_event(const char *kind, const char *text)
+{
+    json_t *all = events_json(&rev, 0, 1024), *e;
+    size_t i;
+    bool found = false;
+    json_array_foreach(json_object_get(all, "events"), i, e)
+        found |= !strcmp(json_string_value(json_object_get(e, "kind")), kind) &&
+                 strstr(json_string_value(json_object_get(e, "message")), text) != NULL;
+    json_decref(all);
+    return found;
+}
+
+static const char *rb_reason(const char *from, const char *to, double now)
+{
+    uint32_t d;
+    assert_int_equal(topo_dir_between(topo, topo_node_by_name(topo, from), topo_node_by_name(topo, to), &d), 0);
+    return state_dir_down_reason(&rst, d, now);
+}
+
+#define SPINE_UP(addr) \
+    speaker_says(SAYS(addr, "state") "\"state\": \"up\"}}\n"); \
+    speaker_says(SAYS(addr, "update") "\"message\": {\"update\": {\"announce\": {\"ipv4 unicast\": {\"" addr \
+                 "\": [{\"nlri\": \"10.0.2.0/24\"}, {\"nlri\": \"10.0.1.0/24\"}]}}}}}}\n")
+
+/* After rounds_stable: S1's session drops. The policy hears S1's links
+ * down both ways (routing_down events), the next round puts every flow on
+ * S2 and nothing is announced via S1; S1 back, its links come back after
+ * the hold-down (routing_up). */
+static void session_lost_round(void **st)
+{
+    (void)st;
+    const char *on[4], *now[4];
+    char want[256], got[256];
+    SPINE_UP("127.0.0.4");
+    SPINE_UP("127.0.0.5");
+    sleep_ms(300);
+    assert_int_equal(rebalance_routing(&rrb, T0 + 9), 0);   /* both up: nothing down */
+    rb_pins(on, want, sizeof(want));
+    speaker_says(SAYS("127.0.0.4", "state") "\"state\": \"down\"}}\n");
+    sleep_ms(300);
+    assert_true(rebalance_routing(&rrb, T0 + 10) > 0);
+    assert_true(rb_event("routing_down", "S1 -> L1"));
+    assert_true(rb_event("routing_down", "L1 -> S1"));
+    assert_true(rb_event("routing_down", "S1 -> L2"));
+    assert_string_equal(rb_reason("L1", "S1", T0 + 10), "routing");
+    rb_report(T0 + 10, on);
+    rb_round(T0 + 10);
+    rb_pins(now, want, sizeof(want));
+    for (int i = 0; i < 4; i++)
+        assert_string_equal(now[i], "S2");
+    announced(got, sizeof(got));
+    assert_null(strstr(got, "S1;"));
+    SPINE_UP("127.0.0.4");
+    sleep_ms(300);
+    assert_int_equal(rebalance_routing(&rrb, T0 + 11), 0);   /* counts what went down: nothing */
+    assert_true(rb_event("routing_up", "L1 -> S1"));
+    assert_string_equal(rb_reason("L1", "S1", T0 + 11), "holddown");
+    assert_null(rb_reason("L1", "S1", T0 + 11.1 + rst.link_holddown));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -576,7 +642,7 @@ int main(void)
     };
     const struct CMUnitTest tests3[] = {cmocka_unit_test(spine_pins), cmocka_unit_test(withdraw_stops)};
     const struct CMUnitTest tests_rb[] = {cmocka_unit_test(round_pins_announced), cmocka_unit_test(rounds_stable),
-                                          cmocka_unit_test(withdraw_stops)};
+                                          cmocka_unit_test(session_lost_round), cmocka_unit_test(withdraw_stops)};
     int rc = cmocka_run_group_tests_name("leaf/spine", tests, setup2, teardown);
     rc |= cmocka_run_group_tests_name("rebalance per destination", tests_rb, setup_rb, teardown_rb);
     return rc | cmocka_run_group_tests_name("three tiers", tests3, setup3, teardown);
