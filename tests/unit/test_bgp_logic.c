@@ -573,18 +573,6 @@ static void rounds_stable(void **st)
     plan_free(&p1);
 }
 
-static bool rb_event(const char *kind, const char *text)
-{
-    json_t *all = events_json(&rev, 0, 1024), *e;
-    size_t i;
-    bool found = false;
-    json_array_foreach(json_object_get(all, "events"), i, e)
-        found |= !strcmp(json_string_value(json_object_get(e, "kind")), kind) &&
-                 strstr(json_string_value(json_object_get(e, "message")), text) != NULL;
-    json_decref(all);
-    return found;
-}
-
 static const char *rb_reason(const char *from, const char *to, double now)
 {
     uint32_t d;
@@ -614,9 +602,9 @@ static void session_lost_round(void **st)
     speaker_says(SAYS("127.0.0.4", "state") "\"state\": \"down\"}}\n");
     sleep_ms(300);
     assert_true(rebalance_routing(&rrb, T0 + 10) > 0);
-    assert_true(rb_event("routing_down", "S1 -> L1"));
-    assert_true(rb_event("routing_down", "L1 -> S1"));
-    assert_true(rb_event("routing_down", "S1 -> L2"));
+    assert_true(fx_has_event(&rev, "routing_down", "S1 -> L1"));
+    assert_true(fx_has_event(&rev, "routing_down", "L1 -> S1"));
+    assert_true(fx_has_event(&rev, "routing_down", "S1 -> L2"));
     assert_string_equal(rb_reason("L1", "S1", T0 + 10), "routing");
     rb_report(T0 + 10, on);
     rb_round(T0 + 10);
@@ -628,7 +616,7 @@ static void session_lost_round(void **st)
     SPINE_UP("127.0.0.4");
     sleep_ms(300);
     assert_int_equal(rebalance_routing(&rrb, T0 + 11), 0);   /* counts what went down: nothing */
-    assert_true(rb_event("routing_up", "L1 -> S1"));
+    assert_true(fx_has_event(&rev, "routing_up", "L1 -> S1"));
     assert_string_equal(rb_reason("L1", "S1", T0 + 11), "holddown");
     assert_null(rb_reason("L1", "S1", T0 + 11.1 + rst.link_holddown));
 }
