@@ -2,8 +2,9 @@
  * The bgp backend's logic against tests/lib/fake_exabgp.py, a stand-in for
  * ExaBGP's process API (no BGP; tests/live/test_bgp_backend.sh runs the real
  * one against FRR). A 2x2 leaf/spine whose switches have mgmt and asn:
- *   - per-destination granularity: the uplink most flows to a host use wins,
- *     the others are narrowed;
+ *   - per-destination granularity: pins from one leaf to one host over two
+ *     spines are two add-path routes weighted by their pins (link
+ *     bandwidth), one route again when they agree;
  *   - the read-back: a route in the speaker's Adj-RIB-Out that was not asked
  *     for (broader than a /32) makes the backend unhealthy, naming it;
  *   - a class rule has no BGP form: refused, naming the switch;
@@ -165,18 +166,22 @@ static bool wait_healthy(bool want, char *err, size_t len)
     return false;
 }
 
-/* The announced routes as "NODE PREFIX NEXTHOP VIA;..." */
+/* The announced routes as "NODE PREFIX NEXTHOP VIA[ wWEIGHT];..." (the
+ * weight when the (leaf, destination) is split) */
 static void announced(char *out, size_t len)
 {
     json_t *o = backend_json(be), *a;
     size_t i, u = 0;
     out[0] = '\0';
     json_array_foreach(json_object_get(o, "announced"), i, a)
-        u += (size_t)snprintf(out + u, u < len ? len - u : 0, "%s %s %s %s;",
-                              json_string_value(json_object_get(a, "node")),
+    {
+        json_int_t w = json_integer_value(json_object_get(a, "weight"));
+        u += (size_t)snprintf(out + u, u < len ? len - u : 0, "%s %s %s %s", json_string_value(json_object_get(a, "node")),
                               json_string_value(json_object_get(a, "prefix")),
                               json_string_value(json_object_get(a, "next_hop")),
                               json_string_value(json_object_get(a, "via")));
+        u += (size_t)snprintf(out + u, u < len ? len - u : 0, w ? " w%lld;" : ";", (long long)w);
+    }
     json_decref(o);
 }
 
@@ -214,8 +219,18 @@ static void granularity(void **st)
     add_flows(&p, "10.0.2.1", 1, 2, 40000);   /* two flows to H2 by S2 */
     add_flows(&p, "10.0.2.1", 0, 1, 41000);   /* one by S1: the same host */
     apply(&p, &res);
-    assert_int_equal(res.routes_added, 1);
-    assert_int_equal(res.narrowed, 1);
+    assert_int_equal(res.routes_added, 2);     /* both, weighted 1:2 */
+    assert_int_equal(res.narrowed, 0);
+    announced(got, sizeof(got));
+    assert_string_equal(got, "L1 10.0.2.1/32 10.254.0.1 S1 w1;L1 10.0.2.1/32 10.254.0.3 S2 w2;");
+    assert_true(wait_healthy(true, err, sizeof(err)));   /* both paths read back */
+    /* The pins then agree: one route again, without a weight; the S1 path
+     * is withdrawn after S2's is announced anew. */
+    plan_init(&p);
+    add_flows(&p, "10.0.2.1", 1, 2, 40000);
+    apply(&p, &res);
+    assert_int_equal(res.routes_replaced, 1);
+    assert_int_equal(res.routes_deleted, 1);
     announced(got, sizeof(got));
     assert_string_equal(got, "L1 10.0.2.1/32 10.254.0.3 S2;");
     assert_true(wait_healthy(true, err, sizeof(err)));
