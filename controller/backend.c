@@ -20,12 +20,13 @@
 
 enum kind { K_NONE, K_PLAN, K_NETLINK, K_BGP };
 
-/* One row per kind: its name and whether it acts outside the daemon. */
+/* One row per kind: its name, whether it acts outside the daemon and
+ * whether it steers per destination rather than per flow. */
 static const struct kind_def {
     const char *name;
-    bool acts;
+    bool acts, per_dst;
 } kinds[] = {[K_NONE] = {"none", false}, [K_PLAN] = {"plan", true}, [K_NETLINK] = {"netlink", true},
-               [K_BGP] = {"bgp", true}};
+               [K_BGP] = {"bgp", true, true}};
 
 /* NULL means none (the default); -EINVAL names the unknown kind. */
 static int kind_parse(const char *kind, enum kind *k, char *err, size_t errlen)
@@ -309,6 +310,8 @@ int backend_metrics(struct backend *b, FILE *f)
     return b->kind == K_BGP ? bgp_backend_metrics(b->bgp, f) : 0;
 }
 bool backend_acts(const struct backend *b) { return kinds[b->kind].acts; }
+
+bool backend_per_destination(const struct backend *b) { return kinds[b->kind].per_dst; }
 
 int backend_check_topo(const char *kind, const struct topo *t, char *err, size_t errlen)
 {

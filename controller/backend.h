@@ -143,6 +143,10 @@ int backend_metrics(struct backend *b, FILE *f);
  * plan: files for the switches' automation). "none" does not: a round it
  * accepted is not "applied" (docs/api.md). */
 bool backend_acts(const struct backend *b);
+/* Whether this kind steers per destination host (bgp: one route per
+ * (switch, destination), docs/bgp.md), so that the rebalance plans every
+ * flow from one leaf to one host as one unit (granularity.h). */
+bool backend_per_destination(const struct backend *b);
 /* Whether kind (as backend_open takes it) can act on topology t: the kinds
  * that act need every uplink of a multi-uplink switch to name its
  * interface and next-hop address (planbuild_check_topo); -EINVAL with err

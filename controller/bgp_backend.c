@@ -30,16 +30,21 @@
 
 enum answer { A_ACK, A_SUMMARY, A_RIB_IN, A_RIB_OUT };
 
-struct ann {                       /* one announced route */
+struct ann {                       /* one announced route (path) */
     uint32_t peer;                 /* index into peers (a leaf) */
     uint8_t dst[4], via[4];
-    uint32_t link;                 /* the leaf's uplink to the spine of via */
+    uint32_t link;                 /* the leaf's uplink to the spine of via: its
+                                      path id is link + 1 */
+    uint32_t weight;               /* the pins through it when the plan splits
+                                      this (leaf, destination) over several
+                                      spines (its link bandwidth), else 0 */
 };
 
 struct peer {
     uint32_t node;
     char addr[64];
     bool known, up;                /* known: a state or summary was read */
+    bool was_up;                   /* it has been up since the speaker started */
     uint8_t *reach;                /* per topology node: 1 = announces that leaf's prefix */
 };
 
@@ -87,7 +92,7 @@ static int conf_text(const struct bgp_backend *b, char **out)
     for (size_t i = 0; i < b->npeers; i++) {
         const struct topo_node *nd = &b->t->nodes[b->peers[i].node];
         fprintf(f, "neighbor %s {\n  description \"%s\";\n  router-id %s;\n  local-address %s;\n  local-as %u;\n"
-                   "  peer-as %u;\n  hold-time %u;\n  capability { route-refresh; }\n"
+                   "  peer-as %u;\n  hold-time %u;\n  capability { route-refresh; add-path send; }\n"
                    "  api { processes [ tierflow ]; receive { parsed; update; } neighbor-changes; }\n}\n",
                 nd->mgmt, nd->name, b->local, b->local, b->local_as, nd->asn, b->hold);
     }
@@ -131,6 +136,14 @@ static int ann_cmp(const void *x, const void *y)
     if (a->peer != c->peer)
         return a->peer < c->peer ? -1 : 1;
     return memcmp(a->dst, c->dst, 4);
+}
+
+/* One path: (leaf, destination, next hop). The order announcements keep. */
+static int path_cmp(const void *x, const void *y)
+{
+    const struct ann *a = x, *c = y;
+    int r = ann_cmp(a, c);
+    return r ? r : memcmp(a->via, c->via, 4);
 }
 
 /* Whether the spine at the far end of link still reaches dst's leaf: true
@@ -181,9 +194,10 @@ struct refusal {
     char why[256];
 };
 
-/* want -> the routes to announce (sorted, one per leaf and destination);
- * narrowed counts the pins given up, rf the rules no BGP route expresses
- * (the first named). */
+/* want -> the paths to announce (sorted by path_cmp): per leaf and
+ * destination one per next hop its pins use, weighted by their number when
+ * there are several; narrowed counts the pins given up, rf the rules no BGP
+ * route expresses (the first named). */
 static int project(const struct bgp_backend *b, const struct plan *want, struct ann **out, size_t *nout,
                    size_t *narrowed, struct refusal *rf)
 {
@@ -229,41 +243,61 @@ static int project(const struct bgp_backend *b, const struct plan *want, struct 
         x->a.link = link;
         x->n = 1;
     }
-    /* Count per (leaf, destination, next hop), then keep the next hop with
-     * the most flows per (leaf, destination). */
+    /* Count per (leaf, destination, next hop): a (leaf, destination) with
+     * several gets each as an add-path route weighted by its pins. */
     qsort(v, nv, sizeof(*v), vote_cmp);
     size_t w = 0;
     for (size_t i = 0; i < nv; i++) {
-        if (w && !ann_cmp(&v[w - 1].a, &v[i].a) && !memcmp(v[w - 1].a.via, v[i].a.via, 4))
+        if (w && !path_cmp(&v[w - 1].a, &v[i].a))
             v[w - 1].n++;
         else
             v[w++] = v[i];
     }
-    qsort(v, w, sizeof(*v), vote_cmp);
     struct ann *a = calloc(w + 1, sizeof(*a));
     if (!a) {
         free(v);
         return -ENOMEM;
     }
-    size_t na = 0;
-    for (size_t i = 0; i < w; i++) {
-        if (na && !ann_cmp(&a[na - 1], &v[i].a))
-            *narrowed += v[i].n;
-        else
-            a[na++] = v[i].a;
+    for (size_t i = 0, j; i < w; i = j) {
+        for (j = i + 1; j < w && !ann_cmp(&v[i].a, &v[j].a); j++)
+            ;
+        for (size_t k = i; k < j; k++) {
+            a[k] = v[k].a;
+            a[k].weight = j - i > 1 ? (uint32_t)v[k].n : 0;
+        }
     }
+    size_t na = w;
+    qsort(a, na, sizeof(*a), path_cmp);
     free(v);
     *out = a;
     *nout = na;
     return 0;
 }
 
+/* Link bandwidth a pin stands for in the extended community (bytes/s):
+ * only the ratios matter, the switch weighs its paths by them. */
+#define BGP_PIN_BANDWIDTH 125000.0
+
+/* A path's id (add-path): its uplink's, so a next hop keeps its id. */
+static void path_id(const struct ann *a, char *buf, size_t len)
+{
+    uint32_t id = a->link + 1;
+    snprintf(buf, len, "%u.%u.%u.%u", id >> 24, id >> 16 & 0xff, id >> 8 & 0xff, id & 0xff);
+}
+
 static int put_ann(FILE *f, const struct bgp_backend *b, const struct ann *a, bool withdraw)
 {
-    char d[48], nh[48];
-    return fprintf(f, withdraw ? "neighbor %s withdraw route %s/32\n"
-                               : "neighbor %s announce route %s/32 next-hop %s community [no-advertise]\n",
-                   b->peers[a->peer].addr, ip4(a->dst, d, sizeof(d)), ip4(a->via, nh, sizeof(nh))) < 0 ? -EIO : 0;
+    char d[48], nh[48], id[20], lb[64] = "";
+    path_id(a, id, sizeof(id));
+    if (withdraw)
+        return fprintf(f, "neighbor %s withdraw route %s/32 path-information %s\n", b->peers[a->peer].addr,
+                       ip4(a->dst, d, sizeof(d)), id) < 0 ? -EIO : 0;
+    /* The community's AS is 2 bytes: AS_TRANS stands for a 4-byte one. */
+    if (a->weight)
+        snprintf(lb, sizeof(lb), " extended-community [bandwidth:%u:%.0f]", b->local_as <= 65535 ? b->local_as : 23456,
+                 a->weight * BGP_PIN_BANDWIDTH);
+    return fprintf(f, "neighbor %s announce route %s/32 path-information %s next-hop %s community [no-advertise]%s\n",
+                   b->peers[a->peer].addr, ip4(a->dst, d, sizeof(d)), id, ip4(a->via, nh, sizeof(nh)), lb) < 0 ? -EIO : 0;
 }
 
 /* Asks for the speaker's Adj-RIB-Out; rib_out_done compares it. */
@@ -285,25 +319,25 @@ static int transition(struct bgp_backend *b, struct ann *next, size_t nnext, str
         free(next);
         return -ENOMEM;
     }
-    size_t i = 0, j = 0;
-    while (i < b->nann || j < nnext) {
-        int c = i == b->nann ? 1 : j == nnext ? -1 : ann_cmp(&b->ann[i], &next[j]);
-        if (c < 0) {
-            put_ann(f, b, &b->ann[i++], true);
-            res->routes_deleted++;
+    /* Make-before-break: every announcement, then the withdrawals. */
+    for (int pass = 0; pass < 2; pass++) {
+        size_t i = 0, j = 0;
+        while (i < b->nann || j < nnext) {
+            int c = i == b->nann ? 1 : j == nnext ? -1 : path_cmp(&b->ann[i], &next[j]);
+            const struct ann *x = c < 0 ? &b->ann[i++] : &next[j++];
+            if (c == 0)
+                i++;
+            bool out = pass == 0 ? c > 0 || (c == 0 && b->ann[i - 1].weight != x->weight) : c < 0;
+            if (!out)
+                continue;
+            put_ann(f, b, x, pass == 1);
             ncmd++;
-        } else if (c > 0) {
-            put_ann(f, b, &next[j++], false);
-            res->routes_added++;
-            ncmd++;
-        } else {
-            if (memcmp(b->ann[i].via, next[j].via, 4)) {   /* an announce replaces: make-before-break */
-                put_ann(f, b, &next[j], false);
+            if (pass == 1)
+                res->routes_deleted++;
+            else if (c > 0)
+                res->routes_added++;
+            else
                 res->routes_replaced++;
-                ncmd++;
-            }
-            i++;
-            j++;
         }
     }
     int rc = fclose(f) ? -ENOMEM : 0;
@@ -330,20 +364,32 @@ static int transition(struct bgp_backend *b, struct ann *next, size_t nnext, str
     return 0;
 }
 
-/* Recomputes down[] from the spines' announcements. Returns whether it changed. */
+/* Whether node is a switch above the leaves whose session, once up, went
+ * down: the controller has lost its view through it (and its routes through
+ * it are withdrawn), so its links are taken as down both ways until it is
+ * back. A session that never came up says nothing (as in reaches). */
+static bool session_lost(const struct bgp_backend *b, uint32_t node)
+{
+    uint32_t pi = b->peer_of[node];
+    return b->t->nodes[node].tier > TOPO_LEAF && pi != UINT32_MAX && b->peers[pi].was_up && b->peers[pi].known &&
+           !b->peers[pi].up;
+}
+
+/* Recomputes down[] from the spines' announcements and sessions. Returns
+ * whether it changed. */
 static bool down_refresh(struct bgp_backend *b)
 {
     bool changed = false;
     for (uint32_t l = 0; l < b->t->nlinks; l++) {
         const struct topo_link *k = &b->t->links[l];
         uint32_t pi = b->peer_of[k->hi];
-        uint8_t d = 0;
-        if (pi != UINT32_MAX && b->t->nodes[k->lo].tier == TOPO_LEAF && b->peers[pi].known && b->peers[pi].up)
+        uint8_t lost = session_lost(b, k->lo) || session_lost(b, k->hi), d = lost;
+        if (!lost && pi != UINT32_MAX && b->t->nodes[k->lo].tier == TOPO_LEAF && b->peers[pi].known &&
+            b->peers[pi].up)
             d = !b->peers[pi].reach[k->lo];
-        if (b->down[2 * l + 1] != d) {
-            b->down[2 * l + 1] = d;
-            changed = true;
-        }
+        changed |= b->down[2 * l] != lost || b->down[2 * l + 1] != d;
+        b->down[2 * l] = lost;
+        b->down[2 * l + 1] = d;
     }
     return changed;
 }
@@ -421,6 +467,7 @@ static void on_json(struct bgp_backend *b, json_t *m)
             /* A session that comes up counts once its first update (its
              * routes, or End-of-RIB) is in: until then it has said nothing. */
             p->up = !strcmp(st, "up");
+            p->was_up |= p->up;
             p->known = !p->up;
             memset(p->reach, 0, b->t->nnodes);
             log_info("bgp backend: session with %s (%s) %s", b->t->nodes[p->node].name, p->addr, st);
@@ -440,11 +487,13 @@ static void on_json(struct bgp_backend *b, json_t *m)
         peer_reach(b, p, jstr(e, "nlri"), 0);
 }
 
-/* "neighbor A ipv4 unicast P/L next-hop N ..." (show adj-rib in|out). */
+/* "neighbor A ipv4 unicast P/L [path-information I] next-hop N ..." (show
+ * adj-rib in|out). */
 static void on_rib_line(struct bgp_backend *b, const char *line, bool out)
 {
     char addr[64], pfx[64], nh[64] = "";
-    if (sscanf(line, "neighbor %63s ipv4 unicast %63s next-hop %63s", addr, pfx, nh) < 2)
+    if (sscanf(line, "neighbor %63s ipv4 unicast %63s path-information %*s next-hop %63s", addr, pfx, nh) < 3 &&
+        sscanf(line, "neighbor %63s ipv4 unicast %63s next-hop %63s", addr, pfx, nh) < 2)
         return;
     struct peer *p = peer_by_addr(b, addr);
     if (!p)
@@ -460,8 +509,8 @@ static void on_rib_line(struct bgp_backend *b, const char *line, bool out)
               tf_addr_parse(nh, &naf, v) == 0 && naf == 4;
     memcpy(a.dst, d, 4);
     memcpy(a.via, v, 4);
-    const struct ann *want = ok ? bsearch(&a, b->ann, b->nann, sizeof(a), ann_cmp) : NULL;
-    if ((!want || memcmp(want->via, a.via, 4)) && !b->found[0])
+    const struct ann *want = ok ? bsearch(&a, b->ann, b->nann, sizeof(a), path_cmp) : NULL;
+    if (!want && !b->found[0])
         snprintf(b->found, sizeof(b->found), "the speaker announces %.43s next-hop %.43s to %.31s, not what was asked",
                  pfx, nh, b->t->nodes[p->node].name);
     /* Only what was asked is kept: anything else is already a mismatch, so
@@ -478,9 +527,10 @@ static void on_rib_line(struct bgp_backend *b, const char *line, bool out)
 /* End of a show adj-rib out: every announced route must have been in it. */
 static void rib_out_done(struct bgp_backend *b)
 {
-    qsort(b->seen, b->nseen, sizeof(*b->seen), ann_cmp);
+    if (b->nseen)   /* seen is NULL until a route was read back */
+        qsort(b->seen, b->nseen, sizeof(*b->seen), path_cmp);
     for (size_t i = 0; i < b->nann && !b->found[0]; i++)
-        if (!b->seen || !bsearch(&b->ann[i], b->seen, b->nseen, sizeof(b->ann[i]), ann_cmp)) {
+        if (!b->seen || !bsearch(&b->ann[i], b->seen, b->nseen, sizeof(b->ann[i]), path_cmp)) {
             char d[48];
             snprintf(b->found, sizeof(b->found), "%s/32 to %s: not in the speaker's Adj-RIB-Out",
                      ip4(b->ann[i].dst, d, sizeof(d)), b->t->nodes[b->peers[b->ann[i].peer].node].name);
@@ -503,6 +553,7 @@ static void on_summary_line(struct bgp_backend *b, const char *line)
     if (p) {
         p->known = true;
         p->up = !strcmp(st, "established");
+        p->was_up |= p->up;
     }
 }
 
@@ -687,7 +738,7 @@ int bgp_backend_apply(struct bgp_backend *b, const struct plan *want, struct bac
         b->ann = NULL;
         b->nann = 0;
         for (size_t i = 0; i < b->npeers; i++)
-            b->peers[i].known = b->peers[i].up = false;
+            b->peers[i].known = b->peers[i].up = b->peers[i].was_up = false;
         rc = conf_text(b, &conf);
         if (!rc) {
             int st = speaker_up(b, conf, err, sizeof(err));
@@ -801,9 +852,9 @@ json_t *bgp_backend_json(struct bgp_backend *b)
         char d[48], nh[48];
         const struct topo_link *k = &b->t->links[b->ann[i].link];
         snprintf(d, sizeof(d), "%s/32", ip4(b->ann[i].dst, nh, sizeof(nh)));
-        json_array_append_new(ann, json_pack("{s:s, s:s, s:s, s:s}", "node", b->t->nodes[k->lo].name, "prefix", d,
+        json_array_append_new(ann, json_pack("{s:s, s:s, s:s, s:s, s:I}", "node", b->t->nodes[k->lo].name, "prefix", d,
                                              "next_hop", ip4(b->ann[i].via, nh, sizeof(nh)), "via",
-                                             b->t->nodes[k->hi].name));
+                                             b->t->nodes[k->hi].name, "weight", (json_int_t)b->ann[i].weight));
     }
     json_t *o = json_pack("{s:{s:I, s:b}, s:o, s:o}", "speaker", "pid", (json_int_t)b->spk.pid, "running",
                           bgp_speaker_alive(&b->spk), "sessions", sess, "announced", ann);

@@ -7,9 +7,11 @@
  *
  * Per-destination steering: a plan's pinned flows become, per leaf, host
  * routes (`D/32 next-hop SPINE community [no-advertise]`) announced to that
- * leaf: all flows from one leaf to one destination share its path, so when
- * a plan pins two of them on different uplinks the uplink most of them use
- * wins and the others are counted as narrowed. Rules that are not a
+ * leaf: all flows from one leaf to one destination share its path (the
+ * rebalance plans so: backend_per_destination), and when a plan still pins
+ * them on different uplinks each uplink is an add-path route whose
+ * link-bandwidth community is in proportion to its pins (weighted ECMP on
+ * the leaf). Rules that are not a
  * destination host (class rules on marks or DSCP) cannot be expressed and
  * are refused (backend_result.unsupported, the backend then unhealthy).
  *
@@ -21,7 +23,9 @@
  *   - a route whose next hop (a spine) no longer announces the destination
  *     leaf's prefix to the controller, or whose spine session is down, is
  *     withdrawn at once (the watcher thread), and the spine->leaf direction
- *     reported down (backend_routing), so no round puts it back;
+ *     reported down (backend_routing), so no round puts it back; a spine
+ *     whose session drops after it was up has all its directions reported
+ *     down, both ways, until it is back;
  *   - the speaker outlives tierflowd (its own session, pid file in the
  *     folder): a restart adopts it and what it announced without a flap
  *     when its configuration is unchanged; backend_withdraw withdraws

@@ -23,6 +23,7 @@
 #include "policy/assign.h"
 #include "policy/classes.h"
 #include "policy/demand.h"
+#include "policy/granularity.h"
 #include "policy/maxmin.h"
 
 int rebalance_init(struct rebalance *rb, struct state *st, struct events *ev, struct metrics *m,
@@ -554,6 +555,47 @@ static void class_rules_build(const struct classes *cs, const struct topo *t, st
     }
 }
 
+/* The path flow i of the round is pinned to in the plan, -1 none: where the
+ * round moves it, else where it is held, else its pin. */
+static int64_t pin_of(const struct round *r, const uint32_t *path, size_t i)
+{
+    const struct snap *f = &r->f[i];
+    return path[i] != ASSIGN_NO_PATH && (int64_t)path[i] != f->path ? (int64_t)path[i] : f->hold ? f->path : f->pin;
+}
+
+/*
+ * A backend that steers per destination (backend_per_destination) carries
+ * one route per (leaf, destination host): the round's pins of one such
+ * group must agree, or the pins recorded would differ from what is
+ * announced. The assignment plans for that (granularity_assign); what it
+ * does not decide -- holds, pins from earlier rounds kept where they are --
+ * is made to agree here, the route most of the group's pins have winning
+ * (granularity_destination): a pin that changes route is a move of it (or a
+ * hold where it already runs). Pins kept without telemetry (r->kept) are not
+ * regrouped: the backend's own majority rule covers them.
+ */
+static int group_pins(struct round *r, const struct assign_flow *af, uint32_t *path)
+{
+    struct assign_input in = {.t = r->t, .flows = af, .nflows = (uint32_t)r->n};
+    uint32_t *eff = calloc(r->n + 1, sizeof(*eff)), changed;
+    if (!eff)
+        return -ENOMEM;
+    for (size_t i = 0; i < r->n; i++) {
+        int64_t p = pin_of(r, path, i);
+        eff[i] = p < 0 ? ASSIGN_NO_PATH : (uint32_t)p;
+    }
+    int rc = granularity_destination(&in, eff, &changed);
+    for (size_t i = 0; !rc && changed && i < r->n; i++) {
+        int64_t p = pin_of(r, path, i);
+        if (eff[i] == ASSIGN_NO_PATH || (int64_t)eff[i] == p)
+            continue;
+        r->f[i].hold = (int64_t)eff[i] == r->f[i].path;
+        path[i] = r->f[i].hold ? (uint32_t)r->f[i].path : eff[i];
+    }
+    free(eff);
+    return rc;
+}
+
 static int build_plan(struct rebalance *rb, const struct round *r, const uint32_t *path,
                       const struct class_rules *cr, struct plan *out, char *err, size_t errlen)
 {
@@ -565,9 +607,7 @@ static int build_plan(struct rebalance *rb, const struct round *r, const uint32_
         goto out;
     for (size_t i = 0; i < r->n + r->nkept; i++) {
         const struct snap *f = i < r->n ? &r->f[i] : &r->kept[i - r->n];
-        int64_t p = i >= r->n ? f->pin
-                    : path[i] != ASSIGN_NO_PATH && (int64_t)path[i] != f->path ? (int64_t)path[i]
-                    : f->hold ? f->path : f->pin;
+        int64_t p = i >= r->n ? f->pin : pin_of(r, path, i);
         if (p < 0)
             continue;
         int nd = topo_path_dirs(r->t, f->src, f->dst, (uint64_t)p, dirs[n], TOPO_MAX_HOPS);
@@ -976,6 +1016,7 @@ static int run_round(struct rebalance *rb, double now, bool dry_run, bool automa
     if (rc == 0 && !dry_run)
         apply_verdicts(rb, &r, now);
 
+    bool per_dst = rb->be && backend_per_destination(rb->be);
     uint32_t *path = calloc(r.n + 1, sizeof(uint32_t));
     struct assign_flow *af = calloc(r.n + 1, sizeof(*af));
     double before = 0, after = 0;
@@ -1002,7 +1043,8 @@ static int run_round(struct rebalance *rb, double now, bool dry_run, bool automa
             ap.max_moves = c->max_moves;
             ap.margin = c->hysteresis;
             struct assign_result res = {.path = path};
-            rc = assign_run(ASSIGN_TIERFLOW, &in, &ap, &res, err, sizeof(err));
+            rc = per_dst ? granularity_assign(ASSIGN_TIERFLOW, &in, &ap, &res, err, sizeof(err))
+                         : assign_run(ASSIGN_TIERFLOW, &in, &ap, &res, err, sizeof(err));
             if (rc == 0) {
                 after = res.max_util;
                 if (automatic)
@@ -1020,6 +1062,11 @@ static int run_round(struct rebalance *rb, double now, bool dry_run, bool automa
     int arc = rc;
     if (rc == 0 && !dry_run)
         mark_holds(&r, path);
+    if (rc == 0 && per_dst && (rc = group_pins(&r, af, path)) == 0) {
+        moved = 0;
+        for (size_t i = 0; i < r.n; i++)
+            moved += path[i] != ASSIGN_NO_PATH && (int64_t)path[i] != r.f[i].path;
+    }
     if (rc == 0 && !cr)
         rc = -ENOMEM;
     bool acts = rb->be && backend_acts(rb->be);

@@ -7,7 +7,8 @@
  * time; with --emit-assignment every flow's path as node names. With
  * --granularity destination the steered algorithms' assignments are taken
  * as per-destination routes carry them (granularity.h) and the figures at
- * flow granularity are printed beside.
+ * flow granularity are printed beside, with those of the assignment planned
+ * per destination (granularity_assign) under "planned".
  */
 #include <errno.h>
 #include <getopt.h>
@@ -337,6 +338,19 @@ int main(int argc, char **argv)
             ar.max_util = assign_loads(&in, path, load);
             free(load);
             json_object_set_new(a, "regrouped", json_integer(changed));
+            /* Beside the rule applied afterwards: the assignment planned
+             * per destination. path gets it only for its figures. */
+            uint32_t *keep = malloc(((size_t)n + 1) * sizeof(*keep));
+            struct assign_result pr = { .path = keep };
+            if (!keep || granularity_assign(order[k], &in, &prm, &pr, err, sizeof(err)) < 0) {
+                free(keep);
+                json_decref(a);
+                rc = die("%s", keep ? err : "out of memory");
+                break;
+            }
+            json_object_set_new(a, "planned", json_pack("{s:f, s:f, s:i}", "max_util", pr.max_util, "throughput",
+                                                        throughput(&in, keep), "moved", (json_int_t)pr.moved));
+            free(keep);
         }
         json_object_set_new(a, "max_util", json_real(ar.max_util));
         json_object_set_new(a, "ratio_to_bound", b.value > 0 ? json_real(ar.max_util / b.value) : json_null());

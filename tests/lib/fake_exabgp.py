@@ -3,7 +3,8 @@
 BGP at all. Like ExaBGP it reads its configuration (argv[1]), writes the PID
 file named by exabgp_daemon_pid, runs the configuration's `process` and acks
 every command it prints ("done", exabgp_api_ack), keeping an Adj-RIB-Out per
-neighbor; `show adj-rib out` lists it in ExaBGP's words. The test adds
+neighbor, prefix and path id (add-path); `show adj-rib out` lists it in
+ExaBGP's words, the announcement's attributes after the next hop as given. The test adds
 routes the controller never asked for by writing lines into the file
 `extra-rib-out` beside the configuration (each listed as is), to check that
 the read-back sees them. TERM stops it and its process."""
@@ -27,17 +28,19 @@ def stop(*_):
 
 
 signal.signal(signal.SIGTERM, stop)
-rib = {}  # (neighbor, prefix) -> next hop
+rib = {}  # (neighbor, prefix, path id) -> next hop and the rest of the announcement
 extra = os.path.join(os.path.dirname(conf_path), "extra-rib-out")
 for line in iter(proc.stdout.readline, ""):
     w = line.split()
     out = []
+    pi = w[w.index("path-information") + 1] if "path-information" in w else ""
     if w[:1] == ["neighbor"] and len(w) >= 6 and w[2] == "announce" and w[3] == "route":
-        rib[(w[1], w[4])] = w[w.index("next-hop") + 1]
+        rib[(w[1], w[4], pi)] = " ".join(w[w.index("next-hop") + 1:])
     elif w[:1] == ["neighbor"] and len(w) >= 5 and w[2] == "withdraw" and w[3] == "route":
-        rib.pop((w[1], w[4]), None)
+        rib.pop((w[1], w[4], pi), None)
     elif w[:3] == ["show", "adj-rib", "out"]:
-        out = ["neighbor %s ipv4 unicast %s next-hop %s" % (n, p, nh) for (n, p), nh in sorted(rib.items())]
+        out = ["neighbor %s ipv4 unicast %s%s next-hop %s" % (n, p, " path-information " + i if i else "", nh)
+               for (n, p, i), nh in sorted(rib.items())]
         if os.path.exists(extra):
             out += [x.strip() for x in open(extra) if x.strip()]
     proc.stdin.write("".join(x + "\n" for x in out) + "done\n")

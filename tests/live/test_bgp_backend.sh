@@ -34,9 +34,12 @@ MBIT=${BGP_MBIT:-50}
 lab_init bgp42
 SPK=$LAB_TMP/speaker
 speaker_pid() { cat "$SPK/exabgp.pid" 2>/dev/null; }
-cleanup() { # the speaker tierflowd started outlives it by design: stop it by its PID
-  local p; p=$(speaker_pid)
-  [ -n "$p" ] && grep -q exabgp "/proc/$p/cmdline" 2>/dev/null && kill "$p" 2>/dev/null
+cleanup() { # the speakers tierflowd and bgpbench started outlive them by design: stop them by their PIDs
+  local p d
+  for d in "$SPK" "$LAB_TMP/speaker-w"; do
+    p=$(cat "$d/exabgp.pid" 2>/dev/null)
+    [ -n "$p" ] && grep -q exabgp "/proc/$p/cmdline" 2>/dev/null && kill "$p" 2>/dev/null
+  done
   lab_cleanup
 }
 trap cleanup EXIT
@@ -59,7 +62,8 @@ for i in 0 1; do
   SPORT[$i]=$(lab_pick_sport L1 "${SRC[$i]}" "$(lab_addr "${DST[$i]}")" $((5201 + i)) "${UP[0]}" $((42000 + 300 * i)))
   [ -n "${SPORT[$i]}" ] || { t_fail "a source port for flow $i on ${UP[0]}"; t_done; }
 done
-C=$(lab_bgp_controller); PORT=$((18200 + $$ % 50)); URL="http://$C:$PORT"
+# TF_TEST_PORT: the API port (default 18200 + PID % 50), for sessions given a port range
+C=$(lab_bgp_controller); PORT=${TF_TEST_PORT:-$((18200 + $$ % 50))}; URL="http://$C:$PORT"
 TOKEN=$LAB_TMP/token; head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$TOKEN"; chmod 600 "$TOKEN"
 cat > "$LAB_TMP/tierflowd.json" <<EOF
 {"topology": "$TOPO", "backend": "bgp", "listen": "$C:$PORT", "token_file": "$TOKEN", "interval": 1,
@@ -185,4 +189,19 @@ sleep 0.5
 t_eq "stopped with withdraw_on_exit: L1 holds no route from the controller" "" "$(lab_bgp_routes L1)"
 t_check "the speaker is gone" bash -c "! kill -0 '$SPID' 2>/dev/null || grep -q '^[^ ]* ([^)]*) Z' /proc/$SPID/stat"
 for i in 0 1; do lab_stop "cli-${SRC[$i]}-${SPORT[$i]}"; done
+
+# ---- 7. weights: pins from L1 to one host split 2:1 over the two spines -------
+# (tests/tools/bgpbench split, through the backend's code: two add-path routes
+# with link-bandwidth communities); FRR makes a weighted multipath route of them.
+BENCH=$(tf_bin bgpbench)
+if [ -z "$BENCH" ]; then
+  t_skip "weights" "bgpbench not built (make tools)"
+else
+  out=$("$BENCH" "$TOPO" "$LAB_TMP/speaker-w" "$(lab_bgp_controller)" L1 S1 "$("$LAB" netns L1)" split 2>&1)
+  echo "# ${out//$'\n'/ }"
+  w=($(grep -o 'weight [0-9]*' <<<"$out" | awk '{print $2}'))
+  t_eq "split pins: L1's kernel route to the host has two weighted next hops" 2 "${#w[@]}"
+  t_check "the weights follow the pins, 2:1 (${w[*]})" awk -v a="${w[0]:-1}" -v b="${w[1]:-1}" \
+    'BEGIN { r = a > b ? a / b : b / a; exit !(r >= 1.8 && r <= 2.2) }'
+fi
 t_done

@@ -4,13 +4,18 @@
  * leaf's kernel, and how many routes a second when N are announced at once
  * and withdrawn. The leaf's kernel is read with `ip -n NETNS`.
  *
- *   bgpbench TOPOLOGY DIR LOCAL_ADDR LEAF SPINE NETNS N
+ *   bgpbench TOPOLOGY DIR LOCAL_ADDR LEAF SPINE NETNS N|split
+ *
+ * split: two pins to one host by LEAF's uplink to SPINE and one by its
+ * other uplink; prints the leaf's kernel route once it has both next hops
+ * (the weights FRR made of the link-bandwidth communities) and exits.
  *
  * TOPOLOGY has the switches' mgmt and asn (lab_bgp_topology); the flows go
  * from LEAF by its uplink to SPINE to hosts 10.200.0.0/16 (not a leaf of the
  * topology: no spine's view can withdraw them).
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,30 +34,40 @@ static void dst_of(size_t i, uint8_t d[4])
     d[3] = (uint8_t)(i & 0xff);
 }
 
-/* n flows from leaf by uplink k (next hop via, out of dev) to n hosts. */
-static int make_plan(struct plan *p, const char *leaf, uint32_t k, const char *via, const char *dev, size_t first,
-                     size_t n)
+/* The table of leaf's uplink k (next hop via, out of dev) in p. */
+static int add_uplink(struct plan *p, const char *leaf, uint32_t k, const char *via, const char *dev)
 {
     struct plan_opts o;
     plan_opts_default(&o);
-    plan_init(p);
     struct plan_route rt = {.table = o.table_base + k, .af = 4, .dst_len = 16, .dst = {10, 200}, .nnh = 1,
                             .nh = {{.af = 4, .weight = 1}}};
     int af;
     tf_strlcpy(rt.sw, leaf, sizeof(rt.sw));
     tf_strlcpy(rt.nh[0].dev, dev, sizeof(rt.nh[0].dev));
-    if (tf_addr_parse(via, &af, rt.nh[0].via) < 0 || plan_add_route(p, &rt))
-        return -EINVAL;
-    for (size_t i = first; i < first + n; i++) {
-        struct plan_rule r = {.prio = o.prio_min + k, .table = o.table_base + k, .af = 4, .ipproto = 6,
-                              .src_len = 32, .dst_len = 32, .sport = (uint16_t)(10000 + i % 50000), .dport = 5201,
-                              .dscp = -1, .src = {10, 0, 1, 1}};
-        tf_strlcpy(r.sw, leaf, sizeof(r.sw));
-        dst_of(i, r.dst);
-        if (plan_add_rule(p, &r))
-            return -ENOMEM;
-    }
-    return 0;
+    return tf_addr_parse(via, &af, rt.nh[0].via) < 0 || plan_add_route(p, &rt) ? -EINVAL : 0;
+}
+
+/* A pin of a flow from leaf (source port sport) to host i by uplink k. */
+static int add_pin(struct plan *p, const char *leaf, uint32_t k, size_t i, uint16_t sport)
+{
+    struct plan_opts o;
+    plan_opts_default(&o);
+    struct plan_rule r = {.prio = o.prio_min + k, .table = o.table_base + k, .af = 4, .ipproto = 6, .src_len = 32,
+                          .dst_len = 32, .sport = sport, .dport = 5201, .dscp = -1, .src = {10, 0, 1, 1}};
+    tf_strlcpy(r.sw, leaf, sizeof(r.sw));
+    dst_of(i, r.dst);
+    return plan_add_rule(p, &r) ? -ENOMEM : 0;
+}
+
+/* n flows from leaf by uplink k (next hop via, out of dev) to n hosts. */
+static int make_plan(struct plan *p, const char *leaf, uint32_t k, const char *via, const char *dev, size_t first,
+                     size_t n)
+{
+    plan_init(p);
+    int rc = add_uplink(p, leaf, k, via, dev);
+    for (size_t i = first; i < first + n && !rc; i++)
+        rc = add_pin(p, leaf, k, i, (uint16_t)(10000 + i % 50000));
+    return rc;
 }
 
 /* Routes to 10.200/16 hosts in the leaf's kernel. */
@@ -69,6 +84,44 @@ static long kernel_count(const char *netns)
     return n;
 }
 
+/* The split: 2 pins by uplink k, 1 by uplink k2, to host 0; prints the
+ * leaf's route to it once it has two next hops (30 s at most). */
+static int split(struct backend *b, const struct topo *t, const char *leaf, const char *netns, uint32_t k, uint32_t l,
+                 uint32_t k2, uint32_t l2)
+{
+    struct plan p;
+    struct backend_result res;
+    plan_init(&p);
+    int rc = add_uplink(&p, leaf, k, t->links[l].hi_ip, t->links[l].lo_if);
+    rc = rc ? rc : add_uplink(&p, leaf, k2, t->links[l2].hi_ip, t->links[l2].lo_if);
+    rc = rc ? rc : add_pin(&p, leaf, k, 0, 10000);
+    rc = rc ? rc : add_pin(&p, leaf, k, 0, 10001);
+    rc = rc ? rc : add_pin(&p, leaf, k2, 0, 10002);
+    plan_sort(&p);
+    rc = rc ? rc : backend_apply(b, &p, &res);
+    plan_free(&p);
+    char cmd[256], line[1024] = "";
+    uint8_t d[4];
+    dst_of(0, d);
+    snprintf(cmd, sizeof(cmd), "ip -n '%s' -o -4 route show proto bgp %u.%u.%u.%u/32", netns, d[0], d[1], d[2], d[3]);
+    double t0 = tf_now_mono();
+    while (!rc && tf_now_mono() - t0 < 30) {
+        FILE *f = popen(cmd, "r");
+        if (f && !fgets(line, sizeof(line), f))
+            line[0] = '\0';
+        if (f)
+            pclose(f);
+        char *n1 = strstr(line, "nexthop");
+        if (n1 && strstr(n1 + 1, "nexthop"))
+            break;
+        line[0] = '\0';
+        nanosleep(&(struct timespec){0, 20 * 1000000L}, NULL);
+    }
+    if (!rc && line[0])
+        printf("split route after %.3f s: %s", tf_now_mono() - t0, line);
+    return rc || !line[0] ? 1 : 0;
+}
+
 /* Seconds until the leaf holds want routes (polled), -1 after 30 s. */
 static double wait_count(const char *netns, long want, double t0)
 {
@@ -82,9 +135,10 @@ static double wait_count(const char *netns, long want, double t0)
 
 int main(int argc, char **argv)
 {
-    uint64_t n;
-    if (argc != 8 || tf_parse_u64(argv[7], 1, 60000, &n)) {
-        fprintf(stderr, "usage: bgpbench TOPOLOGY DIR LOCAL_ADDR LEAF SPINE NETNS N\n");
+    uint64_t n = 0;
+    bool splitting = argc == 8 && !strcmp(argv[7], "split");
+    if (argc != 8 || (!splitting && tf_parse_u64(argv[7], 1, 60000, &n))) {
+        fprintf(stderr, "usage: bgpbench TOPOLOGY DIR LOCAL_ADDR LEAF SPINE NETNS N|split\n");
         return 2;
     }
     const char *leaf = argv[4], *spine = argv[5], *netns = argv[6];
@@ -95,13 +149,16 @@ int main(int argc, char **argv)
         return 1;
     }
     uint32_t ln = topo_node_by_name(t, leaf), sn = topo_node_by_name(t, spine), k = UINT32_MAX, link = 0;
+    uint32_t k2 = UINT32_MAX, link2 = 0;
     for (uint32_t i = 0; ln != TOPO_NONE && i < t->nodes[ln].up_count; i++) {
         uint32_t l = t->up_links[t->nodes[ln].up_first + i];
         if (t->links[l].hi == sn)
             k = i, link = l;
+        else if (k2 == UINT32_MAX)
+            k2 = i, link2 = l;
     }
-    if (k == UINT32_MAX) {
-        fprintf(stderr, "bgpbench: %s has no uplink to %s\n", leaf, spine);
+    if (k == UINT32_MAX || (splitting && k2 == UINT32_MAX)) {
+        fprintf(stderr, "bgpbench: %s has no uplink to %s%s\n", leaf, spine, k == UINT32_MAX ? "" : " and another");
         return 1;
     }
     struct backend_cfg bc;
@@ -127,6 +184,13 @@ int main(int argc, char **argv)
         backend_withdraw(b, &res);
         backend_close(b);
         return 1;
+    }
+    if (splitting) {
+        rc = split(b, t, leaf, netns, k, link, k2, link2);
+        backend_withdraw(b, &res);
+        backend_close(b);
+        topo_free(t);
+        return rc;
     }
     /* One route at a time, five times: apply -> kernel. */
     double lat[5];

@@ -1,10 +1,11 @@
 /*
  * ctl_fixture: shared by the controller's unit suites (test_ingest,
- * test_state, test_rebalance, test_api_flows): a 2-leaf x 4-spine fabric
+ * test_state, test_rebalance, test_api_flows, test_bgp_logic): a 2-leaf x 4-spine fabric
  * with 2 hosts per leaf (fx_topo_hosts: any number), leaf uplinks carrying interface names and /31
  * addresses like the emulated fabric writes them (so that plans can be
  * built), a helper that posts a report through the same parse + apply path
- * as the daemon, and one that GETs a view through the same handler.
+ * as the daemon, one that GETs a view through the same handler, and one
+ * that looks for an event.
  * Header-only (static functions): the test build links each suite alone.
  */
 #ifndef TF_CTL_FIXTURE_H
@@ -17,6 +18,7 @@
 
 #include "common/util.h"
 #include "controller/api.h"
+#include "controller/events.h"
 #include "controller/ingest.h"
 #include "controller/state.h"
 #include "policy/topo.h"
@@ -114,6 +116,19 @@ static inline const char *fx_spine(struct state *s, const struct state_flow *f)
         if (s->topo->nodes[topo_dir_to(s->topo, dirs[i])].tier == TOPO_SPINE)
             return s->topo->nodes[topo_dir_to(s->topo, dirs[i])].name;
     return "";
+}
+
+/* Whether ev holds an event of kind whose message contains text. */
+static inline bool fx_has_event(struct events *ev, const char *kind, const char *text)
+{
+    json_t *all = events_json(ev, 0, 1024), *e;
+    size_t i;
+    bool found = false;
+    json_array_foreach(json_object_get(all, "events"), i, e)
+        found |= !strcmp(json_string_value(json_object_get(e, "kind")), kind) &&
+                 strstr(json_string_value(json_object_get(e, "message")), text) != NULL;
+    json_decref(all);
+    return found;
 }
 
 #endif

@@ -2,8 +2,9 @@
  * The bgp backend's logic against tests/lib/fake_exabgp.py, a stand-in for
  * ExaBGP's process API (no BGP; tests/live/test_bgp_backend.sh runs the real
  * one against FRR). A 2x2 leaf/spine whose switches have mgmt and asn:
- *   - per-destination granularity: the uplink most flows to a host use wins,
- *     the others are narrowed;
+ *   - per-destination granularity: pins from one leaf to one host over two
+ *     spines are two add-path routes weighted by their pins (link
+ *     bandwidth), one route again when they agree;
  *   - the read-back: a route in the speaker's Adj-RIB-Out that was not asked
  *     for (broader than a /32) makes the backend unhealthy, naming it;
  *   - a class rule has no BGP form: refused, naming the switch;
@@ -11,7 +12,14 @@
  *   - a spine that withdraws the destination leaf's prefix (its messages
  *     written into the event FIFO as ExaBGP would) has the route through it
  *     withdrawn at once and its direction reported down;
- *   - withdraw stops the speaker.
+ *   - a spine whose session drops has its routes withdrawn and all its
+ *     directions, both ways, reported down until the session is back;
+ *   - withdraw stops the speaker;
+ *   - driven by the rebalance (its own topology, two hosts a leaf): a
+ *     round plans per destination, its pins are what is announced, later
+ *     rounds on the reports that follow change nothing; a spine whose
+ *     session drops is down for the policy (events) and back after the
+ *     hold-down.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -29,8 +37,14 @@
 
 #include "common/util.h"
 #include "controller/backend.h"
+#include "controller/config.h"
+#include "controller/events.h"
+#include "controller/metrics.h"
 #include "controller/planbuild.h"
+#include "controller/rebalance.h"
+#include "policy/classes.h"
 #include "policy/topo.h"
+#include "tests/unit/ctl_fixture.h"
 
 #define SW(n, m, asn) "{\"name\": \"" n "\", \"tier\": \"" m "\", \"mgmt\": \"127.0.0." asn "\", \"asn\": 6500" asn "}"
 #define UPL(l, s, a, b) \
@@ -58,6 +72,20 @@ static const char *topo3_json =
     "{\"a\": \"H1\", \"b\": \"L1\", \"gbps\": 100}, {\"a\": \"H2\", \"b\": \"L2\", \"gbps\": 100}, "
     UPL("L1", "S1", "0", "1") ", " UPL("L2", "S2", "2", "3") ", " UPL("S1", "X1", "4", "5") ", "
     UPL("S1", "X2", "6", "7") ", " UPL("S2", "X1", "8", "9") ", " UPL("S2", "X2", "10", "11") "]}";
+
+/* The 2x2 with two hosts a leaf (H1, H3 on L1; H2, H4 on L2), for the
+ * rebalance's rounds. */
+static const char *topo_rb_json =
+    "{\"name\": \"t\", \"tiers\": [\"host\", \"leaf\", \"spine\"], \"nodes\": ["
+    "{\"name\": \"H1\", \"tier\": \"host\", \"addr\": \"10.0.1.1\"}, {\"name\": \"H2\", \"tier\": \"host\", \"addr\": "
+    "\"10.0.2.1\"}, {\"name\": \"H3\", \"tier\": \"host\", \"addr\": \"10.0.1.2\"}, {\"name\": \"H4\", \"tier\": "
+    "\"host\", \"addr\": \"10.0.2.2\"}, {\"name\": \"L1\", \"tier\": \"leaf\", \"prefix\": \"10.0.1.0/24\", \"mgmt\": "
+    "\"127.0.0.2\", \"asn\": 65002}, {\"name\": \"L2\", \"tier\": \"leaf\", \"prefix\": \"10.0.2.0/24\", \"mgmt\": "
+    "\"127.0.0.3\", \"asn\": 65003}, " SW("S1", "spine", "4") ", " SW("S2", "spine", "5") "], \"links\": ["
+    "{\"a\": \"H1\", \"b\": \"L1\", \"gbps\": 100}, {\"a\": \"H2\", \"b\": \"L2\", \"gbps\": 100}, "
+    "{\"a\": \"H3\", \"b\": \"L1\", \"gbps\": 100}, {\"a\": \"H4\", \"b\": \"L2\", \"gbps\": 100}, "
+    UPL("L1", "S1", "0", "1") ", " UPL("L1", "S2", "2", "3") ", " UPL("L2", "S1", "4", "5") ", "
+    UPL("L2", "S2", "6", "7") "]}";
 
 static const char *topo_text;
 static struct topo *topo;
@@ -138,18 +166,22 @@ static bool wait_healthy(bool want, char *err, size_t len)
     return false;
 }
 
-/* The announced routes as "NODE PREFIX NEXTHOP VIA;..." */
+/* The announced routes as "NODE PREFIX NEXTHOP VIA[ wWEIGHT];..." (the
+ * weight when the (leaf, destination) is split) */
 static void announced(char *out, size_t len)
 {
     json_t *o = backend_json(be), *a;
     size_t i, u = 0;
     out[0] = '\0';
     json_array_foreach(json_object_get(o, "announced"), i, a)
-        u += (size_t)snprintf(out + u, u < len ? len - u : 0, "%s %s %s %s;",
-                              json_string_value(json_object_get(a, "node")),
+    {
+        json_int_t w = json_integer_value(json_object_get(a, "weight"));
+        u += (size_t)snprintf(out + u, u < len ? len - u : 0, "%s %s %s %s", json_string_value(json_object_get(a, "node")),
                               json_string_value(json_object_get(a, "prefix")),
                               json_string_value(json_object_get(a, "next_hop")),
                               json_string_value(json_object_get(a, "via")));
+        u += (size_t)snprintf(out + u, u < len ? len - u : 0, w ? " w%lld;" : ";", (long long)w);
+    }
     json_decref(o);
 }
 
@@ -187,8 +219,18 @@ static void granularity(void **st)
     add_flows(&p, "10.0.2.1", 1, 2, 40000);   /* two flows to H2 by S2 */
     add_flows(&p, "10.0.2.1", 0, 1, 41000);   /* one by S1: the same host */
     apply(&p, &res);
-    assert_int_equal(res.routes_added, 1);
-    assert_int_equal(res.narrowed, 1);
+    assert_int_equal(res.routes_added, 2);     /* both, weighted 1:2 */
+    assert_int_equal(res.narrowed, 0);
+    announced(got, sizeof(got));
+    assert_string_equal(got, "L1 10.0.2.1/32 10.254.0.1 S1 w1;L1 10.0.2.1/32 10.254.0.3 S2 w2;");
+    assert_true(wait_healthy(true, err, sizeof(err)));   /* both paths read back */
+    /* The pins then agree: one route again, without a weight; the S1 path
+     * is withdrawn after S2's is announced anew. */
+    plan_init(&p);
+    add_flows(&p, "10.0.2.1", 1, 2, 40000);
+    apply(&p, &res);
+    assert_int_equal(res.routes_replaced, 1);
+    assert_int_equal(res.routes_deleted, 1);
     announced(got, sizeof(got));
     assert_string_equal(got, "L1 10.0.2.1/32 10.254.0.3 S2;");
     assert_true(wait_healthy(true, err, sizeof(err)));
@@ -314,6 +356,58 @@ static void remote_failure(void **st)
     assert_non_null(strstr(notes, "10.0.2.1/32 via S2 withdrawn"));
 }
 
+/* down[] from backend_routing against want(direction): each direction named. */
+static void routing_is(bool (*want)(uint32_t d, uint32_t s2_l2), char *notes, size_t len)
+{
+    uint8_t down[16] = {0};
+    uint32_t s2_l2;
+    assert_int_equal(backend_routing(be, down, 2 * topo->nlinks, notes, len), 0);
+    assert_int_equal(topo_dir_between(topo, topo_node_by_name(topo, "S2"), topo_node_by_name(topo, "L2"), &s2_l2), 0);
+    for (uint32_t d = 0; d < 2 * topo->nlinks; d++)
+        if (down[d] != want(d, s2_l2))
+            fail_msg("%s -> %s: down %u", topo->nodes[topo_dir_from(topo, d)].name,
+                     topo->nodes[topo_dir_to(topo, d)].name, down[d]);
+}
+
+static bool touches_s1(uint32_t d)
+{
+    return !strcmp(topo->nodes[topo_dir_from(topo, d)].name, "S1") ||
+           !strcmp(topo->nodes[topo_dir_to(topo, d)].name, "S1");
+}
+static bool s1_lost(uint32_t d, uint32_t s2_l2) { return d == s2_l2 || touches_s1(d); }
+static bool s1_back(uint32_t d, uint32_t s2_l2) { return d == s2_l2; }
+
+/* After remote_failure (S2 no longer reaches L2): S1's session drops. The
+ * route through S1 is withdrawn at once and every direction of S1, both
+ * ways, is down; S1's session back, they are up again (the rebalance's
+ * hold-down then applies). */
+static void session_lost(void **st)
+{
+    (void)st;
+    struct plan p;
+    struct backend_result res;
+    char got[256], notes[512];
+    speaker_says(SAYS("127.0.0.4", "state") "\"state\": \"up\"}}\n");
+    speaker_says(SAYS("127.0.0.4", "update") "\"message\": {\"update\": {\"announce\": {\"ipv4 unicast\": "
+                 "{\"127.0.0.4\": [{\"nlri\": \"10.0.2.0/24\"}, {\"nlri\": \"10.0.1.0/24\"}]}}}}}}\n");
+    plan_init(&p);
+    add_flows(&p, "10.0.2.1", 0, 1, 43000);
+    apply(&p, &res);
+    announced(got, sizeof(got));
+    assert_string_equal(got, "L1 10.0.2.1/32 10.254.0.1 S1;");
+    speaker_says(SAYS("127.0.0.4", "state") "\"state\": \"down\"}}\n");
+    for (int i = 0; i < 200 && (announced(got, sizeof(got)), got[0]); i++)
+        sleep_ms(10);
+    assert_string_equal(got, "");
+    routing_is(s1_lost, notes, sizeof(notes));
+    assert_non_null(strstr(notes, "10.0.2.1/32 via S1 withdrawn"));
+    speaker_says(SAYS("127.0.0.4", "state") "\"state\": \"up\"}}\n");
+    speaker_says(SAYS("127.0.0.4", "update") "\"message\": {\"update\": {\"announce\": {\"ipv4 unicast\": "
+                 "{\"127.0.0.4\": [{\"nlri\": \"10.0.2.0/24\"}, {\"nlri\": \"10.0.1.0/24\"}]}}}}}}\n");
+    sleep_ms(300);
+    routing_is(s1_back, notes, sizeof(notes));
+}
+
 static void withdraw_stops(void **st)
 {
     (void)st;
@@ -365,13 +459,194 @@ static void spine_pins(void **st)
     assert_string_equal(got, "");
 }
 
+/* The rebalance driving this backend (per destination: granularity.h). */
+#define T0 1000.0
+static struct state rst;
+static struct classes rcls;
+static struct events rev;
+static struct metrics rm;
+static struct config rcfg;
+static struct rebalance rrb;
+
+static int setup_rb(void **st)
+{
+    topo_text = topo_rb_json;
+    if (setup(st) || state_init(&rst, topo, 1000, 3, T0))
+        return -1;
+    classes_init(&rcls);
+    rst.classes = &rcls;
+    events_init(&rev);
+    metrics_init(&rm);
+    config_defaults(&rcfg);
+    rst.link_holddown = rcfg.link_holddown;   /* as tierflowd sets it */
+    return rebalance_init(&rrb, &rst, &rev, &rm, be, &rcfg);
+}
+
+static int teardown_rb(void **st)
+{
+    rebalance_destroy(&rrb);
+    events_destroy(&rev);
+    classes_free(&rcls);
+    backend_close(be);
+    be = NULL;
+    state_free(&rst);   /* and the topology */
+    topo = NULL;
+    return teardown(st);
+}
+
+/* The four flows of the rounds: H1 and H3 each to H2 and to H4, 40 Gb/s. */
+static const char *const rb_src[] = {"10.0.1.1", "10.0.1.2", "10.0.1.1", "10.0.1.2"};
+static const char *const rb_dst[] = {"10.0.2.1", "10.0.2.1", "10.0.2.2", "10.0.2.2"};
+
+/* L1's report: flow i (sport i + 1) leaves by spine[i]. */
+static void rb_report(double now, const char *const spine[4])
+{
+    char body[2048];
+    double tx[3] = {0};
+    size_t o = (size_t)snprintf(body, sizeof(body), "{\"probe\": \"L1\", \"flows\": [");
+    for (int i = 0; i < 4; i++) {
+        tx[spine[i][1] - '0'] += 40e9;
+        o += (size_t)snprintf(body + o, sizeof(body) - o,
+                              "%s{\"src\": \"%s\", \"dst\": \"%s\", \"proto\": 17, \"sport\": %d, \"dport\": 4791, "
+                              "\"if\": \"%s\", \"bps\": 40e9, \"fat\": true}",
+                              i ? ", " : "", rb_src[i], rb_dst[i], i + 1, spine[i]);
+    }
+    snprintf(body + o, sizeof(body) - o, "], \"links\": [{\"if\": \"S1\", \"tx_bps\": %g}, {\"if\": \"S2\", "
+             "\"tx_bps\": %g}]}", tx[1], tx[2]);
+    assert_int_equal(fx_post(&rst, body, now, NULL), 0);
+}
+
+static int rb_round(double now)
+{
+    json_t *out = NULL;
+    assert_int_equal(rebalance_run(&rrb, now, false, &out), 0);
+    assert_true(json_is_null(json_object_get(out, "error")));
+    int moved = (int)json_integer_value(json_object_get(out, "moved"));
+    json_decref(out);
+    return moved;
+}
+
+/* Where flow i runs after the round (its pin when pinned) into spine[i];
+ * the routes its pins ask for, as announced() words them, into want. */
+static void rb_pins(const char *spine[4], char *want, size_t len)
+{
+    size_t u = 0;
+    want[0] = '\0';
+    for (int i = 0; i < 4; i++) {
+        struct state_flow_key k = fx_key(rb_src[i], rb_dst[i], (uint16_t)(i + 1));
+        const struct state_flow *f = state_flow_find(&rst, &k);
+        assert_non_null(f);
+        spine[i] = fx_spine(&rst, f);
+        char r[64];
+        snprintf(r, sizeof(r), "L1 %s/32 10.254.0.%c %s;", rb_dst[i], spine[i][1] == '1' ? '1' : '3', spine[i]);
+        if (f->pinned && !strstr(want, r))
+            u += (size_t)snprintf(want + u, len - u, "%s", r);
+    }
+}
+
+/* S1 carries all four flows but H3's to H4 (120 Gb/s on 100): the round
+ * plans per destination, so both flows to a host end on one spine, and
+ * the routes announced are exactly those the pins ask for. */
+static void round_pins_announced(void **st)
+{
+    (void)st;
+    const char *on[4] = {"S1", "S1", "S1", "S2"}, *now[4];
+    char want[256], got[256];
+    rb_report(T0, on);
+    assert_true(rb_round(T0) >= 1);
+    rb_pins(now, want, sizeof(want));
+    assert_string_equal(now[0], now[1]);
+    assert_string_equal(now[2], now[3]);
+    assert_string_not_equal(now[0], now[2]);   /* 80 Gb/s on each uplink */
+    announced(got, sizeof(got));
+    assert_string_equal(got, want);
+    assert_true(got[0]);
+}
+
+/* The reports then show the flows where the routes put them: rounds on
+ * them move nothing and announce nothing new (no oscillation). */
+static void rounds_stable(void **st)
+{
+    (void)st;
+    const char *on[4], *now[4];
+    char want[256], before[256], got[256];
+    rb_pins(on, want, sizeof(want));
+    announced(before, sizeof(before));
+    struct plan p1;
+    plan_init(&p1);
+    plan_copy(&p1, &rrb.last);
+    for (int r = 1; r <= 4; r++) {
+        rb_report(T0 + r, on);
+        assert_int_equal(rb_round(T0 + r), 0);
+        rb_pins(now, want, sizeof(want));
+        for (int i = 0; i < 4; i++)
+            assert_string_equal(now[i], on[i]);
+        announced(got, sizeof(got));
+        assert_string_equal(got, before);
+        assert_true(plan_equal(&rrb.last, &p1));
+    }
+    plan_free(&p1);
+}
+
+static const char *rb_reason(const char *from, const char *to, double now)
+{
+    uint32_t d;
+    assert_int_equal(topo_dir_between(topo, topo_node_by_name(topo, from), topo_node_by_name(topo, to), &d), 0);
+    return state_dir_down_reason(&rst, d, now);
+}
+
+#define SPINE_UP(addr) \
+    speaker_says(SAYS(addr, "state") "\"state\": \"up\"}}\n"); \
+    speaker_says(SAYS(addr, "update") "\"message\": {\"update\": {\"announce\": {\"ipv4 unicast\": {\"" addr \
+                 "\": [{\"nlri\": \"10.0.2.0/24\"}, {\"nlri\": \"10.0.1.0/24\"}]}}}}}}\n")
+
+/* After rounds_stable: S1's session drops. The policy hears S1's links
+ * down both ways (routing_down events), the next round puts every flow on
+ * S2 and nothing is announced via S1; S1 back, its links come back after
+ * the hold-down (routing_up). */
+static void session_lost_round(void **st)
+{
+    (void)st;
+    const char *on[4], *now[4];
+    char want[256], got[256];
+    SPINE_UP("127.0.0.4");
+    SPINE_UP("127.0.0.5");
+    sleep_ms(300);
+    assert_int_equal(rebalance_routing(&rrb, T0 + 9), 0);   /* both up: nothing down */
+    rb_pins(on, want, sizeof(want));
+    speaker_says(SAYS("127.0.0.4", "state") "\"state\": \"down\"}}\n");
+    sleep_ms(300);
+    assert_true(rebalance_routing(&rrb, T0 + 10) > 0);
+    assert_true(fx_has_event(&rev, "routing_down", "S1 -> L1"));
+    assert_true(fx_has_event(&rev, "routing_down", "L1 -> S1"));
+    assert_true(fx_has_event(&rev, "routing_down", "S1 -> L2"));
+    assert_string_equal(rb_reason("L1", "S1", T0 + 10), "routing");
+    rb_report(T0 + 10, on);
+    rb_round(T0 + 10);
+    rb_pins(now, want, sizeof(want));
+    for (int i = 0; i < 4; i++)
+        assert_string_equal(now[i], "S2");
+    announced(got, sizeof(got));
+    assert_null(strstr(got, "S1;"));
+    SPINE_UP("127.0.0.4");
+    sleep_ms(300);
+    assert_int_equal(rebalance_routing(&rrb, T0 + 11), 0);   /* counts what went down: nothing */
+    assert_true(fx_has_event(&rev, "routing_up", "L1 -> S1"));
+    assert_string_equal(rb_reason("L1", "S1", T0 + 11), "holddown");
+    assert_null(rb_reason("L1", "S1", T0 + 11.1 + rst.link_holddown));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(granularity),    cmocka_unit_test(readback_broader), cmocka_unit_test(class_refused),
-        cmocka_unit_test(restart_adopts), cmocka_unit_test(remote_failure),   cmocka_unit_test(withdraw_stops),
+        cmocka_unit_test(restart_adopts), cmocka_unit_test(remote_failure),   cmocka_unit_test(session_lost),
+        cmocka_unit_test(withdraw_stops),
     };
     const struct CMUnitTest tests3[] = {cmocka_unit_test(spine_pins), cmocka_unit_test(withdraw_stops)};
+    const struct CMUnitTest tests_rb[] = {cmocka_unit_test(round_pins_announced), cmocka_unit_test(rounds_stable),
+                                          cmocka_unit_test(session_lost_round), cmocka_unit_test(withdraw_stops)};
     int rc = cmocka_run_group_tests_name("leaf/spine", tests, setup2, teardown);
+    rc |= cmocka_run_group_tests_name("rebalance per destination", tests_rb, setup_rb, teardown_rb);
     return rc | cmocka_run_group_tests_name("three tiers", tests3, setup3, teardown);
 }

@@ -201,18 +201,7 @@ static void collision_moves_one_then_plan_is_stable(void **state)
  * the flow is unobserved, for thresholds.pin_grace after it was last seen;
  * then it goes, with an event. A pin whose path fails while unobserved goes
  * at once. */
-static bool has_event(struct fx *x, const char *kind, const char *text)
-{
-    json_t *all = events_json(&x->ev, 0, 1024);
-    json_t *e;
-    size_t i;
-    bool found = false;
-    json_array_foreach(json_object_get(all, "events"), i, e)
-        found |= !strcmp(json_string_value(json_object_get(e, "kind")), kind) &&
-                 strstr(json_string_value(json_object_get(e, "message")), text) != NULL;
-    json_decref(all);
-    return found;
-}
+static bool has_event(struct fx *x, const char *kind, const char *text) { return fx_has_event(&x->ev, kind, text); }
 
 static void pins_survive_telemetry_loss(void **state)
 {
