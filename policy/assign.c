@@ -855,13 +855,19 @@ static void local_search(struct ctx *c, struct search *s, const struct assign_pa
 
 /* Few moves: a moved flow returns to its current path when that keeps every
  * direction of it below the plan's maximum utilisation and uncongested. */
-static void move_back(struct ctx *c, struct search *s, const uint8_t *cur_ok, const uint32_t *order, uint32_t *out)
+static double top_util(const struct ctx *c)
 {
-    const struct assign_input *in = c->in;
     double top = 0;
     for (uint32_t d = 0; d < c->ndirs; d++)
         if (util(c, d) > top)
             top = util(c, d);
+    return top;
+}
+
+static void move_back(struct ctx *c, struct search *s, const uint8_t *cur_ok, const uint32_t *order, uint32_t *out)
+{
+    const struct assign_input *in = c->in;
+    double top = top_util(c);
     /* Strictly below the maximum (never add a direction at it), and when the
      * fabric is congested, not onto a congested direction either. */
     double lim = top > 1 ? 1 : top * (1 - 1e-9);
@@ -901,10 +907,7 @@ static bool cand_shares(const struct cand *x, const struct cand *y)
 static void unwind(struct ctx *c, struct search *s, const uint8_t *cur_ok, const uint32_t *order, uint32_t *out)
 {
     const struct assign_input *in = c->in;
-    double top = 0;
-    for (uint32_t d = 0; d < c->ndirs; d++)
-        if (util(c, d) > top)
-            top = util(c, d);
+    double top = top_util(c);
     double lim = top > 1 ? 1 : top * (1 + 1e-9);
     uint64_t work = 10000 + 64 * (uint64_t)in->nflows;
     bool again = true;

@@ -434,27 +434,45 @@ static const struct state_flow *collide_and_move(struct fx *x, const int *sp, ch
     return moved;
 }
 
-/* Do no harm: two flows collide at 50 Gb/s each; after one is moved, both
- * do 30 (something the loads did not show limits them). Once the settle
- * period is over the group is judged over harm_intervals rounds: at 60% of
- * its rate before the move, the pin is withdrawn (back to ECMP), with an
- * event and the metric; the futile move also backs the flow off. */
-static void harmful_pins_withdrawn(void **state)
+/* Two flows (ports sp) collide at 50 Gb/s each and a round moves one; in
+ * the four reports after it both do 30 (something the loads did not show
+ * limits them) and the moved flow stays pinned. With fail, a link no flow
+ * crosses (L2 -> S4) fails right after the move. */
+static const int worse_sp[] = {1, 2};
+static const double worse_g[] = {30, 30};
+
+static const struct state_flow *worse_after_move(struct fx *x, bool fail, char where[4], const char *apart[2])
 {
-    struct fx *x = *state;
-    const int sp[] = {1, 2};
-    const double worse[] = {30, 30};
-    char where[4];
-    const char *apart[2];
-    const struct state_flow *moved = collide_and_move(x, sp, where, apart);
+    const struct state_flow *moved = collide_and_move(x, worse_sp, where, apart);
+    if (fail) {
+        uint32_t d;
+        assert_int_equal(topo_dir_between(x->st.topo, topo_node_by_name(x->st.topo, "L2"),
+                                          topo_node_by_name(x->st.topo, "S4"), &d), 0);
+        pthread_rwlock_wrlock(&x->st.lock);
+        assert_true(state_dir_set_route_down(&x->st, d, true, T0 + 0.5));
+        pthread_rwlock_unlock(&x->st.lock);
+    }
     for (int t = 1; t <= 4; t++) {
-        report(x, T0 + t, NULL, 2, sp, apart, worse);
+        report(x, T0 + t, NULL, 2, worse_sp, apart, worse_g);
         assert_int_equal(auto_moves(x, T0 + t), 0);
         assert_true(moved->pinned);
     }
+    return moved;
+}
+
+/* Do no harm: once the settle period is over the group is judged over
+ * harm_intervals rounds: at 60% of its rate before the move, the pin is
+ * withdrawn (back to ECMP), with an event and the metric; the futile move
+ * also backs the flow off. */
+static void harmful_pins_withdrawn(void **state)
+{
+    struct fx *x = *state;
+    char where[4];
+    const char *apart[2];
+    const struct state_flow *moved = worse_after_move(x, false, where, apart);
     assert_int_equal(atomic_load(&x->m.futile_moves), 1);
     assert_true(moved->backoff_until > T0 + 2);
-    report(x, T0 + 5, NULL, 2, sp, apart, worse);
+    report(x, T0 + 5, NULL, 2, worse_sp, apart, worse_g);
     assert_int_equal(auto_moves(x, T0 + 5), 0);
     assert_false(moved->pinned);
     assert_int_equal(x->rb.last.nrules, 0);
@@ -462,25 +480,17 @@ static void harmful_pins_withdrawn(void **state)
     assert_int_equal(atomic_load(&x->m.harm_withdrawn), 1);
 }
 
-/* The same drop in rate when a link failed meanwhile (one no flow here
- * crosses: L2 -> S4): the rates before the move describe another fabric, so
- * neither the group nor the move is judged -- the pin stays, no back-off. */
+/* The same drop in rate when a link failed meanwhile: the rates before the
+ * move describe another fabric, so neither the group nor the move is
+ * judged -- the pin stays, no back-off. */
 static void failure_voids_verdicts(void **state)
 {
     struct fx *x = *state;
-    const int sp[] = {1, 2};
-    const double worse[] = {30, 30};
     char where[4];
     const char *apart[2];
-    const struct state_flow *moved = collide_and_move(x, sp, where, apart);
-    uint32_t d;
-    assert_int_equal(topo_dir_between(x->st.topo, topo_node_by_name(x->st.topo, "L2"),
-                                      topo_node_by_name(x->st.topo, "S4"), &d), 0);
-    pthread_rwlock_wrlock(&x->st.lock);
-    assert_true(state_dir_set_route_down(&x->st, d, true, T0 + 0.5));
-    pthread_rwlock_unlock(&x->st.lock);
-    for (int t = 1; t <= 8; t++) {
-        report(x, T0 + t, NULL, 2, sp, apart, worse);
+    const struct state_flow *moved = worse_after_move(x, true, where, apart);
+    for (int t = 5; t <= 8; t++) {
+        report(x, T0 + t, NULL, 2, worse_sp, apart, worse_g);
         assert_int_equal(auto_moves(x, T0 + t), 0);
     }
     assert_true(moved->pinned);

@@ -80,22 +80,31 @@ static bool observe(struct state *s, struct state_flow *f, bool ins, const char 
  * of it is dropped whole. (Each report used to overwrite the last: the flow
  * flipped between its real path and the first path via S1, through SS1, and
  * took the remnant's rate.) */
-static void observations_merge(void **st)
+/* A state on the k=4 fat tree with one TCP flow H1 -> H5 (pod 1 to pod
+ * 2), first seen by S1 leaving for SS2 at 40 Mb/s. */
+static struct state_flow *ft_flow(struct state *s, struct topo **tp)
 {
-    (void)st;
-    struct topo *t;
     char err[256];
-    assert_int_equal(topo_load("fattree:k=4,gbps=1", &t, err, sizeof(err)), 0);
-    struct state s;
-    assert_int_equal(state_init(&s, t, 1000, STALE, T0), 0);
+    assert_int_equal(topo_load("fattree:k=4,gbps=1", tp, err, sizeof(err)), 0);
+    struct topo *t = *tp;
+    assert_int_equal(state_init(s, t, 1000, STALE, T0), 0);
     struct state_flow_key k = {.af = 4, .proto = 6, .sport = 42000, .dport = 5400};
     memcpy(k.src, t->nodes[fx_node(t, "H1")].addr, 16);
     memcpy(k.dst, t->nodes[fx_node(t, "H5")].addr, 16);
     bool ins;
-    struct state_flow *f = state_flow_upsert(&s, &k, &ins);
+    struct state_flow *f = state_flow_upsert(s, &k, &ins);
     assert_non_null(f);
     f->probe = TOPO_NONE;
-    assert_true(observe(&s, f, ins, "S1", "SS2", 40e6, T0));
+    assert_true(observe(s, f, ins, "S1", "SS2", 40e6, T0));
+    return f;
+}
+
+static void observations_merge(void **st)
+{
+    (void)st;
+    struct topo *t;
+    struct state s;
+    struct state_flow *f = ft_flow(&s, &t);
     int64_t via_ss2 = f->path;
     assert_int_equal(f->loc_count, 1);
     assert_true(observe(&s, f, false, "L1", "S1", 41e6, T0 + 0.3));   /* wider, consistent */
@@ -132,18 +141,8 @@ static void stale_report_beyond_a_failure(void **st)
 {
     (void)st;
     struct topo *t;
-    char err[256];
-    assert_int_equal(topo_load("fattree:k=4,gbps=1", &t, err, sizeof(err)), 0);
     struct state s;
-    assert_int_equal(state_init(&s, t, 1000, STALE, T0), 0);
-    struct state_flow_key k = {.af = 4, .proto = 6, .sport = 42000, .dport = 5400};
-    memcpy(k.src, t->nodes[fx_node(t, "H1")].addr, 16);
-    memcpy(k.dst, t->nodes[fx_node(t, "H5")].addr, 16);
-    bool ins;
-    struct state_flow *f = state_flow_upsert(&s, &k, &ins);
-    assert_non_null(f);
-    f->probe = TOPO_NONE;
-    assert_true(observe(&s, f, ins, "S1", "SS2", 40e6, T0));
+    struct state_flow *f = ft_flow(&s, &t);
     int64_t pin = f->path;
     f->pin = pin;
     f->pinned = true;
