@@ -141,6 +141,12 @@ int tf_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
     return rc;
 }
 
+int tf_bad_arg(const char *prog, const char *opt, const char *val, const char *why)
+{
+    fprintf(stderr, "%s: %s '%s': %s\n", prog, opt, val, why);
+    return TF_EXIT_USAGE;
+}
+
 int tf_read_file(const char *path, size_t max, char **out, size_t *len)
 {
     FILE *f = fopen(path, "rb");

@@ -312,7 +312,7 @@ int main(int argc, char **argv)
         int r = 0;
         if (c == '?') {
             usage(stderr);
-            return 2;
+            return TF_EXIT_USAGE;
         } else if (c == O_HELP) {
             usage(stdout);
             return 0;
@@ -327,7 +327,7 @@ int main(int argc, char **argv)
             char *eq = strchr(kv, '=');
             if (!eq) {
                 fprintf(stderr, "tierflowd: --set %s: expected KEY=VALUE\n", optarg);
-                return 2;
+                return TF_EXIT_USAGE;
             }
             *eq = '\0';
             r = config_set_str(&d.cfg, kv, eq + 1, err, sizeof(err));
@@ -343,7 +343,7 @@ int main(int argc, char **argv)
     }
     if (optind < argc) {
         fprintf(stderr, "tierflowd: unexpected argument '%s'\n", argv[optind]);
-        return 2;
+        return TF_EXIT_USAGE;
     }
     if (config_validate(&d.cfg, err, sizeof(err)) < 0) {
         fprintf(stderr, "tierflowd: %s\n", err);

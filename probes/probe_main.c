@@ -486,8 +486,7 @@ static const struct option long_opts[] = {
 
 static int bad_opt(const char *name, const char *val, const char *why)
 {
-    fprintf(stderr, "tierflow-probe: %s '%s': %s\n", name, val, why);
-    return 2;
+    return tf_bad_arg("tierflow-probe", name, val, why);
 }
 
 static int num_opt(const char *name, const char *val, double lo, double hi, double *out)
@@ -624,7 +623,7 @@ static int parse_opts(int argc, char **argv, struct probe_opts *o)
         fprintf(stderr, "tierflow-probe: give -i IFACE (one or more) and/or --sflow-listen, "
                         "or -r FILE\n");
         usage(stderr);
-        return 2;
+        return TF_EXIT_USAGE;
     }
     /* The host name stands in for --node; one the controller would refuse
      * must not become a report that is sent and refused every interval. */
