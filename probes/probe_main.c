@@ -70,6 +70,7 @@ struct probe_opts {
     int log_level;
     bool libpcap_reader;      /* --file-reader libpcap */
     bool inbound;             /* --inbound */
+    bool journal;             /* --journal: <N> priorities on stderr */
 };
 
 struct probe;
@@ -455,6 +456,7 @@ static void usage(FILE *f)
         "         [--fat-share 0.10] [--link-gbps N] [--filter BPF] [--format json|table]\n"
         "         [--max-flows N] [--top N] [--snaplen N] [--buffer-size MB]\n"
         "         [--idle-timeout SEC] [--file-reader auto|libpcap] [--inbound] [--log-level LEVEL]\n"
+        "         [--journal]\n"
         "         [--help] [--version]\n"
         "       switch telemetry (sFlow v5, ERSPAN), with -i, -r or on its own:\n"
         "         [--sflow-listen [ADDR:]PORT] [--mirror-map FILE] [--telemetry]\n"
@@ -464,7 +466,7 @@ static void usage(FILE *f)
 
 enum { O_NODE = 256, O_CTL, O_TOKEN, O_IVL, O_FAT, O_GBPS, O_FILTER, O_FMT, O_MAXF, O_TOP,
        O_SNAP, O_BUF, O_IDLE, O_LOG, O_HELP, O_VER, O_MAP, O_SFLOW, O_TEL, O_READER, O_ALLOW,
-       O_MAXUN, O_INBOUND };
+       O_MAXUN, O_INBOUND, O_JOURNAL };
 
 static const struct option long_opts[] = {
     {"interface", required_argument, 0, 'i'}, {"read", required_argument, 0, 'r'},
@@ -478,7 +480,7 @@ static const struct option long_opts[] = {
     {"help", no_argument, 0, O_HELP}, {"version", no_argument, 0, O_VER},
     {"mirror-map", required_argument, 0, O_MAP}, {"sflow-listen", required_argument, 0, O_SFLOW},
     {"telemetry", no_argument, 0, O_TEL}, {"file-reader", required_argument, 0, O_READER},
-    {"inbound", no_argument, 0, O_INBOUND},
+    {"inbound", no_argument, 0, O_INBOUND}, {"journal", no_argument, 0, O_JOURNAL},
     {"telemetry-allow", required_argument, 0, O_ALLOW},
     {"telemetry-max-unmapped", required_argument, 0, O_MAXUN},
     {0, 0, 0, 0},
@@ -600,6 +602,7 @@ static int parse_opts(int argc, char **argv, struct probe_opts *o)
         case O_SFLOW: o->sflow_listen = a; o->telemetry = true; break;
         case O_TEL: o->telemetry = true; break;
         case O_INBOUND: o->inbound = true; break;
+        case O_JOURNAL: o->journal = true; break;
         case O_ALLOW: r = allow_opt(a, o); o->telemetry = true; break;
         case O_MAXUN:
             r = int_opt("--telemetry-max-unmapped", a, 0, MIRROR_MAX_VIEWS, &o->max_unmapped);
@@ -810,7 +813,7 @@ int main(int argc, char **argv)
         free(pr);
         return r < 0 ? 0 : r;
     }
-    log_init("tierflow-probe", pr->o.log_level, false);
+    log_init("tierflow-probe", pr->o.log_level, false, pr->o.journal);
     pr->offline = pr->o.file != NULL;
     pr->next_close = -INFINITY;
     pr->sflow_fd = -1;
