@@ -213,6 +213,21 @@ static void test_post_url(void **state)
     assert_int_equal(post_url("", u, sizeof(u)), -EINVAL);
     assert_int_equal(post_url("http://a-very-long-controller-name.example:8080", u, 32),
                      -ENAMETOOLONG);
+    /* What libcurl's parser (CURLU) brings: the URL as the transfer reads it. */
+    assert_int_equal(post_url("http://[::1]:8080/", u, sizeof(u)), 0);
+    assert_string_equal(u, "http://[::1]:8080/api/v1/reports");
+    assert_int_equal(post_url("HTTP://C:8080", u, sizeof(u)), 0);
+    assert_string_equal(u, "http://C:8080/api/v1/reports");
+    assert_int_equal(post_url("http://c:8080/tf//", u, sizeof(u)), 0);
+    assert_string_equal(u, "http://c:8080/tf/api/v1/reports");
+    assert_int_equal(post_url("http://c/x?probe=1", u, sizeof(u)), 0);
+    assert_string_equal(u, "http://c/x/api/v1/reports?probe=1");
+    assert_int_equal(post_url("http://", u, sizeof(u)), -EINVAL);       /* no host */
+    assert_int_equal(post_url("http://c:99999", u, sizeof(u)), -EINVAL); /* no such port */
+    assert_int_equal(post_url("http://c d", u, sizeof(u)), -EINVAL);
+    assert_int_equal(post_url("c:8080", u, sizeof(u)), -EINVAL);        /* no scheme */
+    assert_int_equal(post_url("file:///etc/passwd", u, sizeof(u)), -EINVAL);
+    assert_int_equal(post_url(NULL, u, sizeof(u)), -EINVAL);
 }
 
 /* A controller that is not there: reports are retried, counted as errors,
