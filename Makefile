@@ -23,6 +23,7 @@ BINDIR   ?= $(PREFIX)/bin
 SHAREDIR ?= $(PREFIX)/share/tierflow
 MANDIR   ?= $(PREFIX)/share/man
 SYSCONFDIR ?= /etc
+UNITDIR  ?= $(PREFIX)/lib/systemd/system
 CC       ?= cc
 NPROC    := $(shell nproc 2>/dev/null || echo 2)
 VERSION  := $(shell git describe --always --dirty 2>/dev/null || echo 0.1.0)
@@ -152,6 +153,9 @@ fuzz:
 	@O=$(O) FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run.sh $(FUZZ_BINS)
 
 # ---- install ------------------------------------------------------------
+# The systemd units and the default configuration name the installed paths;
+# the configuration is the operator's: installed once, never overwritten.
+SUBST_PATHS = sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g'
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SHAREDIR)/web $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(MANDIR)/man1
 	install -m 0755 $(addprefix $(O)/bin/,$(PROGS)) $(DESTDIR)$(BINDIR)/
@@ -159,8 +163,13 @@ install: all
 	install -m 0644 controller/openapi.json $(DESTDIR)$(SHAREDIR)/openapi.json
 	for m in docs/man/*.8; do [ -f "$$m" ] && install -m 0644 "$$m" $(DESTDIR)$(MANDIR)/man8/ || true; done
 	for m in docs/man/*.1; do [ -f "$$m" ] && install -m 0644 "$$m" $(DESTDIR)$(MANDIR)/man1/ || true; done
-	if [ -f controller/tierflowd.service ]; then install -d $(DESTDIR)$(PREFIX)/lib/systemd/system && \
-	  sed 's|@BINDIR@|$(BINDIR)|g' controller/tierflowd.service > $(DESTDIR)$(PREFIX)/lib/systemd/system/tierflowd.service; fi
+	install -d $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSCONFDIR)/tierflow
+	for u in contrib/systemd/*.service; do \
+	  $(SUBST_PATHS) "$$u" > $(DESTDIR)$(UNITDIR)/$$(basename "$$u") && chmod 0644 $(DESTDIR)$(UNITDIR)/$$(basename "$$u") || exit 1; \
+	done
+	[ -e $(DESTDIR)$(SYSCONFDIR)/tierflow/tierflowd.json ] || \
+	  { $(SUBST_PATHS) contrib/tierflowd.json > $(DESTDIR)$(SYSCONFDIR)/tierflow/tierflowd.json && \
+	    chmod 0644 $(DESTDIR)$(SYSCONFDIR)/tierflow/tierflowd.json; }
 
 clean:
 	rm -rf $(O)

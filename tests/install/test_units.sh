@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# The installed systemd units and default configuration, with systemd's own
+# tools: `systemd-analyze verify` passes for tierflowd.service and an
+# instance of tierflow-probe@.service (their binaries and man pages
+# installed where the units say), `systemd-analyze security --offline=yes`
+# scores each at most 3.0; the default configuration passes
+# tierflowd --check-config and its plan folder is one the unit's
+# StateDirectory= creates; a second `make install` keeps an edited
+# configuration; the probe captures with CAP_NET_RAW alone as an
+# unprivileged user (what the unit grants) and cannot without it.
+# timeout: 120
+set -u
+. "$TF_ROOT/tests/lib/tap.sh"
+command -v systemd-analyze >/dev/null || { t_skip all "no systemd-analyze (Debian package systemd)"; t_done; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+chmod 755 "$tmp" # the unprivileged probe below runs the program installed here
+unset MAKEFLAGS MFLAGS MAKELEVEL
+p=$tmp/p
+if ! make -C "$TF_ROOT" --no-print-directory O="$TF_BUILD" PREFIX="$p" SYSCONFDIR="$p/etc" install >"$tmp/log" 2>&1; then
+  t_fail "make install" "$(tail -5 "$tmp/log")"
+  t_done
+fi
+units=$p/lib/systemd/system
+cfg=$p/etc/tierflow/tierflowd.json
+t_check "installs tierflowd.service" test -f "$units/tierflowd.service"
+t_check "installs tierflow-probe@.service" test -f "$units/tierflow-probe@.service"
+t_check "installs the default configuration" test -f "$cfg"
+t_eq "no path left unsubstituted" "" "$(grep -l '@[A-Z]*@' "$units"/*.service "$cfg")"
+ln -s tierflow-probe@.service "$units/tierflow-probe@lo.service"
+
+cd "$units"
+out=$(MANPATH=$p/share/man systemd-analyze verify ./tierflowd.service ./tierflow-probe@lo.service 2>&1); rc=$?
+t_eq "systemd-analyze verify: no complaint" "0:" "$rc:$out"
+for u in tierflowd.service tierflow-probe@lo.service; do
+  systemd-analyze security --offline=yes "./$u" >"$tmp/sec" 2>&1
+  score=$(sed -n 's/.*Overall exposure level for [^:]*: \([0-9.]*\).*/\1/p' "$tmp/sec")
+  echo "# $u: exposure $score"
+  grep '✗' "$tmp/sec" | sed 's/^/#   /'
+  if [ -n "$score" ]; then
+    t_check "$u: exposure $score <= 3.0" awk -v s="$score" 'BEGIN{exit !(s <= 3.0)}'
+  else
+    t_fail "$u: exposure score" "$(tail -3 "$tmp/sec")"
+  fi
+done
+t_check "systemd-analyze security --threshold=30 passes both" sh -c \
+  "systemd-analyze security --offline=yes --threshold=30 ./tierflowd.service ./tierflow-probe@lo.service >/dev/null 2>&1"
+cd "$TF_ROOT"
+
+t_check "tierflowd runs as a dynamic user with CAP_NET_ADMIN only" \
+  grep -qxE 'CapabilityBoundingSet=CAP_NET_ADMIN' "$units/tierflowd.service"
+t_check "every writable path is optional or made by systemd" \
+  sh -c "! grep -hE '^ReadWritePaths=[^-]' '$units'/*.service"
+plan=$(jq -r '.backend_options.plan_dir' "$cfg")
+state=$(sed -n 's/^StateDirectory=//p' "$units/tierflowd.service")
+t_check "the configuration's plan_dir ($plan) is a StateDirectory= of the unit" \
+  sh -c "for d in $state; do [ \"/var/lib/\$d\" = '$plan' ] && exit 0; done; exit 1"
+t_check "ExecStart names the installed binary and configuration" \
+  grep -q "^ExecStart=$p/bin/tierflowd --config $cfg " "$units/tierflowd.service"
+if "$p/bin/tierflowd" --config "$cfg" --set topology=leafspine:leaves=2,spines=2 --check-config >"$tmp/chk" 2>&1; then
+  t_pass "the default configuration passes --check-config"
+else
+  t_fail "the default configuration passes --check-config" "$(cat "$tmp/chk")"
+fi
+echo '{"topology": "mine.json"}' >"$cfg"
+make -C "$TF_ROOT" --no-print-directory O="$TF_BUILD" PREFIX="$p" SYSCONFDIR="$p/etc" install >"$tmp/log" 2>&1
+t_eq "a second make install keeps the operator's configuration" '{"topology": "mine.json"}' "$(cat "$cfg")"
+
+# What the probe's unit grants: an unprivileged user, CAP_NET_RAW alone.
+if [ "$(id -u)" -ne 0 ] || ! command -v setpriv >/dev/null; then
+  t_skip "probe with CAP_NET_RAW only" "needs root and setpriv to drop to nobody"
+else
+  nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps="-all$1" --ambient-caps="-all$1" \
+               --bounding-set="-all$1" -- timeout -s INT 2 "$p/bin/tierflow-probe" -i lo --interval 0.3; }
+  nobody ,+net_raw >"$tmp/cap.out" 2>"$tmp/cap.err"
+  t_check "as nobody with CAP_NET_RAW the probe captures on lo and reports" \
+    jq -se 'length >= 2 and all(.links[0].if == "lo")' "$tmp/cap.out"
+  nobody "" >"$tmp/nocap.out" 2>"$tmp/nocap.err"; rc=$?
+  t_check "without it the probe exits 1 naming the interface" \
+    sh -c "[ $rc -eq 1 ] && grep -q -- '-i lo:.*permission' '$tmp/nocap.err'"
+fi
+t_done
