@@ -6,8 +6,11 @@
 # scores each at most 3.0; the default configuration passes
 # tierflowd --check-config and its plan folder is one the unit's
 # StateDirectory= creates; a second `make install` keeps an edited
-# configuration; the probe captures with CAP_NET_RAW alone as an
-# unprivileged user (what the unit grants) and cannot without it.
+# configuration; what the units grant is enough, and needed: the probe
+# captures with CAP_NET_RAW alone as an unprivileged user and cannot
+# without it, and tierflowd's netlink backend, as an unprivileged user with
+# CAP_NET_ADMIN alone in a network namespace of its own, writes (and
+# removes) the rule it probes the kernel with, which without it is refused.
 # timeout: 120
 set -u
 . "$TF_ROOT/tests/lib/tap.sh"
@@ -78,5 +81,26 @@ else
   nobody "" >"$tmp/nocap.out" 2>"$tmp/nocap.err"; rc=$?
   t_check "without it the probe exits 1 naming the interface" \
     sh -c "[ $rc -eq 1 ] && grep -q -- '-i lo:.*permission' '$tmp/nocap.err'"
+
+  # tierflowd's netlink backend in an unnamed network (and UTS) namespace that
+  # vanishes with it, programming "switch L1", the host name it is given.
+  # At start it adds a rule that matches nothing (from 255.255.255.255, at
+  # tierflow's last priority) to learn whether the kernel keeps the DSCP
+  # selector, reads it back and deletes it.
+  ctl() { # CAPS OUT: runs tierflowd there until it answers, then lists the rules
+    unshare -n -u sh -c '
+      hostname L1; ip link set lo up
+      setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps="-all$1" --ambient-caps="-all$1" \
+        --bounding-set="-all$1" -- "$3" --topology leafspine:leaves=2,spines=2 --backend netlink \
+        --listen 127.0.0.1:18311 --interval 3600 2>"$2.log" & pid=$!
+      i=0; while [ $i -lt 100 ] && ! curl -sf http://127.0.0.1:18311/api/v1/status >/dev/null; do sleep 0.1; i=$((i+1)); done
+      ip rule list >"$2.rules"; kill $pid; wait $pid' sh "$1" "$2" "$p/bin/tierflowd"
+  }
+  ctl ,+net_admin "$tmp/nl"
+  t_check "as nobody with CAP_NET_ADMIN the netlink backend starts" grep -q 'netlink backend: 1 switch' "$tmp/nl.log"
+  t_check "... and its rule writes are not refused" sh -c "! grep -q 'not permitted' '$tmp/nl.log'"
+  t_check "... and the probe rule is gone again" sh -c "! grep -q '255.255.255.255' '$tmp/nl.rules'"
+  ctl "" "$tmp/nonl"
+  t_check "without CAP_NET_ADMIN the same write is refused" grep -q 'Operation not permitted' "$tmp/nonl.log"
 fi
 t_done
