@@ -325,7 +325,7 @@ int post_start(struct post **out, const struct post_opts *o)
     int r = post_url(o->url, p->url, sizeof(p->url));
     if (r < 0) {
         log_err("--controller '%s': %s", o->url ? o->url : "",
-                r == -EINVAL ? "not an http:// or https:// URL" : "URL too long");
+                r == -EINVAL ? "not an http:// or https:// URL with a host" : "URL too long");
     } else if ((r = post_queue_init(&p->q, o->queue_len ? o->queue_len : 16)) == 0 &&
                (r = post_setup_curl(p, o)) == 0) {
         /* The sender takes no signals: SIGHUP, SIGTERM and SIGINT must

@@ -565,14 +565,16 @@ static int parse_opts(int argc, char **argv, struct probe_opts *o)
                 tf_strlcpy(o->node, a, sizeof(o->node));
             node_given = true;
             break;
-        case O_CTL:
-            if (o->nctl == PROBE_MAX_CTL) {
-                char why[48];
-                snprintf(why, sizeof(why), "at most %d controllers", PROBE_MAX_CTL);
+        case O_CTL: {
+            char url[POST_URL_MAX], why[48];
+            snprintf(why, sizeof(why), "at most %d controllers", PROBE_MAX_CTL);
+            if (o->nctl == PROBE_MAX_CTL)
                 return bad_opt("--controller", a, why);
-            }
+            if (post_url(a, url, sizeof(url)) < 0)
+                return bad_opt("--controller", a, "not an http:// or https:// URL with a host");
             o->controller[o->nctl++] = a;
             break;
+        }
         case O_TOKEN: o->token_file = a; break;
         case O_IVL: r = num_opt("--interval", a, 0.01, 3600, &o->interval); break;
         case O_FAT: r = num_opt("--fat-share", a, 0.001, 1.0, &o->fat_share); break;
