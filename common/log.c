@@ -41,6 +41,16 @@ bool log_stderr_is_journal(void)
     return (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
 }
 
+void log_early_err(const char *prog, const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "%s%s: %s\n", log_stderr_is_journal() ? "<3>" : "", prog, buf);
+}
+
 void log_init(const char *ident, int max_level, bool use_syslog, bool journal)
 {
     log_ident = ident ? ident : log_ident;

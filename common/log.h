@@ -24,6 +24,12 @@
 void log_init(const char *ident, int max_level, bool use_syslog, bool journal);
 /* Whether stderr is the stream JOURNAL_STREAM names ("DEV:INODE"). */
 bool log_stderr_is_journal(void);
+/* An error before, or without, log_init (a bad option, a configuration a
+ * daemon refuses at start): "PROG: MESSAGE" on stderr, as command-line
+ * tools word them, with the error priority "<3>" in front when stderr is
+ * the journal, so that the reason a unit failed to start is filed as an
+ * error. */
+void log_early_err(const char *prog, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Parses "error|warning|notice|info|debug"; returns the level or -EINVAL. */
 int log_level_parse(const char *name);
 void log_msg(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -3,6 +3,8 @@
  */
 #include "common/util.h"
 
+#include "common/log.h"
+
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
@@ -143,7 +145,7 @@ int tf_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
 
 int tf_bad_arg(const char *prog, const char *opt, const char *val, const char *why)
 {
-    fprintf(stderr, "%s: %s '%s': %s\n", prog, opt, val, why);
+    log_early_err(prog, "%s '%s': %s", opt, val, why);
     return TF_EXIT_USAGE;
 }
 

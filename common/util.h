@@ -57,7 +57,8 @@ int tf_secret_file_check(const char *what, const char *path, char *err, size_t e
 #define TF_EXIT_USAGE 2
 
 /* The one wording of "bad value for this option" (iproute2's invarg): prints
- * "PROG: OPT 'VAL': WHY" to stderr and returns TF_EXIT_USAGE. */
+ * "PROG: OPT 'VAL': WHY" to stderr (log_early_err) and returns
+ * TF_EXIT_USAGE. */
 int tf_bad_arg(const char *prog, const char *opt, const char *val, const char *why);
 
 /* Reads a whole small file (bounded by max bytes) into a NUL-terminated

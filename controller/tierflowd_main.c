@@ -306,7 +306,7 @@ int main(int argc, char **argv)
             cfg_file = optarg;
     config_defaults(&d.cfg);
     if (cfg_file && config_load_file(&d.cfg, cfg_file, err, sizeof(err)) < 0) {
-        fprintf(stderr, "tierflowd: %s\n", err);
+        log_early_err("tierflowd", "%s", err);
         return 2;
     }
     optind = 1;
@@ -331,7 +331,7 @@ int main(int argc, char **argv)
             tf_strlcpy(kv, optarg, sizeof(kv));
             char *eq = strchr(kv, '=');
             if (!eq) {
-                fprintf(stderr, "tierflowd: --set %s: expected KEY=VALUE\n", optarg);
+                log_early_err("tierflowd", "--set %s: expected KEY=VALUE", optarg);
                 return TF_EXIT_USAGE;
             }
             *eq = '\0';
@@ -342,16 +342,16 @@ int main(int argc, char **argv)
             r = config_set_str(&d.cfg, keys[c - O_CONFIG], optarg, err, sizeof(err));
         }
         if (r < 0) {
-            fprintf(stderr, "tierflowd: %s\n", err);
+            log_early_err("tierflowd", "%s", err);
             return 2;
         }
     }
     if (optind < argc) {
-        fprintf(stderr, "tierflowd: unexpected argument '%s'\n", argv[optind]);
+        log_early_err("tierflowd", "unexpected argument '%s'", argv[optind]);
         return TF_EXIT_USAGE;
     }
     if (config_validate(&d.cfg, err, sizeof(err)) < 0) {
-        fprintf(stderr, "tierflowd: %s\n", err);
+        log_early_err("tierflowd", "%s", err);
         return 2;
     }
     log_init("tierflowd", log_level_parse(d.cfg.log_level), d.cfg.syslog, journal);
@@ -370,7 +370,7 @@ int main(int argc, char **argv)
      * the check refuses the configuration and a start warns. */
     if (backend_check_topo(d.cfg.backend, t, err, sizeof(err)) < 0) {
         if (check) {
-            fprintf(stderr, "tierflowd: %s\n", err);
+            log_early_err("tierflowd", "%s", err);
             topo_free(t);
             classes_free(d.cls);
             free(d.cls);

@@ -625,8 +625,7 @@ static int parse_opts(int argc, char **argv, struct probe_opts *o)
     if (optind < argc)
         return bad_opt("argument", argv[optind], "unexpected (options only)");
     if ((o->file && (o->nifs || o->sflow_listen)) || (!o->file && !o->nifs && !o->sflow_listen)) {
-        fprintf(stderr, "tierflow-probe: give -i IFACE (one or more) and/or --sflow-listen, "
-                        "or -r FILE\n");
+        log_early_err("tierflow-probe", "give -i IFACE (one or more) and/or --sflow-listen, or -r FILE");
         usage(stderr);
         return TF_EXIT_USAGE;
     }

@@ -11,6 +11,8 @@
 # without it, and tierflowd's netlink backend, as an unprivileged user with
 # CAP_NET_ADMIN alone in a network namespace of its own, writes (and
 # removes) the rule it probes the kernel with, which without it is refused.
+# Under the units stderr is the journal: both programs then prefix each
+# line with its syslog priority (<N>) for journald to file it under.
 # timeout: 120
 set -u
 . "$TF_ROOT/tests/lib/tap.sh"
@@ -68,6 +70,22 @@ fi
 echo '{"topology": "mine.json"}' >"$cfg"
 make -C "$TF_ROOT" --no-print-directory O="$TF_BUILD" PREFIX="$p" SYSCONFDIR="$p/etc" install >"$tmp/log" 2>&1
 t_eq "a second make install keeps the operator's configuration" '{"topology": "mine.json"}' "$(cat "$cfg")"
+
+# journald: stderr is the stream JOURNAL_STREAM names (DEV:INODE), as systemd
+# sets it for a unit whose output is the journal; then a plain stream.
+jlog() { : >"$tmp/j.err"; JOURNAL_STREAM=$(stat -c '%d:%i' "$tmp/j.err") "$@" >/dev/null 2>>"$tmp/j.err"; }
+jlog "$p/bin/tierflowd" --topology "$tmp/no-such-topology.json"
+t_check "tierflowd's error to the journal: <3>error: ..." grep -q '^<3>error: .*no-such-topology.json' "$tmp/j.err"
+jlog "$p/bin/tierflowd" --topology leafspine --set thresholds.util=x
+t_check "a configuration tierflowd refuses at start, to the journal: <3>tierflowd: ..." \
+  grep -q '^<3>tierflowd: .*thresholds.util' "$tmp/j.err"
+jlog "$p/bin/tierflow-probe" -r "$tmp/no-such.pcap"
+t_check "the probe's error to the journal: <3>error: ..." grep -q '^<3>error: .*no-such.pcap' "$tmp/j.err"
+"$p/bin/tierflow-probe" -r "$tmp/no-such.pcap" 2>"$tmp/plain.err" >/dev/null
+t_check "on a plain stderr: time, program and level, no prefix" \
+  grep -qE '^[0-9]{4}-[0-9-]+T[0-9:.]+Z tierflow-probe error: .*no-such.pcap' "$tmp/plain.err"
+"$p/bin/tierflow-probe" --journal -r "$tmp/no-such.pcap" 2>"$tmp/asked.err" >/dev/null
+t_check "--journal asks for the prefixes on any stream" grep -q '^<3>error: .*no-such.pcap' "$tmp/asked.err"
 
 # What the probe's unit grants: an unprivileged user, CAP_NET_RAW alone.
 if [ "$(id -u)" -ne 0 ] || ! command -v setpriv >/dev/null; then

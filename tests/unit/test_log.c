@@ -1,7 +1,9 @@
 /* common/log: on stderr, "<N>" syslog priorities (what journald files a line
  * under) when JOURNAL_STREAM names stderr or when asked; the plain
  * time-stamped line otherwise; a stream JOURNAL_STREAM does not name (a
- * child's stderr redirected elsewhere) or a malformed value gets no prefix. */
+ * child's stderr redirected elsewhere) or a malformed value gets no prefix;
+ * an error before log_init (log_early_err) reads "PROG: MESSAGE", with the
+ * error priority in front on the journal. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -129,6 +131,14 @@ static void asked_for_prefixes_without_journal(void **st)
     assert_string_equal(captured(*st), "<4>warning: asked\n");
 }
 
+static void early_errors_get_the_error_priority_on_the_journal(void **st)
+{
+    log_early_err("tfx", "--set %s: expected KEY=VALUE", "a");
+    set_stream_of_stderr(0);
+    log_early_err("tfx", "bad %d", 7);
+    assert_string_equal(captured(*st), "tfx: --set a: expected KEY=VALUE\n<3>tfx: bad 7\n");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -138,6 +148,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(another_stream_gets_no_prefix, cap_setup, cap_teardown),
         cmocka_unit_test_setup_teardown(malformed_journal_stream_is_ignored, cap_setup, cap_teardown),
         cmocka_unit_test_setup_teardown(asked_for_prefixes_without_journal, cap_setup, cap_teardown),
+        cmocka_unit_test_setup_teardown(early_errors_get_the_error_priority_on_the_journal, cap_setup,
+                                        cap_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
