@@ -566,10 +566,12 @@ static int parse_opts(int argc, char **argv, struct probe_opts *o)
             node_given = true;
             break;
         case O_CTL: {
-            char url[POST_URL_MAX], why[48];
-            snprintf(why, sizeof(why), "at most %d controllers", PROBE_MAX_CTL);
-            if (o->nctl == PROBE_MAX_CTL)
+            char url[POST_URL_MAX];
+            if (o->nctl == PROBE_MAX_CTL) {
+                char why[48];
+                snprintf(why, sizeof(why), "at most %d controllers", PROBE_MAX_CTL);
                 return bad_opt("--controller", a, why);
+            }
             if (post_url(a, url, sizeof(url)) < 0)
                 return bad_opt("--controller", a, "not an http:// or https:// URL with a host");
             o->controller[o->nctl++] = a;
