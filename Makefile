@@ -23,20 +23,30 @@ BINDIR   ?= $(PREFIX)/bin
 SHAREDIR ?= $(PREFIX)/share/tierflow
 MANDIR   ?= $(PREFIX)/share/man
 SYSCONFDIR ?= /etc
+UNITDIR  ?= $(PREFIX)/lib/systemd/system
 CC       ?= cc
 NPROC    := $(shell nproc 2>/dev/null || echo 2)
 VERSION  := $(shell git describe --always --dirty 2>/dev/null || echo 0.1.0)
 
-PKGS     := libpcap libnl-3.0 libnl-route-3.0 libmicrohttpd jansson libcurl
-PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm -lpthread
+# pkg-config is read on first use, never while the Makefile is parsed: the
+# targets that install packages (all, test, bench, demo, fuzz) run
+# scripts/deps.sh first and build in a sub-make, whose first compile reads it once
+# (memoised), so a fresh machine's first `make` finds the headers deps.sh
+# just installed. A pkg-config that fails stops the build, naming the
+# packages, instead of compiling without their flags.
+PKGS       := libpcap libnl-3.0 libnl-route-3.0 libmicrohttpd jansson libcurl
+PKG_CONFIG ?= pkg-config
+pkg_read    = $(shell $(PKG_CONFIG) $(1) $(PKGS) 2>/dev/null || echo FAILED)
+pkg_checked = $(if $(filter FAILED,$(1)),$(error $(PKG_CONFIG) $(2) $(PKGS) failed: run scripts/deps.sh build (as root) first),$(1))
+PKG_CFLAGS  = $(eval PKG_CFLAGS := $(call pkg_checked,$(call pkg_read,--cflags),--cflags))$(PKG_CFLAGS)
+PKG_LIBS    = $(eval PKG_LIBS := $(call pkg_checked,$(call pkg_read,--libs),--libs) -lm -lpthread)$(PKG_LIBS)
 
 WARN     := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wno-missing-field-initializers
-BASE_CFLAGS := -std=c11 -D_DEFAULT_SOURCE -D_GNU_SOURCE $(WARN) -I. $(PKG_CFLAGS) \
+BASE_CFLAGS = -std=c11 -D_DEFAULT_SOURCE -D_GNU_SOURCE $(WARN) -I. $(PKG_CFLAGS) \
                -DTF_VERSION='"$(VERSION)"' -DTF_SHAREDIR='"$(SHAREDIR)"' -MMD -MP
-OPT_CFLAGS  := -O2 -g $(BASE_CFLAGS)
+OPT_CFLAGS  = -O2 -g $(BASE_CFLAGS)
 SAN_FLAGS   := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
-SAN_CFLAGS  := -O1 -g $(SAN_FLAGS) $(BASE_CFLAGS)
+SAN_CFLAGS  = -O1 -g $(SAN_FLAGS) $(BASE_CFLAGS)
 
 srcs_of   = $(filter-out $(wildcard $(1)/*_main.c),$(wildcard $(1)/*.c))
 COMMON_SRC := $(call srcs_of,common)
@@ -57,11 +67,11 @@ prog_src   = $(word 2,$(subst :, ,$(filter $(1):%,$(PROGS_ALL))))
 LIBS_ORDER := libtfctl.a libtfpolicy.a libtfprobe.a libtfcommon.a
 
 .SECONDARY:
-.PHONY: all test bench fuzz demo install clean deps san unit-bins tools
-all: deps-build $(addprefix $(O)/bin/,$(PROGS))
-
-deps-build:
+.PHONY: all programs test bench fuzz demo install clean deps san unit-bins tools
+all:
 	@scripts/deps.sh build
+	@$(MAKE) --no-print-directory programs
+programs: $(addprefix $(O)/bin/,$(PROGS))
 
 # ---- object rules, one per variant -------------------------------------
 define variant
@@ -80,8 +90,8 @@ $(O)/$(1)/libtfctl.a: $$(CTL_SRC:%.c=$(O)/$(1)/obj/%.o)
 
 $(1)_LIBS := $$(addprefix $(O)/$(1)/,$$(LIBS_ORDER))
 endef
-$(eval $(call variant,opt,$(OPT_CFLAGS)))
-$(eval $(call variant,san,$(SAN_CFLAGS)))
+$(eval $(call variant,opt,$$(OPT_CFLAGS)))
+$(eval $(call variant,san,$$(SAN_CFLAGS)))
 
 # Optimised programs land in $(O)/bin, sanitizer ones in $(O)/san/bin.
 .SECONDEXPANSION:
@@ -126,7 +136,7 @@ demo:
 # ---- fuzzing (clang + libFuzzer) ----------------------------------------
 # clang, unlike gcc, flags a v*printf wrapper without a format attribute
 # (controller/httpd.c); gcc's -Wformat=2 still checks those in the other builds.
-FUZZ_CFLAGS := -O1 -g -fsanitize=fuzzer-no-link,address,undefined $(BASE_CFLAGS)
+FUZZ_CFLAGS = -O1 -g -fsanitize=fuzzer-no-link,address,undefined $(BASE_CFLAGS)
 # Every library source: fuzz_ingest reaches policy/ and controller/. Objects
 # named on the link line are all linked in, so every target carries them all.
 FUZZ_LIB_SRC := $(COMMON_SRC) $(PROBE_SRC) $(POLICY_SRC) $(CTL_SRC)
@@ -143,6 +153,9 @@ fuzz:
 	@O=$(O) FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run.sh $(FUZZ_BINS)
 
 # ---- install ------------------------------------------------------------
+# The systemd units and the default configuration name the installed paths;
+# the configuration is the operator's: installed once, never overwritten.
+SUBST_PATHS = sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g'
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SHAREDIR)/web $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(MANDIR)/man1
 	install -m 0755 $(addprefix $(O)/bin/,$(PROGS)) $(DESTDIR)$(BINDIR)/
@@ -150,8 +163,13 @@ install: all
 	install -m 0644 controller/openapi.json $(DESTDIR)$(SHAREDIR)/openapi.json
 	for m in docs/man/*.8; do [ -f "$$m" ] && install -m 0644 "$$m" $(DESTDIR)$(MANDIR)/man8/ || true; done
 	for m in docs/man/*.1; do [ -f "$$m" ] && install -m 0644 "$$m" $(DESTDIR)$(MANDIR)/man1/ || true; done
-	if [ -f controller/tierflowd.service ]; then install -d $(DESTDIR)$(PREFIX)/lib/systemd/system && \
-	  sed 's|@BINDIR@|$(BINDIR)|g' controller/tierflowd.service > $(DESTDIR)$(PREFIX)/lib/systemd/system/tierflowd.service; fi
+	install -d $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSCONFDIR)/tierflow
+	for u in contrib/systemd/*.service; do \
+	  $(SUBST_PATHS) "$$u" > $(DESTDIR)$(UNITDIR)/$$(basename "$$u") && chmod 0644 $(DESTDIR)$(UNITDIR)/$$(basename "$$u") || exit 1; \
+	done
+	[ -e $(DESTDIR)$(SYSCONFDIR)/tierflow/tierflowd.json ] || \
+	  { $(SUBST_PATHS) contrib/tierflowd.json > $(DESTDIR)$(SYSCONFDIR)/tierflow/tierflowd.json && \
+	    chmod 0644 $(DESTDIR)$(SYSCONFDIR)/tierflow/tierflowd.json; }
 
 clean:
 	rm -rf $(O)

@@ -3,6 +3,8 @@
  */
 #include "common/util.h"
 
+#include "common/log.h"
+
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
@@ -139,6 +141,12 @@ int tf_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
         va_end(ap);
     }
     return rc;
+}
+
+int tf_bad_arg(const char *prog, const char *opt, const char *val, const char *why)
+{
+    log_early_err(prog, "%s '%s': %s", opt, val, why);
+    return TF_EXIT_USAGE;
 }
 
 int tf_read_file(const char *path, size_t max, char **out, size_t *len)

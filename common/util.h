@@ -52,6 +52,15 @@ int tf_fail(char *err, size_t errlen, int rc, const char *fmt, ...) __attribute_
  * PATH"). The daemon's token_file and the probe's --token-file both. */
 int tf_secret_file_check(const char *what, const char *path, char *err, size_t errlen);
 
+/* Every program's exit status for a usage error (a bad option, a bad
+ * option value, a missing or extra argument), as getopt-based tools do. */
+#define TF_EXIT_USAGE 2
+
+/* The one wording of "bad value for this option" (iproute2's invarg): prints
+ * "PROG: OPT 'VAL': WHY" to stderr (log_early_err) and returns
+ * TF_EXIT_USAGE. */
+int tf_bad_arg(const char *prog, const char *opt, const char *val, const char *why);
+
 /* Reads a whole small file (bounded by max bytes) into a NUL-terminated
  * malloc'd buffer. -EFBIG when larger than max. */
 int tf_read_file(const char *path, size_t max, char **out, size_t *len);

@@ -53,6 +53,8 @@ static void usage(FILE *f)
             "  --web-dir DIR            dashboard files\n"
             "  --log-level LEVEL        error|warning|notice|info|debug\n"
             "  --syslog                 log to syslog instead of stderr\n"
+            "  --journal                <N> priority prefixes on stderr (automatic\n"
+            "                           when stderr is the journal)\n"
             "  --withdraw-on-exit       remove installed routes on SIGTERM\n"
             "  --tls-cert F --tls-key F serve HTTPS\n"
             "  --set KEY=VALUE          any config key (see tierflowd(8))\n"
@@ -279,16 +281,17 @@ int main(int argc, char **argv)
     static struct daemon d; /* large; static keeps it off the stack */
     char err[512];
     const char *cfg_file = NULL;
-    bool check = false;
+    bool check = false, journal = false;
     enum { O_CONFIG = 256, O_TOPO, O_POLICY, O_LISTEN, O_BACKEND, O_TOKEN, O_INTERVAL, O_PLANDIR, O_WEB, O_LOGLEVEL,
-           O_SYSLOG, O_WITHDRAW, O_CERT, O_KEY, O_SET, O_CHECK, O_VERSION, O_HELP };
+           O_SYSLOG, O_WITHDRAW, O_CERT, O_KEY, O_SET, O_CHECK, O_VERSION, O_HELP, O_JOURNAL };
     static const struct option opts[] = {
         {"config", 1, 0, O_CONFIG}, {"topology", 1, 0, O_TOPO}, {"policy", 1, 0, O_POLICY},
         {"listen", 1, 0, O_LISTEN}, {"backend", 1, 0, O_BACKEND}, {"token-file", 1, 0, O_TOKEN},
         {"interval", 1, 0, O_INTERVAL}, {"plan-dir", 1, 0, O_PLANDIR}, {"web-dir", 1, 0, O_WEB},
         {"log-level", 1, 0, O_LOGLEVEL}, {"syslog", 0, 0, O_SYSLOG}, {"withdraw-on-exit", 0, 0, O_WITHDRAW},
         {"tls-cert", 1, 0, O_CERT}, {"tls-key", 1, 0, O_KEY}, {"set", 1, 0, O_SET},
-        {"check-config", 0, 0, O_CHECK}, {"version", 0, 0, O_VERSION}, {"help", 0, 0, O_HELP}, {0, 0, 0, 0}};
+        {"check-config", 0, 0, O_CHECK}, {"version", 0, 0, O_VERSION}, {"help", 0, 0, O_HELP},
+        {"journal", 0, 0, O_JOURNAL}, {0, 0, 0, 0}};
     static const char *const keys[] = {[O_TOPO - O_CONFIG] = "topology", [O_POLICY - O_CONFIG] = "policy",
         [O_LISTEN - O_CONFIG] = "listen", [O_BACKEND - O_CONFIG] = "backend", [O_TOKEN - O_CONFIG] = "token_file",
         [O_INTERVAL - O_CONFIG] = "interval", [O_PLANDIR - O_CONFIG] = "backend_options.plan_dir",
@@ -303,7 +306,7 @@ int main(int argc, char **argv)
             cfg_file = optarg;
     config_defaults(&d.cfg);
     if (cfg_file && config_load_file(&d.cfg, cfg_file, err, sizeof(err)) < 0) {
-        fprintf(stderr, "tierflowd: %s\n", err);
+        log_early_err("tierflowd", "%s", err);
         return 2;
     }
     optind = 1;
@@ -312,7 +315,7 @@ int main(int argc, char **argv)
         int r = 0;
         if (c == '?') {
             usage(stderr);
-            return 2;
+            return TF_EXIT_USAGE;
         } else if (c == O_HELP) {
             usage(stdout);
             return 0;
@@ -321,13 +324,15 @@ int main(int argc, char **argv)
             return 0;
         } else if (c == O_CHECK) {
             check = true;
+        } else if (c == O_JOURNAL) {
+            journal = true;
         } else if (c == O_SET) {
             char kv[CONFIG_STR_MAX + 64];
             tf_strlcpy(kv, optarg, sizeof(kv));
             char *eq = strchr(kv, '=');
             if (!eq) {
-                fprintf(stderr, "tierflowd: --set %s: expected KEY=VALUE\n", optarg);
-                return 2;
+                log_early_err("tierflowd", "--set %s: expected KEY=VALUE", optarg);
+                return TF_EXIT_USAGE;
             }
             *eq = '\0';
             r = config_set_str(&d.cfg, kv, eq + 1, err, sizeof(err));
@@ -337,19 +342,19 @@ int main(int argc, char **argv)
             r = config_set_str(&d.cfg, keys[c - O_CONFIG], optarg, err, sizeof(err));
         }
         if (r < 0) {
-            fprintf(stderr, "tierflowd: %s\n", err);
+            log_early_err("tierflowd", "%s", err);
             return 2;
         }
     }
     if (optind < argc) {
-        fprintf(stderr, "tierflowd: unexpected argument '%s'\n", argv[optind]);
-        return 2;
+        log_early_err("tierflowd", "unexpected argument '%s'", argv[optind]);
+        return TF_EXIT_USAGE;
     }
     if (config_validate(&d.cfg, err, sizeof(err)) < 0) {
-        fprintf(stderr, "tierflowd: %s\n", err);
+        log_early_err("tierflowd", "%s", err);
         return 2;
     }
-    log_init("tierflowd", log_level_parse(d.cfg.log_level), d.cfg.syslog);
+    log_init("tierflowd", log_level_parse(d.cfg.log_level), d.cfg.syslog, journal);
 
     struct topo *t;
     if (load_policy(&d.cfg, &t, &d.cls, err, sizeof(err)) < 0) {
@@ -365,7 +370,7 @@ int main(int argc, char **argv)
      * the check refuses the configuration and a start warns. */
     if (backend_check_topo(d.cfg.backend, t, err, sizeof(err)) < 0) {
         if (check) {
-            fprintf(stderr, "tierflowd: %s\n", err);
+            log_early_err("tierflowd", "%s", err);
             topo_free(t);
             classes_free(d.cls);
             free(d.cls);

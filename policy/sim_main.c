@@ -37,7 +37,8 @@ static void usage(FILE *f)
     fputs("usage: tierflow-sim --topology FILE|GENERATOR (--flows FILE | --pattern NAME[:ARGS])\n"
           "                    [--algo ecmp,gff,tierflow] [--seed N] [--emit-assignment]\n"
           "                    [--flows-per-pair N] [--max-moves N] [--margin X]\n"
-          "                    [--granularity flow|destination]\n", f);
+          "                    [--granularity flow|destination]\n"
+          "       tierflow-sim --help | --version\n", f);
 }
 
 __attribute__((format(printf, 1, 2)))
@@ -216,7 +217,7 @@ int main(int argc, char **argv)
         {"seed", required_argument, NULL, 's'},     {"emit-assignment", no_argument, NULL, 'e'},
         {"flows-per-pair", required_argument, NULL, 'n'}, {"max-moves", required_argument, NULL, 'm'},
         {"margin", required_argument, NULL, 'g'},   {"help", no_argument, NULL, 'h'},
-        {"granularity", required_argument, NULL, 'G'},
+        {"granularity", required_argument, NULL, 'G'}, {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0}};
     int c;
     uint64_t u;
@@ -229,48 +230,49 @@ int main(int argc, char **argv)
         case 'e': emit = true; break;
         case 's':
             if (tf_parse_u64(optarg, 0, UINT64_MAX, &seed) < 0)
-                return die("--seed '%s': want a non-negative integer", optarg);
+                return tf_bad_arg("tierflow-sim", "--seed", optarg, "want a non-negative integer");
             break;
         case 'n':
             if (tf_parse_u64(optarg, 1, 1024, &fpp) < 0)
-                return die("--flows-per-pair '%s': want 1..1024", optarg);
+                return tf_bad_arg("tierflow-sim", "--flows-per-pair", optarg, "want 1..1024");
             break;
         case 'm':
             if (tf_parse_u64(optarg, 0, UINT32_MAX, &u) < 0)
-                return die("--max-moves '%s': want 0..4294967295", optarg);
+                return tf_bad_arg("tierflow-sim", "--max-moves", optarg, "want 0..4294967295");
             prm.max_moves = (int64_t)u;
             break;
         case 'g':
             if (tf_parse_double(optarg, 0, 0.99, &prm.margin) < 0)
-                return die("--margin '%s': want 0..0.99", optarg);
+                return tf_bad_arg("tierflow-sim", "--margin", optarg, "want 0..0.99");
             break;
         case 'G':
             if (strcmp(optarg, "flow") && strcmp(optarg, "destination"))
-                return die("--granularity '%s': want flow or destination", optarg);
+                return tf_bad_arg("tierflow-sim", "--granularity", optarg, "want flow or destination");
             per_dst = !strcmp(optarg, "destination");
             break;
         case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
+        case 'V': printf("tierflow-sim %s\n", TF_VERSION); return 0;
+        default: usage(stderr); return TF_EXIT_USAGE;
         }
     }
     if (optind != argc || !topo_spec || !!flows_file == !!pattern) {
         usage(stderr);
-        return 2;
+        return TF_EXIT_USAGE;
     }
     int want[ASSIGN_NALGOS] = { 0 }, order[ASSIGN_NALGOS], nalg = 0;
     char abuf[128];
     if (tf_strlcpy(abuf, algos, sizeof(abuf)) >= sizeof(abuf))
-        return die("--algo '%.60s': too long", algos);
+        return tf_bad_arg("tierflow-sim", "--algo", algos, "longer than 127 bytes");
     char *save = NULL;
     for (char *tok = strtok_r(abuf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         int a = assign_algo_parse(tok);
         if (a < 0)
-            return die("--algo: unknown algorithm '%s' (%s)", tok, "ecmp, gff, tierflow");
+            return tf_bad_arg("tierflow-sim", "--algo", tok, "unknown algorithm (ecmp, gff, tierflow)");
         if (!want[a]++)
             order[nalg++] = a;
     }
     if (!nalg)
-        return die("--algo: empty list");
+        return tf_bad_arg("tierflow-sim", "--algo", algos, "empty list");
     prm.seed = seed;
 
     char err[512];

@@ -17,6 +17,7 @@ static void usage(FILE *f)
 {
     fputs("usage: tierflow-topo FILE|GENERATOR [--out FILE] [--check] [--paths SRC DST] [--summary]\n"
           "                     [--max-paths N]\n"
+          "       tierflow-topo --help | --version\n"
           "  GENERATOR: leafspine:leaves=2,spines=4,hosts=4,gbps=100 | fattree:k=4,gbps=1 |\n"
           "             clos3:pods=8,racks=192,hosts=16,spines=16,superspines=64,gbps=400,oversub=7\n"
           "  without --check/--paths/--summary/--out, prints the normalised topology JSON\n", f);
@@ -107,7 +108,7 @@ int main(int argc, char **argv)
         {"out", required_argument, NULL, 'o'},   {"check", no_argument, NULL, 'c'},
         {"paths", required_argument, NULL, 'p'}, {"summary", no_argument, NULL, 's'},
         {"max-paths", required_argument, NULL, 'm'}, {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        {"version", no_argument, NULL, 'V'}, {NULL, 0, NULL, 0},
     };
     const char *out = NULL, *psrc = NULL, *pdst = NULL;
     int check = 0, summary = 0, c;
@@ -119,25 +120,22 @@ int main(int argc, char **argv)
         case 's': summary = 1; break;
         case 'p':
             psrc = optarg;
-            if (optind >= argc) {
-                fputs("tierflow-topo: --paths needs SRC and DST\n", stderr);
-                return 2;
-            }
+            if (optind >= argc)
+                return tf_bad_arg("tierflow-topo", "--paths", optarg, "needs SRC and DST");
             pdst = argv[optind++];
             break;
         case 'm':
-            if (tf_parse_u64(optarg, 0, UINT64_MAX, &max_paths) < 0) {
-                fprintf(stderr, "tierflow-topo: --max-paths \"%s\" is not a number\n", optarg);
-                return 2;
-            }
+            if (tf_parse_u64(optarg, 0, UINT64_MAX, &max_paths) < 0)
+                return tf_bad_arg("tierflow-topo", "--max-paths", optarg, "not a non-negative integer");
             break;
         case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
+        case 'V': printf("tierflow-topo %s\n", TF_VERSION); return 0;
+        default: usage(stderr); return TF_EXIT_USAGE;
         }
     }
     if (optind != argc - 1) {
         usage(stderr);
-        return 2;
+        return TF_EXIT_USAGE;
     }
     char err[512];
     struct topo *t;

@@ -64,18 +64,41 @@ char *post_queue_pop(struct post_queue *q)
 
 int post_url(const char *base, char *out, size_t len)
 {
-    size_t n = base ? strlen(base) : 0, pl = strlen(POST_PATH);
-    if (n == 0 || (strncmp(base, "http://", 7) != 0 && strncmp(base, "https://", 8) != 0))
-        return -EINVAL;
-    if (n >= pl && strcmp(base + n - pl, POST_PATH) == 0) {
-        if (tf_strlcpy(out, base, len) >= len)
-            return -ENAMETOOLONG;
-        return 0;
+    /* libcurl's own parser: the URL is read as the transfer will read it
+     * (host, port, IPv6 literals, percent-encoding), and one it would refuse
+     * is refused here, at start, naming it. */
+    CURLU *u = curl_url();
+    char *scheme = NULL, *path = NULL, *full = NULL;
+    int r = -EINVAL;
+    if (!u)
+        return -ENOMEM;
+    if (!base || curl_url_set(u, CURLUPART_URL, base, 0) != CURLUE_OK ||
+        curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
+        (strcmp(scheme, "http") != 0 && strcmp(scheme, "https") != 0) ||
+        curl_url_get(u, CURLUPART_PATH, &path, 0) != CURLUE_OK)
+        goto out;
+    size_t n = strlen(path), pl = strlen(POST_PATH);
+    if (n < pl || strcmp(path + n - pl, POST_PATH) != 0) {
+        char joined[POST_URL_MAX];
+        while (n && path[n - 1] == '/')
+            n--;
+        int w = snprintf(joined, sizeof(joined), "%.*s%s", (int)n, path, POST_PATH);
+        if (w < 0 || (size_t)w >= sizeof(joined)) {
+            r = -ENAMETOOLONG;
+            goto out;
+        }
+        if (curl_url_set(u, CURLUPART_PATH, joined, 0) != CURLUE_OK)
+            goto out;
     }
-    while (n && base[n - 1] == '/')
-        n--;
-    int w = snprintf(out, len, "%.*s%s", (int)n, base, POST_PATH);
-    return (w < 0 || (size_t)w >= len) ? -ENAMETOOLONG : 0;
+    if (curl_url_get(u, CURLUPART_URL, &full, 0) != CURLUE_OK)
+        goto out;
+    r = tf_strlcpy(out, full, len) >= len ? -ENAMETOOLONG : 0;
+out:
+    curl_free(full);
+    curl_free(path);
+    curl_free(scheme);
+    curl_url_cleanup(u);
+    return r;
 }
 
 struct post {
@@ -302,7 +325,7 @@ int post_start(struct post **out, const struct post_opts *o)
     int r = post_url(o->url, p->url, sizeof(p->url));
     if (r < 0) {
         log_err("--controller '%s': %s", o->url ? o->url : "",
-                r == -EINVAL ? "not an http:// or https:// URL" : "URL too long");
+                r == -EINVAL ? "not an http:// or https:// URL with a host" : "URL too long");
     } else if ((r = post_queue_init(&p->q, o->queue_len ? o->queue_len : 16)) == 0 &&
                (r = post_setup_curl(p, o)) == 0) {
         /* The sender takes no signals: SIGHUP, SIGTERM and SIGINT must

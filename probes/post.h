@@ -61,8 +61,10 @@ struct post_opts {
 
 struct post;
 
-/* Builds the reports URL from a base URL: appends POST_PATH unless the URL
- * already ends with it (a trailing '/' on the base is dropped). */
+/* Builds the reports URL from a base URL, parsed by libcurl (CURLU): an
+ * http or https URL with a host; appends POST_PATH to its path unless the
+ * path already ends with it (trailing '/' dropped). -EINVAL for anything
+ * else, -ENAMETOOLONG when the result does not fit len. */
 int post_url(const char *base, char *out, size_t len);
 
 /* Starts the sender thread. -EINVAL names the bad URL in the log. */

@@ -70,6 +70,7 @@ struct probe_opts {
     int log_level;
     bool libpcap_reader;      /* --file-reader libpcap */
     bool inbound;             /* --inbound */
+    bool journal;             /* --journal: <N> priorities on stderr */
 };
 
 struct probe;
@@ -455,6 +456,7 @@ static void usage(FILE *f)
         "         [--fat-share 0.10] [--link-gbps N] [--filter BPF] [--format json|table]\n"
         "         [--max-flows N] [--top N] [--snaplen N] [--buffer-size MB]\n"
         "         [--idle-timeout SEC] [--file-reader auto|libpcap] [--inbound] [--log-level LEVEL]\n"
+        "         [--journal]\n"
         "         [--help] [--version]\n"
         "       switch telemetry (sFlow v5, ERSPAN), with -i, -r or on its own:\n"
         "         [--sflow-listen [ADDR:]PORT] [--mirror-map FILE] [--telemetry]\n"
@@ -464,7 +466,7 @@ static void usage(FILE *f)
 
 enum { O_NODE = 256, O_CTL, O_TOKEN, O_IVL, O_FAT, O_GBPS, O_FILTER, O_FMT, O_MAXF, O_TOP,
        O_SNAP, O_BUF, O_IDLE, O_LOG, O_HELP, O_VER, O_MAP, O_SFLOW, O_TEL, O_READER, O_ALLOW,
-       O_MAXUN, O_INBOUND };
+       O_MAXUN, O_INBOUND, O_JOURNAL };
 
 static const struct option long_opts[] = {
     {"interface", required_argument, 0, 'i'}, {"read", required_argument, 0, 'r'},
@@ -478,7 +480,7 @@ static const struct option long_opts[] = {
     {"help", no_argument, 0, O_HELP}, {"version", no_argument, 0, O_VER},
     {"mirror-map", required_argument, 0, O_MAP}, {"sflow-listen", required_argument, 0, O_SFLOW},
     {"telemetry", no_argument, 0, O_TEL}, {"file-reader", required_argument, 0, O_READER},
-    {"inbound", no_argument, 0, O_INBOUND},
+    {"inbound", no_argument, 0, O_INBOUND}, {"journal", no_argument, 0, O_JOURNAL},
     {"telemetry-allow", required_argument, 0, O_ALLOW},
     {"telemetry-max-unmapped", required_argument, 0, O_MAXUN},
     {0, 0, 0, 0},
@@ -486,8 +488,7 @@ static const struct option long_opts[] = {
 
 static int bad_opt(const char *name, const char *val, const char *why)
 {
-    fprintf(stderr, "tierflow-probe: %s '%s': %s\n", name, val, why);
-    return 2;
+    return tf_bad_arg("tierflow-probe", name, val, why);
 }
 
 static int num_opt(const char *name, const char *val, double lo, double hi, double *out)
@@ -564,14 +565,18 @@ static int parse_opts(int argc, char **argv, struct probe_opts *o)
                 tf_strlcpy(o->node, a, sizeof(o->node));
             node_given = true;
             break;
-        case O_CTL:
+        case O_CTL: {
+            char url[POST_URL_MAX];
             if (o->nctl == PROBE_MAX_CTL) {
                 char why[48];
                 snprintf(why, sizeof(why), "at most %d controllers", PROBE_MAX_CTL);
                 return bad_opt("--controller", a, why);
             }
+            if (post_url(a, url, sizeof(url)) < 0)
+                return bad_opt("--controller", a, "not an http:// or https:// URL with a host");
             o->controller[o->nctl++] = a;
             break;
+        }
         case O_TOKEN: o->token_file = a; break;
         case O_IVL: r = num_opt("--interval", a, 0.01, 3600, &o->interval); break;
         case O_FAT: r = num_opt("--fat-share", a, 0.001, 1.0, &o->fat_share); break;
@@ -601,6 +606,7 @@ static int parse_opts(int argc, char **argv, struct probe_opts *o)
         case O_SFLOW: o->sflow_listen = a; o->telemetry = true; break;
         case O_TEL: o->telemetry = true; break;
         case O_INBOUND: o->inbound = true; break;
+        case O_JOURNAL: o->journal = true; break;
         case O_ALLOW: r = allow_opt(a, o); o->telemetry = true; break;
         case O_MAXUN:
             r = int_opt("--telemetry-max-unmapped", a, 0, MIRROR_MAX_VIEWS, &o->max_unmapped);
@@ -621,10 +627,9 @@ static int parse_opts(int argc, char **argv, struct probe_opts *o)
     if (optind < argc)
         return bad_opt("argument", argv[optind], "unexpected (options only)");
     if ((o->file && (o->nifs || o->sflow_listen)) || (!o->file && !o->nifs && !o->sflow_listen)) {
-        fprintf(stderr, "tierflow-probe: give -i IFACE (one or more) and/or --sflow-listen, "
-                        "or -r FILE\n");
+        log_early_err("tierflow-probe", "give -i IFACE (one or more) and/or --sflow-listen, or -r FILE");
         usage(stderr);
-        return 2;
+        return TF_EXIT_USAGE;
     }
     /* The host name stands in for --node; one the controller would refuse
      * must not become a report that is sent and refused every interval. */
@@ -811,7 +816,7 @@ int main(int argc, char **argv)
         free(pr);
         return r < 0 ? 0 : r;
     }
-    log_init("tierflow-probe", pr->o.log_level, false);
+    log_init("tierflow-probe", pr->o.log_level, false, pr->o.journal);
     pr->offline = pr->o.file != NULL;
     pr->next_close = -INFINITY;
     pr->sflow_fd = -1;

@@ -13,7 +13,8 @@ GROUP[build]="build-essential pkg-config libpcap-dev libnl-3-dev libnl-route-3-d
 # frr: the emulated fabric routes with eBGP, one zebra + bgpd per switch
 # (tests/lab/lab; --routing static does without).
 # etcd-server, etcd-client: the HA suites elect a leader on a real etcd (docs/ha.md).
-GROUP[test]="libcmocka-dev iproute2 iperf3 procps curl jq openssl frr exabgp etcd-server etcd-client"
+# mandoc: the man pages' lint (tests/install/test_manpages.sh).
+GROUP[test]="libcmocka-dev iproute2 iperf3 procps curl jq openssl frr exabgp etcd-server etcd-client mandoc"
 GROUP[demo]="iproute2 iperf3 procps curl jq frr"
 GROUP[bench]="softflowd pmacct wrk iproute2 time jq frr"
 GROUP[fuzz]="clang libclang-rt-14-dev"
@@ -26,28 +27,37 @@ for g in "${@:-build}"; do
     dpkg -s "$p" >/dev/null 2>&1 || want+=("$p")
   done
 done
+# npm packages, pinned by a package-lock.json, that a group's tests run:
+# browser, the dashboard tests' playwright-core (tests/browser); test, the
+# OpenAPI linter (@redocly/cli, tests/openapi).
+declare -A NPM_DIR
+NPM_DIR[browser]=tests/browser
+NPM_DIR[test]=tests/openapi
+npm_dirs=()
+for g in "${@:-build}"; do [ -n "${NPM_DIR[$g]+x}" ] && npm_dirs+=("${NPM_DIR[$g]}"); done
 # Node.js may come from elsewhere (with npm bundled); only install Debian's
 # when there is no npm at all.
-case " $* " in *" browser "*) command -v npm >/dev/null 2>&1 || want+=(nodejs npm) ;; esac
-# browser: the dashboard tests' npm packages (playwright-core, pinned in
-# tests/browser/package-lock.json). `npm ci` runs only when node_modules is
-# missing or older than the lock file, under a lock so parallel runs agree.
-npm_browser() {
-  case " $* " in *" browser "*) ;; *) return 0 ;; esac
-  local d
-  d="$(cd "$(dirname "$0")/.." && pwd)/tests/browser"
-  [ -f "$d/package-lock.json" ] || return 0
-  stale() { [ ! -f "$d/node_modules/.package-lock.json" ] || [ "$d/package-lock.json" -nt "$d/node_modules/.package-lock.json" ]; }
-  stale || return 0
-  exec 9>"${TMPDIR:-/tmp}/tierflow-npm-$(id -u).lock"
-  flock 9
-  if stale; then
-    echo "deps.sh: npm ci in tests/browser" >&2
-    (cd "$d" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
-  fi
-  exec 9>&-
+[ ${#npm_dirs[@]} -gt 0 ] && ! command -v npm >/dev/null 2>&1 && want+=(nodejs npm)
+# `npm ci` runs in a folder only when its node_modules is missing or older
+# than its lock file, under a lock so parallel runs agree.
+npm_install() {
+  local root d
+  root="$(cd "$(dirname "$0")/.." && pwd)"
+  for d in "${npm_dirs[@]}"; do
+    d="$root/$d"
+    [ -f "$d/package-lock.json" ] || continue
+    stale() { [ ! -f "$d/node_modules/.package-lock.json" ] || [ "$d/package-lock.json" -nt "$d/node_modules/.package-lock.json" ]; }
+    stale || continue
+    exec 9>"${TMPDIR:-/tmp}/tierflow-npm-$(id -u).lock"
+    flock 9
+    if stale; then
+      echo "deps.sh: npm ci in ${d#"$root"/}" >&2
+      (cd "$d" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+    fi
+    exec 9>&-
+  done
 }
-[ ${#want[@]} -eq 0 ] && { npm_browser "$@"; exit 0; }
+[ ${#want[@]} -eq 0 ] && { npm_install; exit 0; }
 
 # Deduplicate while keeping order.
 mapfile -t want < <(printf '%s\n' "${want[@]}" | awk '!seen[$0]++')
@@ -59,4 +69,4 @@ echo "deps.sh: installing ${want[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq >/dev/null
 apt-get install -y -qq --no-install-recommends "${want[@]}" >/dev/null
-npm_browser "$@"
+npm_install

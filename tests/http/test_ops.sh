@@ -86,7 +86,7 @@ fi
 # A build of its own with PREFIX inside $W, so that the daemon's share folder
 # is where make install puts it; run from outside the source tree so that
 # the source copy cannot be the one found.
-if make -C "$TF_ROOT" --no-print-directory O="$W/build" PREFIX="$W/prefix" install >"$W/install.log" 2>&1; then
+if make -C "$TF_ROOT" --no-print-directory O="$W/build" PREFIX="$W/prefix" SYSCONFDIR="$W/prefix/etc" install >"$W/install.log" 2>&1; then
   t_check "make install puts openapi.json in SHAREDIR" cmp -s "$TF_ROOT/controller/openapi.json" "$W/prefix/share/tierflow/openapi.json"
   PORT=$(port); U=http://127.0.0.1:$PORT
   (cd "$W" && exec "$W/prefix/bin/tierflowd" --topology "$W/topo-2x4.json" --listen 127.0.0.1:$PORT --backend none \

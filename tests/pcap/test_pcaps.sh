@@ -203,7 +203,9 @@ t_eq "--snaplen 10 rejected" \
 t_eq "-i and -r together rejected" "2:tierflow-probe: give -i IFACE (one or more) and/or --sflow-listen, or -r FILE" \
   "$(cli -r x -i lo)"
 t_eq "unknown option rejected" "2:tierflow-probe: --bogus '': unknown option" "$(cli --bogus)"
-t_eq "--controller must be http(s)" "1" "$(cli -r "$D/p4aqm_ecn_org1.pcap" --controller ftp://x | cut -d: -f1)"
+t_eq "--controller must be http(s): a usage error" \
+  "2:tierflow-probe: --controller 'ftp://x': not an http:// or https:// URL with a host" \
+  "$(cli -r "$D/p4aqm_ecn_org1.pcap" --controller ftp://x)"
 t_eq "--help exits 0" "0" "$("$P" --help >/dev/null 2>&1; echo $?)"
 t_check "--version names the program" bash -c "'$P' --version | grep -q '^tierflow-probe '"
 t_eq "unknown interface: exit 1, error names it" "1" \

@@ -50,27 +50,29 @@ t_check "job place=shuffle: fewer flows under one leaf ($shuffled) than in order
 t_eq "job place=shuffle: same number of flows" "$n" \
   "$("$SIM" --topology leafspine:leaves=4,spines=2,hosts=8 --pattern job:8,1,2,2,place=shuffle --algo ecmp | jq .flows)"
 
-fails() { # NAME WANT-IN-STDERR ARGS...
-  local name=$1 want=$2; shift 2
-  if "$SIM" "$@" >"$tmp/o" 2>"$tmp/e"; then t_fail "$name" "exit 0"; return; fi
+fails() { # NAME EXIT-STATUS WANT-IN-STDERR ARGS...: 2 for a usage error, 1 for bad input
+  local name=$1 want_rc=$2 want=$3; shift 3
+  "$SIM" "$@" >"$tmp/o" 2>"$tmp/e"; local rc=$?
+  if [ "$rc" -ne "$want_rc" ]; then t_fail "$name" "exit $rc, want $want_rc"; return; fi
   if grep -q -- "$want" "$tmp/e"; then t_pass "$name"; else t_fail "$name" "stderr: $(cat "$tmp/e")"; fi
 }
-fails "unknown pattern" "unknown pattern 'zigzag'" --topology fattree:k=4 --pattern zigzag
-fails "bad stride" "stride:I" --topology fattree:k=4 --pattern stride:99
-fails "unknown algorithm" "unknown algorithm 'magic'" --topology fattree:k=4 --pattern random --algo magic
-fails "bad topology" "fattree" --topology fattree:k=3 --pattern random
-fails "missing flows file" "nope.json" --topology fattree:k=4 --flows "$tmp/nope.json"
+fails "unknown pattern" 1 "unknown pattern 'zigzag'" --topology fattree:k=4 --pattern zigzag
+fails "bad stride" 1 "stride:I" --topology fattree:k=4 --pattern stride:99
+fails "unknown algorithm" 2 "--algo 'magic': unknown algorithm" --topology fattree:k=4 --pattern random --algo magic
+fails "bad topology" 1 "fattree" --topology fattree:k=3 --pattern random
+fails "missing flows file" 1 "nope.json" --topology fattree:k=4 --flows "$tmp/nope.json"
 echo '{"flows": [{"src": "H1", "dst": "X9"}]}' >"$tmp/bad.json"
-fails "unknown node" "flows\[0\]" --topology fattree:k=4 --flows "$tmp/bad.json"
+fails "unknown node" 1 "flows\[0\]" --topology fattree:k=4 --flows "$tmp/bad.json"
 echo '{"flows": [{"src": "H1", "dst": "H2", "class": "gold"}]}' >"$tmp/bad.json"
-fails "unknown class" "unknown class 'gold'" --topology fattree:k=4 --flows "$tmp/bad.json"
+fails "unknown class" 1 "unknown class 'gold'" --topology fattree:k=4 --flows "$tmp/bad.json"
 echo '{"flows": [' >"$tmp/bad.json"
-fails "broken JSON" "bad.json:" --topology fattree:k=4 --flows "$tmp/bad.json"
-fails "job too big" "needs 64 hosts" --topology fattree:k=4 --pattern job:8,1,2,4
-fails "bad placement" "place=scatter: want order or shuffle" --topology fattree:k=4 --pattern job:2,1,2,2,place=scatter
-fails "both flows and pattern" "usage" --topology fattree:k=4 --pattern random --flows "$tmp/bad.json"
-fails "bad seed" "--seed" --topology fattree:k=4 --pattern random --seed -1
-fails "bad granularity" "--granularity 'host': want flow or destination" --topology fattree:k=4 --pattern random --granularity host
+fails "broken JSON" 1 "bad.json:" --topology fattree:k=4 --flows "$tmp/bad.json"
+fails "job too big" 1 "needs 64 hosts" --topology fattree:k=4 --pattern job:8,1,2,4
+fails "bad placement" 1 "place=scatter: want order or shuffle" --topology fattree:k=4 --pattern job:2,1,2,2,place=scatter
+fails "both flows and pattern" 2 "usage" --topology fattree:k=4 --pattern random --flows "$tmp/bad.json"
+fails "bad seed" 2 "--seed" --topology fattree:k=4 --pattern random --seed -1
+fails "bad margin" 2 "--margin '2': want 0..0.99" --topology fattree:k=4 --pattern random --margin 2
+fails "bad granularity" 2 "--granularity 'host': want flow or destination" --topology fattree:k=4 --pattern random --granularity host
 
 # --granularity destination: per (source leaf, destination host) one route
 # beyond the leaf (the bgp backend's /32s), and the per-flow figures beside.
