@@ -3,9 +3,10 @@
  *
  * Counters are lock-free atomics bumped from any thread (HTTP workers, the
  * rebalance loop); gauges that describe the fabric are read from the state
- * at render time (under its read lock). Base units (seconds, ratios), `_total`
- * on counters, no per-flow labels so that cardinality stays bounded by the
- * topology.
+ * at render time (under its read lock). Base units (seconds, ratios, bytes),
+ * `_total` on counters, no per-flow labels; per-link series are bounded by
+ * max_link_series and host_links, so that cardinality stays bounded by the
+ * configuration, not by the size of the fabric.
  */
 #ifndef TF_METRICS_H
 #define TF_METRICS_H
@@ -18,6 +19,10 @@ struct state;
 
 #define METRICS_NBUCKETS 12
 
+/* Config metrics.host_links: links with a host end exported not at all,
+ * folded into their leaf's aggregates, or one series per direction. */
+enum metrics_host_links { METRICS_HOST_OFF, METRICS_HOST_AGGREGATE, METRICS_HOST_ALL };
+
 struct metrics {
     atomic_uint_fast64_t rounds, moves, backend_errors;
     atomic_uint_fast64_t react_rounds, futile_moves, harm_withdrawn;
@@ -26,6 +31,11 @@ struct metrics {
     atomic_uint_fast64_t dur_bucket[METRICS_NBUCKETS + 1]; /* last: +Inf */
     atomic_uint_fast64_t dur_count;
     _Atomic double dur_sum;
+    /* Set from the config before the first render: metrics.host_links, and
+     * metrics.max_link_series (switch-to-switch directions exported one by
+     * one up to this many; past it, per-switch aggregates). */
+    enum metrics_host_links host_links;
+    long max_link_series;
 };
 
 extern const double metrics_buckets[METRICS_NBUCKETS];
