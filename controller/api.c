@@ -500,11 +500,13 @@ static void view_paths(struct api *a, const struct api_req *q, double now, struc
             json_t *hops = json_array(), *jd = json_array(), *ff = json_array();
             json_array_append_new(hops, json_string(t->nodes[sn].name));
             double u = 0, b = 0, ce = 0;
-            bool up = true;
+            bool up = true, measured = true; /* of the hottest hop */
             for (int i = 0; i < n; i++) {
                 json_array_append_new(hops, json_string(t->nodes[topo_dir_to(t, dirs[i])].name));
                 json_array_append_new(jd, json_integer(dirs[i]));
                 double du = state_dir_util(s, dirs[i], l.bps[dirs[i]]);
+                if (i == 0 || du > u)
+                    measured = state_dir_measured(s, dirs[i], l.bps[dirs[i]], now);
                 u = du > u ? du : u;
                 b = l.bps[dirs[i]] > b ? l.bps[dirs[i]] : b;
                 ce = l.ce[dirs[i]] > ce ? l.ce[dirs[i]] : ce;
@@ -519,10 +521,10 @@ static void view_paths(struct api *a, const struct api_req *q, double now, struc
                     json_array_append_new(ff, json_string(id));
                 }
             }
-            json_array_append_new(paths, json_pack("{sI so so sf sf sf sb sb so}", "index", (json_int_t)p,
-                                                   "hops", hops, "dirs", jd, "util", u, "bps", b, "ce_frac", ce,
-                                                   "up", up, "congested", u > a->cfg->util || ce > a->cfg->ce_frac,
-                                                   "fat_flows", ff));
+            json_array_append_new(paths, json_pack("{sI so so sf sb sf sf sb sb so}", "index", (json_int_t)p,
+                                                   "hops", hops, "dirs", jd, "util", u, "measured", measured, "bps",
+                                                   b, "ce_frac", ce, "up", up, "congested",
+                                                   u > a->cfg->util || ce > a->cfg->ce_frac, "fat_flows", ff));
         }
     }
     pthread_rwlock_unlock(&s->lock);
