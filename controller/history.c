@@ -69,10 +69,6 @@ void history_tick(struct history *h, struct state *s, const struct metrics *m, d
     uint64_t moves = atomic_load(&m->moves), errors = atomic_load(&m->backend_errors);
 
     pthread_mutex_lock(&h->mu);
-    if (h->n == 0) {             /* counts start with the history */
-        h->moves_seen = moves;
-        h->errors_seen = errors;
-    }
     /* A new bucket only past the newest one; a clock stepped back folds
      * into the newest. */
     double start = floor(now / HISTORY_STEP) * HISTORY_STEP;

@@ -11,8 +11,8 @@
  * The ring has its own mutex, so the main loop writes while HTTP workers
  * read. history_tick takes the state's read lock itself; history_summary's
  * caller holds it. Moves and backend failures are the metrics counters'
- * increase since the previous tick, so that they count exactly what
- * /metrics counts.
+ * increase since the previous tick (both start at 0 with the daemon), so
+ * that they count exactly what /metrics counts.
  */
 #ifndef TF_HISTORY_H
 #define TF_HISTORY_H
