@@ -111,12 +111,21 @@ missing=$(jq -r '[.. | .expr? // empty] | .[]' "$G_JSON" | grep -oE 'tierflow_[a
 t_eq "every metric the dashboard queries is in a scrape" "" "$missing"
 
 # ---- Meta's 24K (clos3, 49,664 links), default configuration -------------
-TOPO='clos3:pods=8,racks=192,hosts=16,oversub=7' start 18413 --interval 3600
+# Every leaf (1,536) reports its links and 4 fat flows, so that the scrape
+# carries measured and estimated series and a timestamp per probe.
+C3='clos3:pods=8,racks=192,hosts=16,oversub=7'
+TOPO=$C3 start 18413 --interval 3600
+curl -s http://127.0.0.1:18413/metrics > "$W/m4"
+echo "# scrape clos3 24K, default, no report yet: $(wc -c < "$W/m4") bytes, $(grep -vc '^#' "$W/m4") samples"
+t_check "24K: every leaf's report accepted" "$G" --topology "$C3" --probes leaves --flows 4 --batch 64 \
+  --post http://127.0.0.1:18413/api/v1/reports --token-file "$W/token"
 curl -s http://127.0.0.1:18413/metrics > "$W/m4"
 size=$(wc -c < "$W/m4")
-echo "# scrape clos3 24K, default: $size bytes, $(grep -vc '^#' "$W/m4") samples"
+echo "# scrape clos3 24K, default, 1536 leaves reporting: $size bytes, $(grep -vc '^#' "$W/m4") samples"
 t_check "24K: scrape under 2 MB ($size bytes)" [ "$size" -lt 2000000 ]
 t_check "24K: promtool check metrics, no lint" lint "$W/m4"
-t_check "24K: past the bound, switch links are per switch" grep -q '^tierflow_switch_links_max_utilization_ratio{switch="' "$W/m4"
+t_check "24K: past the bound, switch links are per switch, measured ones too" \
+  grep -q '^tierflow_switch_links_max_utilization_ratio{switch="L1",peer="spine",dir="tx",source="measured"}' "$W/m4"
+t_eq "24K: a last-report time per leaf" 1536 "$(grep -c '^tierflow_probe_last_report_timestamp_seconds{probe="L' "$W/m4")"
 stop
 t_done
