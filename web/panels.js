@@ -49,8 +49,8 @@ export function renderHeader(st) {
   } else {
     const note = r.dry_run ? ' (dry run)' : r.applied ? '' : ` (nothing programmed: backend ${b.name})`;
     chip('hdr-rebalance',
-      `Last round: ${ago(r.ts, st.now)} · ${r.moved} moved · max ${pct(r.max_util_before)} → ${pct(r.max_util_after)}${note}`,
-      'unknown', `at ${clock(r.ts)}, ${r.congested} congested direction(s), took ${(r.duration_s * 1000).toFixed(1)} ms`);
+      `Last round: ${ago(r.ts, st.now)} · ${r.moved} moved · max ~${pct(r.max_util_before)} → ~${pct(r.max_util_after)}${note}`,
+      'unknown', `at ${clock(r.ts)}, ${r.congested} congested direction(s), took ${(r.duration_s * 1000).toFixed(1)} ms; max utilisation before → after is the round's estimate from the flows' demand`);
   }
 }
 
@@ -86,7 +86,8 @@ export function renderEvents(resp) {
     return el('tr', { 'data-event': e.id, 'data-kind': e.kind },
       el('td', { text: clock(e.ts) }),
       el('td', { text: e.kind.replace('_', ' ') }),
-      el('td', { class: 'num', text: rb ? `${pct(e.max_util_before)} → ${pct(e.max_util_after)}` : '' }),
+      el('td', { class: 'num est', text: rb ? `~${pct(e.max_util_before)} → ~${pct(e.max_util_after)}` : '',
+        title: rb ? "the round's estimate from the flows' demand" : null }),
       el('td', { class: 'num', text: rb ? String(e.moved) : '' }),
       el('td', { text: e.message }),
     );
