@@ -33,15 +33,18 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tf-scale-'));
 let daemon = null, feeder = null, browser = null;
+// Stops the daemon; its exit status (0: the sanitizers found nothing).
 async function stopDaemon() {
   if (feeder) clearInterval(feeder);
   feeder = null;
-  if (daemon && daemon.exitCode === null) {
-    const d = daemon;
+  const d = daemon;
+  daemon = null;
+  if (!d) return null;
+  if (d.exitCode === null) {
     d.kill('SIGTERM');
     await new Promise((r) => { const t = setTimeout(() => { d.kill('SIGKILL'); r(); }, 5000); d.once('exit', () => { clearTimeout(t); r(); }); });
   }
-  daemon = null;
+  return d.exitCode;
 }
 async function cleanup() {
   await stopDaemon();
@@ -255,7 +258,8 @@ for (const fab of FABRICS) {
     await page.screenshot({ path: path.join(ART, `scale-${fab.name.replace(/\W+/g, '-')}-failed.png`) }).catch(() => {});
   }
   await ctx.close();
-  await stopDaemon();
+  const rc = await stopDaemon();
+  ok(`${fab.name}: tierflowd exits cleanly on SIGTERM (sanitizers quiet)`, rc === 0, `exit ${rc}\n${log.slice(-1500)}`);
 }
 
 await cleanup();

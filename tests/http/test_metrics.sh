@@ -29,6 +29,8 @@ lint() { promtool check metrics < "$1" > "$W/lint" 2>&1 && [ ! -s "$W/lint" ] ||
 # The value of the one sample whose name and labels are exactly $2.
 val() { awk -v k="$2" '$1==k {print $2}' "$1"; }
 names() { cat "$@" | grep -v '^#' | sed -E 's/[{ ].*//' | sort -u; }
+# Stops the daemon: SIGTERM, exit 0 (the sanitizers found nothing).
+stopped() { kill "$PID"; wait "$PID"; local rc=$?; PID=; t_eq "$1: tierflowd exits cleanly (sanitizers quiet)" 0 "$rc"; }
 
 # Two reports from L1, 1 s each: L1 -> S1 at 97 Gb/s (F1 and F2, fat), L1 ->
 # S2 at 30 Gb/s (F3, fat), the other uplinks idle, H1's link at 1 Gb/s.
@@ -71,7 +73,7 @@ t_eq "imbalance index: 2 / (6/16)" 5.33333 "$(val "$W/m1" tierflow_imbalance_rat
 ts=$(val "$W/m1" 'tierflow_probe_last_report_timestamp_seconds{probe="L1"}')
 t_check "L1's last report time is now (within 30 s): $ts" awk -v t="$ts" -v n="$(date +%s)" 'BEGIN{exit !(t > n-30 && t < n+30)}'
 t_check "no probe time for probes that never reported" bash -c "! grep -q 'last_report_timestamp_seconds{probe=\"L2\"}' '$W/m1'"
-stop
+stopped default
 
 # ---- aggregated: host links per leaf, switch links per switch (bound 0);
 # ---- rounds every 0.3 s, so that the history fills ---------------------
@@ -93,14 +95,14 @@ t_check "history: the moving round is annotated and is the last action" \
   jqf '([.annotations[].kind]|index("rebalance")) and .last_action.kind == "rebalance" and .last_action.moved >= 1' "$W/h"
 t_check "history: moves agree with /metrics' counter" \
   bash -c "[ \"\$(jq '[.buckets[].moves]|add' '$W/h')\" -le \"\$(curl -s http://127.0.0.1:18411/metrics | awk '\$1==\"tierflow_rebalance_moves_total\"{print \$2}')\" ]"
-stop
+stopped aggregate
 
 start 18412 --interval 3600 --set metrics.host_links=all
 post_reports 18412
 curl -s http://127.0.0.1:18412/metrics > "$W/m3"
 t_check "all: promtool check metrics, no lint" lint "$W/m3"
 t_eq "all: L1 -> H1 has its own series" 0.01 "$(val "$W/m3" 'tierflow_link_utilization_ratio{from="L1",to="H1",source="measured"}')"
-stop
+stopped all
 
 # ---- every metric the Grafana dashboard uses exists ----------------------
 G_JSON=contrib/grafana/tierflow.json
@@ -127,5 +129,5 @@ t_check "24K: promtool check metrics, no lint" lint "$W/m4"
 t_check "24K: past the bound, switch links are per switch, measured ones too" \
   grep -q '^tierflow_switch_links_max_utilization_ratio{switch="L1",peer="spine",dir="tx",source="measured"}' "$W/m4"
 t_eq "24K: a last-report time per leaf" 1536 "$(grep -c '^tierflow_probe_last_report_timestamp_seconds{probe="L' "$W/m4")"
-stop
+stopped 24K
 t_done
