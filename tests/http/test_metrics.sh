@@ -111,6 +111,13 @@ t_check "Grafana dashboard is JSON with panels and a Prometheus input" \
 names "$W/m1" "$W/m2" "$W/m3" > "$W/have"
 missing=$(jq -r '[.. | .expr? // empty] | .[]' "$G_JSON" | grep -oE 'tierflow_[a-z_]+' | sort -u | comm -23 - "$W/have" | tr '\n' ' ')
 t_eq "every metric the dashboard queries is in a scrape" "" "$missing"
+# Its queries parse as PromQL: promtool checks them as recording rules
+# (Grafana's $__rate_interval read as 1m).
+jq -r '"groups:\n- name: grafana\n  rules:", ([.. | .expr? // empty] | to_entries[] |
+  "  - record: tierflow_grafana_q\(.key)\n    expr: \(.value | gsub("\\$__rate_interval"; "1m") | tojson)")' \
+  "$G_JSON" > "$W/rules.yml"
+t_check "every query of the dashboard is valid PromQL (promtool check rules)" \
+  bash -c "promtool check rules '$W/rules.yml' > '$W/rules.out' 2>&1 || { sed 's/^/# /' '$W/rules.out' | head -8; false; }"
 
 # ---- Meta's 24K (clos3, 49,664 links), default configuration -------------
 # Every leaf (1,536) reports its links and 4 fat flows, so that the scrape
