@@ -24,12 +24,6 @@ void history_destroy(struct history *h)
     pthread_mutex_destroy(&h->mu);
 }
 
-static bool switch_dir(const struct topo *t, uint32_t dir)
-{
-    const struct topo_link *l = &t->links[topo_dir_link(dir)];
-    return t->nodes[l->lo].tier != TOPO_HOST && t->nodes[l->hi].tier != TOPO_HOST;
-}
-
 void history_summary(const struct state *s, double now, struct history_summary *out)
 {
     const struct topo *t = s->topo;
@@ -42,7 +36,7 @@ void history_summary(const struct state *s, double now, struct history_summary *
         uint64_t fat = 0, ndirs = 0;
         for (uint32_t d = 0; d < nd; d++) {
             out->down += !s->dirs[d].up;
-            if (!switch_dir(t, d))
+            if (!topo_dir_is_switch(t, d))
                 continue;
             double u = state_dir_util(s, d, bps[d]);
             if (out->busiest == UINT32_MAX || u > out->max_util) {

@@ -61,11 +61,6 @@ struct agg {
 };
 #define AGG_KEY(node, peer, rx, src) ((((size_t)(node) * TOPO_NTIERS_MAX + (peer)) * 2 + (rx)) * 2 + (src))
 
-static bool is_host_dir(const struct topo *t, uint32_t d)
-{
-    return t->nodes[topo_dir_from(t, d)].tier == TOPO_HOST || t->nodes[topo_dir_to(t, d)].tier == TOPO_HOST;
-}
-
 static void help(FILE *f, const char *name, const char *type, const char *text)
 {
     fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, text, name, type);
@@ -85,10 +80,10 @@ static void links(FILE *f, struct state *s, const struct metrics *m, double now)
         goto out;
     state_dir_loads(s, now, bps, ce, NULL);
     for (uint32_t d = 0; d < nd; d++)
-        nswitch += !is_host_dir(t, d);
+        nswitch += topo_dir_is_switch(t, d);
     bool switch_each = (long)nswitch <= m->max_link_series;
     for (uint32_t d = 0; d < nd; d++) {
-        bool host = is_host_dir(t, d);
+        bool host = !topo_dir_is_switch(t, d);
         src[d] = state_dir_measured(s, d, bps[d], now);
         each[d] = host ? m->host_links == METRICS_HOST_ALL : switch_each;
         if (each[d] || (host && m->host_links == METRICS_HOST_OFF))
