@@ -59,7 +59,11 @@ export function renderHeader(st) {
 // however many rounds found nothing to do since.
 export function renderAction(a, now) {
   if (!a) { chip('hdr-action', 'Last action: none yet', 'unknown', 'no round has moved a flow or removed a pin since the start'); return; }
-  chip('hdr-action', `Last action: ${a.message} · ${ago(a.ts, now)}`, 'unknown', `${a.kind} at ${clock(a.ts)}`);
+  // A round's figures are its estimate from the flows' demand: "~".
+  const what = a.kind === 'rebalance'
+    ? `moved ${a.moved} flow${a.moved === 1 ? '' : 's'} (max ~${pct(a.max_util_before)} → ~${pct(a.max_util_after)})`
+    : a.message;
+  chip('hdr-action', `Last action: ${what} · ${ago(a.ts, now)}`, 'unknown', `${a.kind} at ${clock(a.ts)}: ${a.message}`);
   document.getElementById('hdr-action').dataset.kind = a.kind;
 }
 

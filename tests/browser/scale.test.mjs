@@ -239,7 +239,7 @@ for (const fab of FABRICS) {
     if (fab.moves) {
       await page.waitForFunction(() => document.getElementById('hdr-action').dataset.kind === 'rebalance', null, { timeout: 15000 });
       const act = await page.textContent('#hdr-action');
-      ok(`${fab.name}: the header shows the last action, what and when`, /^Last action: moved \d+ flows?, max util [\d.]+ -> [\d.]+ · \d+ s ago$/.test(act), act);
+      ok(`${fab.name}: the header shows the last action, what and when`, /^Last action: moved \d+ flows? \(max ~\d+% → ~\d+%\) · \d+ s ago$/.test(act), act);
       await page.waitForSelector('#history-svg [data-annotation="rebalance"]', { timeout: 15000 });
       const h = await page.evaluate(() => ({ util: Number(document.querySelector('#history-svg [data-lane="util"]').dataset.latest),
         imb: Number(document.querySelector('#history-svg [data-lane="imbalance"]').dataset.latest),
