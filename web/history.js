@@ -18,8 +18,15 @@ function lane(g, w, y, label, latest, name) {
   g.append(svg('line', { class: 'axis', x1: LEFT, x2: w - RIGHT, y1: y + LANE_H, y2: y + LANE_H }));
 }
 
-function polyline(buckets, x, yOf) {
-  return buckets.map((b) => `${x(b.ts + 5).toFixed(1)},${yOf(b).toFixed(1)}`).join(' ');
+// A step line: each bucket level over its own 10 s, so that even one
+// bucket shows.
+function polyline(buckets, step, x, yOf) {
+  return buckets.flatMap((b) => [`${x(b.ts).toFixed(1)},${yOf(b).toFixed(1)}`, `${x(b.ts + step).toFixed(1)},${yOf(b).toFixed(1)}`]).join(' ');
+}
+
+// The newest value as a dot at the end of its line.
+function dot(g, last, step, x, yOf, cls) {
+  if (last) g.append(svg('circle', { class: `dot ${cls}`, cx: x(last.ts + step).toFixed(1), cy: yOf(last).toFixed(1), r: 3 }));
 }
 
 export function renderHistory(svgEl, notesEl, hist, width) {
@@ -33,6 +40,7 @@ export function renderHistory(svgEl, notesEl, hist, width) {
   const end = (hist && buckets.length ? buckets[buckets.length - 1].ts + hist.step_s : Date.now() / 1000);
   const start = end - ((hist && hist.window_s) || 3600);
   const x = (ts) => LEFT + ((ts - start) / (end - start)) * (w - LEFT - RIGHT);
+  const step = (hist && hist.step_s) || 10;
   const g = svg('g');
   const last = buckets[buckets.length - 1];
   const y0 = TOP + MARK_H;
@@ -42,8 +50,9 @@ export function renderHistory(svgEl, notesEl, hist, width) {
   const yU = (b) => y0 + LANE_H - (b.max_util / umax) * LANE_H;
   lane(g, w, y0, 'max link utilisation', last ? pct(last.max_util) : '–', 'util');
   g.append(svg('line', { class: 'threshold', x1: LEFT, x2: w - RIGHT, y1: y0 + LANE_H - (HOT_UTIL / umax) * LANE_H, y2: y0 + LANE_H - (HOT_UTIL / umax) * LANE_H }));
-  g.append(svg('polyline', { class: 'series', points: polyline(buckets, x, yU), stroke: utilColour(last ? last.max_util : 0),
+  g.append(svg('polyline', { class: 'series', points: polyline(buckets, step, x, yU), stroke: utilColour(last ? last.max_util : 0),
     'data-lane': 'util', 'data-latest': last ? last.max_util : '' }));
+  dot(g, last, step, x, yU, 'util');
 
   // Lane 2: imbalance index (1 = even).
   const y1 = y0 + LANE_H + GAP;
@@ -51,7 +60,8 @@ export function renderHistory(svgEl, notesEl, hist, width) {
   const yI = (b) => y1 + LANE_H - (b.imbalance / imax) * LANE_H;
   lane(g, w, y1, 'imbalance index', last ? last.imbalance.toFixed(2) : '–', 'imbalance');
   g.append(svg('line', { class: 'threshold even', x1: LEFT, x2: w - RIGHT, y1: y1 + LANE_H - LANE_H / imax, y2: y1 + LANE_H - LANE_H / imax }));
-  g.append(svg('polyline', { class: 'series imbalance', points: polyline(buckets, x, yI), 'data-lane': 'imbalance', 'data-latest': last ? last.imbalance : '' }));
+  g.append(svg('polyline', { class: 'series imbalance', points: polyline(buckets, step, x, yI), 'data-lane': 'imbalance', 'data-latest': last ? last.imbalance : '' }));
+  dot(g, last, step, x, yI, 'imbalance');
 
   // Lane 3: moves up from the middle, link directions down below it.
   const y2 = y0 + 2 * (LANE_H + GAP), mid = y2 + LANE_H / 2;
