@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "controller/config.h"
 #include "controller/history.h"
 #include "controller/ingest.h"
 #include "controller/state.h"
@@ -26,6 +27,17 @@ void metrics_init(struct metrics *m)
 {
     memset(m, 0, sizeof(*m));
     atomic_store(&m->leader, 1);   /* without HA the one tierflowd acts; leader_start says otherwise */
+}
+
+void metrics_configure(struct metrics *m, const struct config *c)
+{
+    /* In the order of enum metrics_host_links; config.c allows only these. */
+    static const char *const modes[] = {"off", "aggregate", "all"};
+    m->host_links = METRICS_HOST_OFF;
+    for (int i = 0; i < 3; i++)
+        if (strcmp(c->metrics_host_links, modes[i]) == 0)
+            m->host_links = (enum metrics_host_links)i;
+    m->max_link_series = c->metrics_max_link_series;
 }
 
 void metrics_http(struct metrics *m, unsigned code)

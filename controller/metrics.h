@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct config;
 struct state;
 
 #define METRICS_NBUCKETS 12
@@ -31,9 +32,10 @@ struct metrics {
     atomic_uint_fast64_t dur_bucket[METRICS_NBUCKETS + 1]; /* last: +Inf */
     atomic_uint_fast64_t dur_count;
     _Atomic double dur_sum;
-    /* Set from the config before the first render: metrics.host_links, and
-     * metrics.max_link_series (switch-to-switch directions exported one by
-     * one up to this many; past it, per-switch aggregates). */
+    /* From the config (metrics_configure) before the first render:
+     * metrics.host_links, and metrics.max_link_series (switch-to-switch
+     * directions exported one by one up to this many; past it, per-switch
+     * aggregates). */
     enum metrics_host_links host_links;
     long max_link_series;
 };
@@ -41,6 +43,8 @@ struct metrics {
 extern const double metrics_buckets[METRICS_NBUCKETS];
 
 void metrics_init(struct metrics *m);
+/* Takes the metrics.* keys of the config (checked by config.c). */
+void metrics_configure(struct metrics *m, const struct config *c);
 void metrics_http(struct metrics *m, unsigned code);
 void metrics_round(struct metrics *m, double seconds, uint32_t moved);
 /* Renders everything; *out is malloc'd. Takes the state's read lock. */

@@ -408,10 +408,7 @@ int main(int argc, char **argv)
     tf_strlcpy(d.api.token, token, sizeof(d.api.token));
     events_init(&d.ev);
     metrics_init(&d.m);
-    d.m.host_links = strcmp(d.cfg.metrics_host_links, "all") == 0         ? METRICS_HOST_ALL
-                     : strcmp(d.cfg.metrics_host_links, "aggregate") == 0 ? METRICS_HOST_AGGREGATE
-                                                                           : METRICS_HOST_OFF;
-    d.m.max_link_series = d.cfg.metrics_max_link_series;
+    metrics_configure(&d.m, &d.cfg);
     history_init(&d.hist);
     if (state_init(&d.st, t, (size_t)d.cfg.max_flows, d.cfg.stale_intervals * d.cfg.interval, now) < 0) {
         log_err("out of memory");
