@@ -20,6 +20,7 @@
 #include "controller/events.h"
 #include "controller/ingest.h"
 #include "controller/jsonarena.h"
+#include "controller/history.h"
 #include "controller/leader.h"
 #include "controller/metrics.h"
 #include "controller/rebalance.h"
@@ -293,13 +294,14 @@ static json_t *dir_json(struct state *s, const struct loads *l, uint32_t d, cons
     const struct topo *t = s->topo;
     const struct state_dir *sd = &s->dirs[d];
     double u = state_dir_util(s, d, l->bps[d]);
-    const char *why = state_dir_down_reason(s, d, tf_now_real());
+    double now = tf_now_real();
+    const char *why = state_dir_down_reason(s, d, now);
     return json_pack("{sI ss ss sf sf sf sI sb so sb sI sb sf}", "dir", (json_int_t)d, "from",
                      t->nodes[topo_dir_from(t, d)].name, "to", t->nodes[topo_dir_to(t, d)].name, "util", u,
                      "bps", l->bps[d], "ce_frac", l->ce[d], "drops", (json_int_t)sd->drops, "up", sd->up,
                      "down_reason", why ? json_string(why) : json_null(),
                      "congested", u > cfg->util || l->ce[d] > cfg->ce_frac, "fat_flows", (json_int_t)l->nfat[d],
-                     "measured", sd->measured, "last_update", sd->last_update);
+                     "measured", state_dir_measured(s, d, l->bps[d], now), "last_update", sd->last_update);
 }
 
 static json_t *view_topology(struct api *a, double now)
@@ -498,11 +500,13 @@ static void view_paths(struct api *a, const struct api_req *q, double now, struc
             json_t *hops = json_array(), *jd = json_array(), *ff = json_array();
             json_array_append_new(hops, json_string(t->nodes[sn].name));
             double u = 0, b = 0, ce = 0;
-            bool up = true;
+            bool up = true, measured = true; /* of the hottest hop */
             for (int i = 0; i < n; i++) {
                 json_array_append_new(hops, json_string(t->nodes[topo_dir_to(t, dirs[i])].name));
                 json_array_append_new(jd, json_integer(dirs[i]));
                 double du = state_dir_util(s, dirs[i], l.bps[dirs[i]]);
+                if (i == 0 || du > u)
+                    measured = state_dir_measured(s, dirs[i], l.bps[dirs[i]], now);
                 u = du > u ? du : u;
                 b = l.bps[dirs[i]] > b ? l.bps[dirs[i]] : b;
                 ce = l.ce[dirs[i]] > ce ? l.ce[dirs[i]] : ce;
@@ -517,10 +521,10 @@ static void view_paths(struct api *a, const struct api_req *q, double now, struc
                     json_array_append_new(ff, json_string(id));
                 }
             }
-            json_array_append_new(paths, json_pack("{sI so so sf sf sf sb sb so}", "index", (json_int_t)p,
-                                                   "hops", hops, "dirs", jd, "util", u, "bps", b, "ce_frac", ce,
-                                                   "up", up, "congested", u > a->cfg->util || ce > a->cfg->ce_frac,
-                                                   "fat_flows", ff));
+            json_array_append_new(paths, json_pack("{sI so so sf sb sf sf sb sb so}", "index", (json_int_t)p,
+                                                   "hops", hops, "dirs", jd, "util", u, "measured", measured, "bps",
+                                                   b, "ce_frac", ce, "up", up, "congested",
+                                                   u > a->cfg->util || ce > a->cfg->ce_frac, "fat_flows", ff));
         }
     }
     pthread_rwlock_unlock(&s->lock);
@@ -608,7 +612,8 @@ static const struct route routes[] = {
     {"/api/v1/status", "GET, HEAD"},  {"/api/v1/topology", "GET, HEAD"}, {"/api/v1/paths", "GET, HEAD"},
     {"/api/v1/flows", "GET, HEAD"},   {"/api/v1/classes", "GET, HEAD"},  {"/api/v1/jobs", "GET, HEAD"},
     {"/api/v1/routes", "GET, HEAD"},  {"/api/v1/reports", "POST"},       {"/api/v1/rebalance", "POST"},
-    {"/api/v1/events", "GET, HEAD"},  {"/api/v1/openapi.json", "GET, HEAD"}, {"/metrics", "GET, HEAD"},
+    {"/api/v1/events", "GET, HEAD"},  {"/api/v1/history", "GET, HEAD"},
+    {"/api/v1/openapi.json", "GET, HEAD"}, {"/metrics", "GET, HEAD"},
 };
 
 bool api_owns(const char *path)
@@ -717,6 +722,8 @@ static void dispatch(struct api *a, const struct api_req *q, const char *p, doub
             (lim && tf_parse_u64(lim, 1, EVENTS_MAX, &lv) < 0))
             return api_error(r, 400, "bad_request", "%s: not an integer in range", since && tf_parse_u64(since, 0, UINT64_MAX, &sv) < 0 ? "since" : "limit");
         reply_json(r, 200, events_json(a->ev, sv, (unsigned)lv));
+    } else if (strcmp(p, "/api/v1/history") == 0) {
+        reply_json(r, 200, history_json(a->hist, a->ev, now));
     } else if (strcmp(p, "/api/v1/openapi.json") == 0) {
         if (!a->openapi)
             return api_error(r, 404, "not_found", "openapi.json was not found at start");

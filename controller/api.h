@@ -21,6 +21,7 @@
 struct state;
 struct events;
 struct metrics;
+struct history;
 struct rebalance;
 struct config;
 struct leader;
@@ -29,6 +30,7 @@ struct api {
     struct state *st;
     struct events *ev;
     struct metrics *m;
+    struct history *hist;
     struct rebalance *rb;
     const struct config *cfg;
     const char *backend_name;

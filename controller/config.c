@@ -102,6 +102,8 @@ static const struct config_key config_keys[] = {
     {"ha.tls_key", CK_STR, F(ha_tls_key), "", 0, 0, NULL},
     {"ha.username", CK_STR, F(ha_username), "", 0, 0, NULL},
     {"ha.password_file", CK_STR, F(ha_password_file), "", 0, 0, NULL},
+    {"metrics.host_links", CK_ENUM, F(metrics_host_links), "off", 0, 0, "off|aggregate|all"},
+    {"metrics.max_link_series", CK_LONG, F(metrics_max_link_series), "4096", 0, 1000000, NULL},
 };
 #undef F
 

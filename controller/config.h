@@ -78,6 +78,9 @@ struct config {
     char ha_advertise_url[CONFIG_STR_MAX]; /* this controller's URL, as standbys name the leader */
     char ha_tls_ca[CONFIG_STR_MAX], ha_tls_cert[CONFIG_STR_MAX], ha_tls_key[CONFIG_STR_MAX];
     char ha_username[128], ha_password_file[CONFIG_STR_MAX];
+    /* metrics (controller/metrics.h): host-link series, per-direction bound */
+    char metrics_host_links[12];       /* off | aggregate | all */
+    long metrics_max_link_series;      /* switch-to-switch directions exported one by one */
 };
 
 void config_defaults(struct config *c);

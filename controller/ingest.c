@@ -939,7 +939,7 @@ static void apply_flow(struct state *s, uint32_t node, const struct ingest_flow 
 }
 
 static void apply_link(struct state *s, uint32_t node, const struct ingest_link *l, uint32_t dir, double ce,
-                       double now, struct events *ev, struct ingest_result *res)
+                       double interval_s, double now, struct events *ev, struct ingest_result *res)
 {
     if (dir == TOPO_NONE) {
         note_unmapped(&s->probes[node], res, l->ifname);
@@ -947,6 +947,7 @@ static void apply_link(struct state *s, uint32_t node, const struct ingest_link 
     }
     struct state_dir *d = &s->dirs[dir], *rev = &s->dirs[dir ^ 1];
     d->bps = l->tx_bps;
+    d->tx_bytes += l->tx_bps * interval_s / 8;
     d->drops = l->drops;
     d->ce_frac = ce;
     d->measured = true;
@@ -955,6 +956,7 @@ static void apply_link(struct state *s, uint32_t node, const struct ingest_link 
     /* The reverse direction belongs to the far end's probe when it has one. */
     if (l->has_rx && (!rev->measured || rev->probe == node || state_probe_stale(s, rev->probe, now))) {
         rev->bps = l->rx_bps;
+        rev->tx_bytes += l->rx_bps * interval_s / 8;
         rev->measured = true;
         rev->probe = node;
         rev->last_update = now;
@@ -1164,7 +1166,7 @@ int ingest_apply_from(struct state *s, const struct ingest_batch *b, const struc
             if (key)
                 refuse_bound(&res->refused, b, i, "links", r->links[j].idx, key, why);
             else
-                apply_link(s, node, &r->links[j], x[i].link_dir[j], x[i].link_ce[j], now, ev, res);
+                apply_link(s, node, &r->links[j], x[i].link_dir[j], x[i].link_ce[j], r->interval_s, now, ev, res);
         }
         for (size_t j = 0; j < r->nflows; j++) {
             const char *key = x[i].flow_bad[j] ? flow_bound(t, x[i].egress[j], &r->flows[j], why, sizeof(why)) : NULL;

@@ -1,14 +1,21 @@
 /*
  * metrics: see metrics.h. Rendering appends into a growing buffer with
- * bounded snprintf calls (open_memstream), one line per sample.
+ * bounded snprintf calls (open_memstream), one line per sample. Link
+ * directions are exported one by one up to a bound and otherwise folded
+ * into per-switch aggregates, so that a scrape of a 24K-GPU fabric stays
+ * small (docs/api.md, /metrics).
  */
 #include "controller/metrics.h"
 
 #include <errno.h>
+#include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "controller/config.h"
+#include "controller/history.h"
 #include "controller/ingest.h"
 #include "controller/state.h"
 #include "policy/classes.h"
@@ -20,6 +27,17 @@ void metrics_init(struct metrics *m)
 {
     memset(m, 0, sizeof(*m));
     atomic_store(&m->leader, 1);   /* without HA the one tierflowd acts; leader_start says otherwise */
+}
+
+void metrics_configure(struct metrics *m, const struct config *c)
+{
+    /* In the order of enum metrics_host_links; config.c allows only these. */
+    static const char *const modes[] = {"off", "aggregate", "all"};
+    m->host_links = METRICS_HOST_OFF;
+    for (int i = 0; i < 3; i++)
+        if (strcmp(c->metrics_host_links, modes[i]) == 0)
+            m->host_links = (enum metrics_host_links)i;
+    m->max_link_series = c->metrics_max_link_series;
 }
 
 void metrics_http(struct metrics *m, unsigned code)
@@ -44,38 +62,118 @@ void metrics_round(struct metrics *m, double seconds, uint32_t moved)
 
 #define U(x) ((unsigned long long)atomic_load(&(x)))
 
-static void fabric(FILE *f, struct state *s, double now)
+static const char *const source_name[2] = {"estimated", "measured"};
+
+/* One aggregate series key: a switch, the tier of its link's far end, the
+ * way the directions go (tx: leaving the switch) and where their load comes
+ * from. */
+struct agg {
+    double max_util, bytes;
+    bool seen;
+};
+#define AGG_KEY(node, peer, rx, src) ((((size_t)(node) * TOPO_NTIERS_MAX + (peer)) * 2 + (rx)) * 2 + (src))
+
+static void help(FILE *f, const char *name, const char *type, const char *text)
+{
+    fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, text, name, type);
+}
+
+/* Per link direction: utilisation (labelled with its source), CE fraction,
+ * bytes and oper state, for the directions `each` selects; the others
+ * fold into per-switch aggregates (see docs/api.md, /metrics). */
+static void links(FILE *f, struct state *s, const struct metrics *m, double now)
 {
     const struct topo *t = s->topo;
-    uint32_t nd = 2 * t->nlinks;
+    uint32_t nd = 2 * t->nlinks, nswitch = 0;
     double *bps = calloc(nd + 1, sizeof(double)), *ce = calloc(nd + 1, sizeof(double));
-    if (!bps || !ce) {
-        free(bps);
-        free(ce);
-        return;
-    }
+    bool *each = calloc(nd + 1, sizeof(bool)), *src = calloc(nd + 1, sizeof(bool));
+    struct agg *agg = calloc(AGG_KEY(t->nnodes, 0, 0, 0) + 1, sizeof(*agg));
+    if (!bps || !ce || !each || !src || !agg)
+        goto out;
     state_dir_loads(s, now, bps, ce, NULL);
-    static const char *const names[] = {"utilization_ratio", "ce_ratio", "transmit_bits_per_second", "up"};
-    static const char *const help[] = {"Load of a link direction over its rate.",
-                                       "Rate-weighted ECN-CE fraction of the flows on a link direction.",
-                                       "Bits per second on a link direction.",
-                                       "1 unless a probe or the switches' routing says the link direction is down (or it is in its hold-down)."};
-    double maxu = 0;
-    for (int k = 0; k < 4; k++) {
-        fprintf(f, "# HELP tierflow_link_%s %s\n# TYPE tierflow_link_%s gauge\n", names[k], help[k], names[k]);
-        for (uint32_t d = 0; d < nd; d++) {
-            double u = state_dir_util(s, d, bps[d]);
-            double v = k == 0 ? u : k == 1 ? ce[d] : k == 2 ? bps[d] : s->dirs[d].up;
-            if (u > maxu)
-                maxu = u;
-            fprintf(f, "tierflow_link_%s{from=\"%s\",to=\"%s\"} %.6g\n", names[k],
-                    t->nodes[topo_dir_from(t, d)].name, t->nodes[topo_dir_to(t, d)].name, v);
+    for (uint32_t d = 0; d < nd; d++)
+        nswitch += topo_dir_is_switch(t, d);
+    bool switch_each = (long)nswitch <= m->max_link_series;
+    for (uint32_t d = 0; d < nd; d++) {
+        bool host = !topo_dir_is_switch(t, d);
+        src[d] = state_dir_measured(s, d, bps[d], now);
+        each[d] = host ? m->host_links == METRICS_HOST_ALL : switch_each;
+        if (each[d] || (host && m->host_links == METRICS_HOST_OFF))
+            continue;
+        double u = state_dir_util(s, d, bps[d]);
+        for (int rx = 0; rx < 2; rx++) {
+            uint32_t node = rx ? topo_dir_to(t, d) : topo_dir_from(t, d);
+            uint32_t peer = rx ? topo_dir_from(t, d) : topo_dir_to(t, d);
+            if (t->nodes[node].tier == TOPO_HOST)
+                continue;
+            struct agg *g = &agg[AGG_KEY(node, t->nodes[peer].tier, rx, src[d])];
+            if (!g->seen || u > g->max_util)
+                g->max_util = u;
+            g->bytes += s->dirs[d].tx_bytes;
+            g->seen = true;
         }
     }
-    fprintf(f, "# HELP tierflow_max_link_utilization_ratio Highest link direction utilisation.\n"
-               "# TYPE tierflow_max_link_utilization_ratio gauge\ntierflow_max_link_utilization_ratio %.6g\n", maxu);
+
+    help(f, "tierflow_link_utilization_ratio", "gauge",
+         "Load of a link direction over its rate; source=measured: a probe's counter, estimated: the sum of "
+         "the flows' rates.");
+    for (uint32_t d = 0; d < nd; d++)
+        if (each[d])
+            fprintf(f, "tierflow_link_utilization_ratio{from=\"%s\",to=\"%s\",source=\"%s\"} %.6g\n",
+                    t->nodes[topo_dir_from(t, d)].name, t->nodes[topo_dir_to(t, d)].name, source_name[src[d]],
+                    state_dir_util(s, d, bps[d]));
+    static const char *const names[] = {"tierflow_link_transmit_bytes_total", "tierflow_link_ce_ratio",
+                                        "tierflow_link_up"};
+    static const char *const types[] = {"counter", "gauge", "gauge"};
+    static const char *const text[] = {
+        "Bytes probes measured leaving the sender of a link direction.",
+        "Rate-weighted ECN-CE fraction of the flows on a link direction.",
+        "1 unless a probe or the switches' routing says the link direction is down (or it is in its hold-down)."};
+    for (int k = 0; k < 3; k++) {
+        help(f, names[k], types[k], text[k]);
+        for (uint32_t d = 0; d < nd; d++)
+            if (each[d])
+                fprintf(f, k == 0 ? "%s{from=\"%s\",to=\"%s\"} %.17g\n" : "%s{from=\"%s\",to=\"%s\"} %.6g\n",
+                        names[k], t->nodes[topo_dir_from(t, d)].name, t->nodes[topo_dir_to(t, d)].name,
+                        k == 0 ? floor(s->dirs[d].tx_bytes) : k == 1 ? ce[d] : (double)s->dirs[d].up);
+    }
+    help(f, "tierflow_switch_links_max_utilization_ratio", "gauge",
+         "Highest utilisation among a switch's link directions to the peer tier that are not exported one by "
+         "one (dir=tx: leaving the switch, rx: arriving).");
+    for (size_t k = 0; k < AGG_KEY(t->nnodes, 0, 0, 0); k++)
+        if (agg[k].seen)
+            fprintf(f, "tierflow_switch_links_max_utilization_ratio{switch=\"%s\",peer=\"%s\",dir=\"%s\",source=\"%s\"} %.6g\n",
+                    t->nodes[k / (TOPO_NTIERS_MAX * 4)].name, topo_tier_name((int)(k / 4 % TOPO_NTIERS_MAX)),
+                    k / 2 % 2 ? "rx" : "tx", source_name[k % 2], agg[k].max_util);
+    help(f, "tierflow_switch_links_transmit_bytes_total", "counter",
+         "Bytes probes measured on a switch's link directions to the peer tier that are not exported one by one.");
+    for (size_t k = 0; k < AGG_KEY(t->nnodes, 0, 0, 0); k++)
+        if (agg[k].seen)
+            fprintf(f, "tierflow_switch_links_transmit_bytes_total{switch=\"%s\",peer=\"%s\",dir=\"%s\",source=\"%s\"} %.17g\n",
+                    t->nodes[k / (TOPO_NTIERS_MAX * 4)].name, topo_tier_name((int)(k / 4 % TOPO_NTIERS_MAX)),
+                    k / 2 % 2 ? "rx" : "tx", source_name[k % 2], floor(agg[k].bytes));
+out:
     free(bps);
     free(ce);
+    free(each);
+    free(src);
+    free(agg);
+}
+
+static void fabric(FILE *f, struct state *s, const struct metrics *m, double now)
+{
+    const struct topo *t = s->topo;
+    links(f, s, m, now);
+    struct history_summary sum;
+    history_summary(s, now, &sum);
+    fprintf(f, "# HELP tierflow_max_link_utilization_ratio Highest utilisation of a switch-to-switch link direction.\n"
+               "# TYPE tierflow_max_link_utilization_ratio gauge\ntierflow_max_link_utilization_ratio %.6g\n",
+            sum.max_util);
+    fprintf(f, "# HELP tierflow_imbalance_ratio Fat flows on the busiest switch-to-switch link direction over the "
+               "mean per direction (1: even; 0: no fat flows).\n"
+               "# TYPE tierflow_imbalance_ratio gauge\ntierflow_imbalance_ratio %.6g\n", sum.imbalance);
+    fprintf(f, "# HELP tierflow_link_directions_down Link directions not usable for placement.\n"
+               "# TYPE tierflow_link_directions_down gauge\ntierflow_link_directions_down %u\n", sum.down);
 
     uint64_t fat[CLASSES_MAX] = {0}, live = 0;
     for (size_t i = 0; i < s->nflows; i++) {
@@ -100,6 +198,12 @@ static void fabric(FILE *f, struct state *s, double now)
         }
     fprintf(f, "# HELP tierflow_probes Probes that have reported.\n# TYPE tierflow_probes gauge\n"
                "tierflow_probes %llu\n", (unsigned long long)probes);
+    help(f, "tierflow_probe_last_report_timestamp_seconds", "gauge",
+         "When a probe's last report was applied (Unix time), for the probes that have reported.");
+    for (uint32_t n = 0; n < t->nnodes; n++)
+        if (s->probes[n].last_seen > 0)
+            fprintf(f, "tierflow_probe_last_report_timestamp_seconds{probe=\"%s\"} %.3f\n", t->nodes[n].name,
+                    s->probes[n].last_seen);
     fprintf(f, "# HELP tierflow_probes_stale Probes silent for longer than the stale limit.\n"
                "# TYPE tierflow_probes_stale gauge\ntierflow_probes_stale %llu\n", (unsigned long long)stale);
     fprintf(f, "# HELP tierflow_probe_reports_total Probe reports accepted.\n"
@@ -118,8 +222,10 @@ int metrics_render(struct metrics *m, struct state *s, double now, char **out, s
     FILE *f = open_memstream(&buf, &n);
     if (!f)
         return -ENOMEM;
+    fprintf(f, "# HELP tierflow_build_info The running tierflowd's version.\n"
+               "# TYPE tierflow_build_info gauge\ntierflow_build_info{version=\"%s\"} 1\n", TF_VERSION);
     pthread_rwlock_rdlock(&s->lock);
-    fabric(f, s, now);
+    fabric(f, s, m, now);
     pthread_rwlock_unlock(&s->lock);
     fprintf(f, "# HELP tierflow_rebalance_rounds_total Rebalance rounds run.\n"
                "# TYPE tierflow_rebalance_rounds_total counter\ntierflow_rebalance_rounds_total %llu\n",

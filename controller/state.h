@@ -47,6 +47,8 @@ struct classes;
 
 struct state_dir {
     double bps;                  /* measured tx rate leaving `from` */
+    double tx_bytes;             /* bytes its probes measured on it: the sum of bps x interval_s / 8
+                                  * over the reports (the /metrics counter; reset with the topology) */
     double ce_frac;              /* rate-weighted CE fraction of the flows seen on it */
     uint64_t drops;
     /* up: usable for placement: a probe says it is up, routing does not
@@ -247,6 +249,11 @@ bool state_flow_stale(const struct state *s, const struct state_flow *f, double 
  * measurement when there is one, else the sum of the live flows crossing it.
  * bps/ce/nfat are arrays of 2*nlinks (nfat may be NULL). Read lock. */
 void state_dir_loads(const struct state *s, double now, double *bps, double *ce, uint32_t *nfat);
+/* True when bps, a direction's load from state_dir_loads, is its fresh probe
+ * counter; false when it is an estimate (the sum of the flows' rates, as
+ * when no fresh probe measures it or the flows claim more than the counter).
+ * Views and /metrics mark estimates as such. Read lock. */
+bool state_dir_measured(const struct state *s, uint32_t dir, double bps, double now);
 static inline double state_dir_util(const struct state *s, uint32_t dir, double bps)
 { double g = topo_dir_gbps(s->topo, dir); return g > 0 ? bps / (g * 1e9) : 0; }
 

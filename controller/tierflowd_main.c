@@ -31,6 +31,7 @@
 #include "controller/config.h"
 #include "controller/events.h"
 #include "controller/httpd.h"
+#include "controller/history.h"
 #include "controller/leader.h"
 #include "controller/metrics.h"
 #include "controller/rebalance.h"
@@ -95,6 +96,7 @@ struct daemon {
     struct state st;
     struct events ev;
     struct metrics m;
+    struct history hist;
     struct rebalance rb;
     struct api api;
     struct backend *be;
@@ -406,6 +408,8 @@ int main(int argc, char **argv)
     tf_strlcpy(d.api.token, token, sizeof(d.api.token));
     events_init(&d.ev);
     metrics_init(&d.m);
+    metrics_configure(&d.m, &d.cfg);
+    history_init(&d.hist);
     if (state_init(&d.st, t, (size_t)d.cfg.max_flows, d.cfg.stale_intervals * d.cfg.interval, now) < 0) {
         log_err("out of memory");
         return 1;
@@ -422,6 +426,7 @@ int main(int argc, char **argv)
     d.api.st = &d.st;
     d.api.ev = &d.ev;
     d.api.m = &d.m;
+    d.api.hist = &d.hist;
     d.api.rb = &d.rb;
     d.api.cfg = &d.cfg;
     d.api.backend_name = d.cfg.backend;
@@ -556,6 +561,7 @@ int main(int argc, char **argv)
         rebalance_routing(&d.rb, now);   /* in case a wake-up was lost */
         state_tick(&d.st, now, probe_cb, &d);
         rebalance_auto(&d.rb, now);
+        history_tick(&d.hist, &d.st, &d.m, now);
     }
     httpd_stop(h);
     leader_stop(d.ld);
@@ -570,6 +576,7 @@ int main(int argc, char **argv)
     rebalance_destroy(&d.rb);
     api_destroy(&d.api);
     events_destroy(&d.ev);
+    history_destroy(&d.hist);
     state_free(&d.st);
     classes_free(d.cls);
     free(d.cls);

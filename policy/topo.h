@@ -26,6 +26,7 @@
 #ifndef TF_TOPO_H
 #define TF_TOPO_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -108,6 +109,10 @@ static inline uint32_t topo_dir_from(const struct topo *t, uint32_t dir)
 { return topo_dir_is_down(dir) ? t->links[dir / 2].hi : t->links[dir / 2].lo; }
 static inline uint32_t topo_dir_to(const struct topo *t, uint32_t dir)
 { return topo_dir_is_down(dir) ? t->links[dir / 2].lo : t->links[dir / 2].hi; }
+/* True when neither end of the direction's link is a host: a link between
+ * switches, the ones placement can balance (a host link is its flows' own). */
+static inline bool topo_dir_is_switch(const struct topo *t, uint32_t dir)
+{ const struct topo_link *l = &t->links[dir / 2]; return t->nodes[l->lo].tier != TOPO_HOST && t->nodes[l->hi].tier != TOPO_HOST; }
 double topo_dir_gbps(const struct topo *t, uint32_t dir);
 /* The leaf a host hangs from (its first uplink's upper end); the node itself
  * for a leaf; TOPO_NONE otherwise. */

@@ -5,15 +5,17 @@
 
 import { get, q } from './api.js';
 import { natCmp, clock } from './fmt.js';
-import { renderFabric, renderLegend } from './fabric.js';
+import { renderFabric, renderLegend, DRAW_MAX_SWITCHES } from './fabric.js';
+import { renderMatrix } from './matrix.js';
+import { renderHistory } from './history.js';
 import { recordPaths, renderHeatmap } from './heatmap.js';
 import { initFlows, renderFlows, FLOWS_QUERY } from './flows.js';
-import { renderHeader, renderClasses, renderEvents } from './panels.js';
+import { renderHeader, renderAction, renderClasses, renderEvents } from './panels.js';
 import { initRebalance } from './rebalance.js';
 
 const POLL_MS = Number(new URLSearchParams(location.search).get('poll')) || 2000;
 const $ = (id) => document.getElementById(id);
-let lastTopo = null;
+let lastTopo = null, lastFlows = null;
 let lastGood = 0;
 let timer = null;
 let inflight = false, again = false;
@@ -35,8 +37,20 @@ function fillPairSelects(topo) {
   }
 }
 
+// The drawing is for small fabrics; past DRAW_MAX_SWITCHES the matrix is
+// the view (a drawing of them is a tangle).
 function drawFabric() {
   const box = $('fabric-scroll');
+  const switches = lastTopo.nodes.filter((n) => n.tier !== 'host').length;
+  const big = switches > DRAW_MAX_SWITCHES;
+  box.hidden = big;
+  $('link-detail').hidden = big;
+  if (big) {
+    $('fabric-svg').replaceChildren();
+    $('fabric-hint').textContent = `The drawing is kept for fabrics of up to ${DRAW_MAX_SWITCHES} switches; this one has ${switches}: the matrix above shows it.`;
+    $('fabric-hint').hidden = false;
+    return;
+  }
   renderFabric($('fabric-svg'), lastTopo, $('link-detail'), box.clientWidth);
   const hidden = Number($('fabric-svg').dataset.hiddenHosts || 0);
   const hints = [];
@@ -66,19 +80,25 @@ async function poll() {
 async function pollOnce() {
   const src = $('path-src').value, dst = $('path-dst').value;
   const wantPaths = src && dst && src !== dst;
-  const names = ['status', 'topology', 'flows', 'classes', 'events', 'paths'];
+  const names = ['status', 'topology', 'flows', 'classes', 'events', 'history', 'paths'];
   const res = await Promise.allSettled([
     get('status'), get('topology'), get(`flows${q(FLOWS_QUERY)}`), get('classes'),
-    get(`events${q({ limit: 50 })}`), wantPaths ? get(`paths${q({ src, dst })}`) : Promise.resolve(null),
+    get(`events${q({ limit: 50 })}`), get('history'), wantPaths ? get(`paths${q({ src, dst })}`) : Promise.resolve(null),
   ]);
   const ok = Object.fromEntries(names.map((n, i) => [n, res[i].status === 'fulfilled' ? res[i].value : undefined]));
   const errs = names.map((n, i) => [n, res[i].reason]).filter(([, r]) => r);
 
   try {
     if (ok.status) renderHeader(ok.status);
+    if (ok.history) {
+      renderAction(ok.history.last_action, ok.status ? ok.status.now : Date.now() / 1000);
+      renderHistory($('history-svg'), $('history-notes'), ok.history, $('history-scroll').clientWidth);
+    }
+    if (ok.flows) lastFlows = ok.flows;
     if (ok.topology) {
       lastTopo = ok.topology;
       fillPairSelects(lastTopo);
+      renderMatrix($('matrix-box'), $('matrix-detail'), lastTopo, lastFlows);
       drawFabric();
     }
     if (ok.flows || ok.classes) renderFlows(ok.flows, ok.classes);

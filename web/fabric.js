@@ -10,7 +10,8 @@ import { utilColour, pct, bps, natCmp, svg, UTIL_STEPS, HOT_UTIL } from './fmt.j
 const TIER_ORDER = ['superspine', 'spine', 'leaf', 'host'];
 const NODE_W = 52, NODE_H = 24, ROW_H = 120, PAD_X = 70, PAD_Y = 28, MIN_GAP = 66;
 const OFFSET = 3.5;          // half the distance between the two direction lines
-const LABEL_LIMIT = 400;     // above this many directions only hot ones get labels
+const LABEL_LIMIT = 64;      // above this many directions only hot ones get labels (the matrix has every number)
+export const DRAW_MAX_SWITCHES = 80; // larger fabrics are shown by the matrix only
 
 let selected = null;         // "FROM>TO" of the tapped direction, kept across redraws
 
@@ -25,7 +26,10 @@ export function renderLegend(box) {
   }
   const ce = document.createElement('span');
   ce.textContent = '- - - / ⚑ CE = ECN congestion marks';
-  box.append(ce);
+  const est = document.createElement('span');
+  est.className = 'est-sample';
+  est.textContent = 'faded, ~97% = estimated from flows';
+  box.append(ce, est);
 }
 
 // Rows top to bottom. The top row is in name order; every row below is sorted
@@ -62,12 +66,12 @@ function dirText(d, gbps) {
   if (d.ce_frac > 0) parts.push(`CE ${pct(d.ce_frac, 1)}`);
   if (d.fat_flows) parts.push(`${d.fat_flows} fat flow${d.fat_flows === 1 ? '' : 's'}`);
   if (d.up === false) parts.push('DOWN');
-  if (d.measured === false) parts.push('not measured');
+  if (d.measured === false) parts.push('estimated from its flows (no probe counter)');
   if (d.congested) parts.push('congested');
   return parts.join(' · ');
 }
 
-function isHot(d) { return d.congested || d.up === false || d.util >= HOT_UTIL || d.ce_frac > 0; }
+export function isHot(d) { return d.congested || d.up === false || d.util >= HOT_UTIL || d.ce_frac > 0; }
 
 // Above this many nodes the hosts (and their links) are left out, so that a
 // 24K-GPU fabric stays a picture of its switches rather than 50k SVG nodes.
@@ -121,13 +125,14 @@ export function renderFabric(svgEl, topo, detailEl, availWidth) {
       const ce = d.ce_frac > 0;
       const text = dirText(d, l.gbps);
       byKey.set(key, text);
+      const est = d.measured === false;
       const line = svg('line', {
-        class: `link${hot ? ' hot' : ''}${key === selected ? ' selected' : ''}`,
+        class: `link${hot ? ' hot' : ''}${est ? ' est' : ''}${key === selected ? ' selected' : ''}`,
         x1: s[0] + ox, y1: s[1] + oy, x2: e[0] + ox, y2: e[1] + oy,
         stroke: d.up === false ? '#000' : utilColour(d.util),
         'stroke-width': hot ? 5 : 3,
         'stroke-dasharray': d.up === false ? '2 4' : ce ? '7 3' : null,
-        'data-link': key, 'data-util': d.util, 'data-ce': ce ? 1 : 0, 'data-hot': hot ? 1 : 0,
+        'data-link': key, 'data-util': d.util, 'data-ce': ce ? 1 : 0, 'data-hot': hot ? 1 : 0, 'data-measured': est ? 'false' : 'true',
         tabindex: 0, role: 'button', 'aria-label': text,
       });
       line.append(svg('title', {}, text));
@@ -142,8 +147,8 @@ export function renderFabric(svgEl, topo, detailEl, availWidth) {
         // Label sits a third of the way from the sender, on its own side.
         const t = 0.3;
         const lx = s[0] + (e[0] - s[0]) * t + nx * 9 * sgn, ly = s[1] + (e[1] - s[1]) * t + ny * 9 * sgn;
-        const label = d.up === false ? 'down' : `${pct(d.util)}${ce ? ' ⚑CE' : ''}`;
-        gLabels.append(svg('text', { class: `lbl${ce ? ' ce' : ''}`, x: lx, y: ly, 'data-label': key }, label));
+        const label = d.up === false ? 'down' : `${est ? '~' : ''}${pct(d.util)}${ce ? ' ⚑CE' : ''}`;
+        gLabels.append(svg('text', { class: `lbl${ce ? ' ce' : ''}${est ? ' est' : ''}`, x: lx, y: ly, 'data-label': key }, label));
       }
     }
   }

@@ -16,7 +16,7 @@ export function recordPaths(resp, ts) {
   const key = pairKey(resp.src, resp.dst);
   const h = history.get(key) || [];
   h.push({ ts, paths: (resp.paths || []).map((p) => ({
-    hops: p.hops.join('>'), util: p.util, ce_frac: p.ce_frac, congested: p.congested, up: p.up,
+    hops: p.hops.join('>'), util: p.util, measured: p.measured !== false, ce_frac: p.ce_frac, congested: p.congested, up: p.up,
     fat: (p.fat_flows || []).length,
   })) });
   while (h.length > HISTORY) h.shift();
@@ -53,14 +53,15 @@ export function renderHeatmap(svgEl, noteEl, src, dst, availWidth) {
     const last = latest.paths.find((p) => p.hops === hops);
     const g = svg('g', { class: 'hm-row', 'data-path': hops, 'data-latest': last ? last.util : '' });
     g.append(svg('text', { x: 0, y: y + CELL_H / 2 }, hops.length > 24 ? `…${hops.slice(-23)}` : hops));
-    const v = last ? `${pct(last.util)}${last.ce_frac > 0 ? ' ⚑CE' : ''}${last.up === false ? ' down' : ''}` : '–';
-    g.append(svg('text', { x: LABEL_W, y: y + CELL_H / 2, class: 'hm-value', 'font-weight': last && last.congested ? 'bold' : null }, v));
+    const v = last ? `${last.measured ? '' : '~'}${pct(last.util)}${last.ce_frac > 0 ? ' ⚑CE' : ''}${last.up === false ? ' down' : ''}` : '–';
+    g.append(svg('text', { x: LABEL_W, y: y + CELL_H / 2, class: 'hm-value', 'font-weight': last && last.congested ? 'bold' : null,
+      'font-style': last && !last.measured ? 'italic' : null }, v));
     const x0 = LABEL_W + VALUE_W + (cells - h.length) * CELL_W;
     h.forEach((s, i) => {
       const p = s.paths.find((q) => q.hops === hops);
       const rect = svg('rect', { x: x0 + i * CELL_W, y, width: CELL_W - 1, height: CELL_H,
-        fill: p ? (p.up === false ? '#000' : utilColour(p.util)) : '#eee' });
-      rect.append(svg('title', {}, p ? `${clock(s.ts)} ${hops}: ${pct(p.util, 1)}${p.ce_frac > 0 ? `, CE ${pct(p.ce_frac, 1)}` : ''}${p.fat ? `, ${p.fat} fat flow(s)` : ''}${p.up === false ? ', DOWN' : ''}`
+        fill: p ? (p.up === false ? '#000' : utilColour(p.util)) : '#eee', 'fill-opacity': p && !p.measured ? 0.5 : null });
+      rect.append(svg('title', {}, p ? `${clock(s.ts)} ${hops}: ${p.measured ? '' : 'estimated '}${pct(p.util, 1)}${p.ce_frac > 0 ? `, CE ${pct(p.ce_frac, 1)}` : ''}${p.fat ? `, ${p.fat} fat flow(s)` : ''}${p.up === false ? ', DOWN' : ''}`
         : `${clock(s.ts)} ${hops}: no data`));
       g.append(rect);
     });
@@ -69,5 +70,5 @@ export function renderHeatmap(svgEl, noteEl, src, dst, availWidth) {
   kids.push(svg('text', { x: LABEL_W, y: height - 6, fill: '#5d6b7c' }, 'latest'));
   kids.push(svg('text', { x: width - 2, y: height - 6, fill: '#5d6b7c', 'text-anchor': 'end' }, `${h.length} samples, newest right →`));
   svgEl.replaceChildren(...kids);
-  noteEl.textContent = `${order.length} equal-cost path${order.length === 1 ? '' : 's'} ${src} → ${dst}; number and colour = utilisation of the path's hottest hop.`;
+  noteEl.textContent = `${order.length} equal-cost path${order.length === 1 ? '' : 's'} ${src} → ${dst}; number and colour = utilisation of the path's hottest hop (~ and faded: estimated from the flows).`;
 }

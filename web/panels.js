@@ -41,17 +41,30 @@ export function renderHeader(st) {
     `election ${ha.election}, term ${ha.term}, ${ha.elections} won here; leader ${ha.leader || 'unknown'}`);
   }
   const r = st.last_rebalance;
-  if (!r) chip('hdr-rebalance', 'Last rebalance: never', 'unknown');
+  if (!r) chip('hdr-rebalance', 'Last round: never', 'unknown');
   else if (!r.dry_run && r.error) {
     // A round that could not act must not read as a result: no arrow.
-    chip('hdr-rebalance', `Last rebalance: ${ago(r.ts, st.now)} · not applied: ${r.error}`, 'bad',
+    chip('hdr-rebalance', `Last round: ${ago(r.ts, st.now)} · not applied: ${r.error}`, 'bad',
       `at ${clock(r.ts)}; installed routes kept`);
   } else {
     const note = r.dry_run ? ' (dry run)' : r.applied ? '' : ` (nothing programmed: backend ${b.name})`;
     chip('hdr-rebalance',
-      `Last rebalance: ${ago(r.ts, st.now)} · ${r.moved} moved · max ${pct(r.max_util_before)} → ${pct(r.max_util_after)}${note}`,
-      'unknown', `at ${clock(r.ts)}, ${r.congested} congested direction(s), took ${(r.duration_s * 1000).toFixed(1)} ms`);
+      `Last round: ${ago(r.ts, st.now)} · ${r.moved} moved · max ~${pct(r.max_util_before)} → ~${pct(r.max_util_after)}${note}`,
+      'unknown', `at ${clock(r.ts)}, ${r.congested} congested direction(s), took ${(r.duration_s * 1000).toFixed(1)} ms; max utilisation before → after is the round's estimate from the flows' demand`);
   }
+}
+
+// The last thing tierflow changed (GET /api/v1/history's last_action: a
+// rebalance that moved flows, pins withdrawn or removed, routes adopted),
+// however many rounds found nothing to do since.
+export function renderAction(a, now) {
+  if (!a) { chip('hdr-action', 'Last action: none yet', 'unknown', 'no round has moved a flow or removed a pin since the start'); return; }
+  // A round's figures are its estimate from the flows' demand: "~".
+  const what = a.kind === 'rebalance'
+    ? `moved ${a.moved} flow${a.moved === 1 ? '' : 's'} (max ~${pct(a.max_util_before)} → ~${pct(a.max_util_after)})`
+    : a.message;
+  chip('hdr-action', `Last action: ${what} · ${ago(a.ts, now)}`, 'unknown', `${a.kind} at ${clock(a.ts)}: ${a.message}`);
+  document.getElementById('hdr-action').dataset.kind = a.kind;
 }
 
 export function renderClasses(resp) {
@@ -77,7 +90,8 @@ export function renderEvents(resp) {
     return el('tr', { 'data-event': e.id, 'data-kind': e.kind },
       el('td', { text: clock(e.ts) }),
       el('td', { text: e.kind.replace('_', ' ') }),
-      el('td', { class: 'num', text: rb ? `${pct(e.max_util_before)} → ${pct(e.max_util_after)}` : '' }),
+      el('td', { class: 'num est', text: rb ? `~${pct(e.max_util_before)} → ~${pct(e.max_util_after)}` : '',
+        title: rb ? "the round's estimate from the flows' demand" : null }),
       el('td', { class: 'num', text: rb ? String(e.moved) : '' }),
       el('td', { text: e.message }),
     );

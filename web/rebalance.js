@@ -113,7 +113,7 @@ function showPlan(res, dry, current) {
         : 'Done: plan computed and recorded (this backend does not program switches)';
   kids.push(el('h3', { text: head }));
   kids.push(el('p', { 'data-summary': '1', text:
-    `Max utilisation ${pct(res.max_util_before, 1)} → ${pct(res.max_util_after, 1)} · ${res.moved} flow${res.moved === 1 ? '' : 's'} ${dry ? 'to move' : 'moved'} · ${res.congested.length} congested direction${res.congested.length === 1 ? '' : 's'}` }));
+    `Max utilisation ${pct(res.max_util_before, 1)} → ${pct(res.max_util_after, 1)} (estimated from the flows' demand) · ${res.moved} flow${res.moved === 1 ? '' : 's'} ${dry ? 'to move' : 'moved'} · ${res.congested.length} congested direction${res.congested.length === 1 ? '' : 's'}` }));
   if (res.error) kids.push(el('p', { class: 'error', text: res.error }));
   if (res.congested.length) {
     kids.push(el('h3', { text: 'Congested' }));

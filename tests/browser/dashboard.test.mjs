@@ -15,26 +15,13 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { ok, note, plan } from './tap.mjs';
 
 const ROOT = process.env.TF_ROOT || path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..');
 const BIN = process.env.TF_BIN || path.join(ROOT, 'build/san/bin');
 const TIERFLOWD = path.join(BIN, 'tierflowd');
 const ART = path.join(ROOT, 'tests/browser/artifacts');
 const CHROMIUM = process.env.TF_CHROMIUM || '/usr/bin/chromium';
-
-// ---- TAP -------------------------------------------------------------------
-let n = 0, failed = 0;
-function ok(name, cond, diag) {
-  n++;
-  if (cond) console.log(`ok ${n} - ${name}`);
-  else {
-    failed++;
-    console.log(`not ok ${n} - ${name}`);
-    if (diag !== undefined) for (const l of String(typeof diag === 'string' ? diag : JSON.stringify(diag)).split('\n')) console.log(`# ${l}`);
-  }
-  return cond;
-}
-const note = (s) => console.log(`# ${s}`);
 
 // ---- cleanup: everything this test started, by handle ----------------------
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tf-dash-'));
@@ -52,8 +39,7 @@ for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => { cleanup().final
 
 async function finish() {
   await cleanup();
-  console.log(`1..${n}`);
-  process.exit(failed ? 1 : 0);
+  process.exit(plan());
 }
 
 // ---- fixtures --------------------------------------------------------------

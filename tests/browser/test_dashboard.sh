@@ -9,10 +9,5 @@ cd "$(dirname "$0")"
 : "${TF_ROOT:=$(cd ../.. && pwd)}" "${TF_BIN:=$TF_ROOT/build/san/bin}"
 export TF_ROOT TF_BIN
 
-if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-  "$TF_ROOT/scripts/deps.sh" browser >&2 || { echo "not ok 1 - npm packages for the browser test (scripts/deps.sh browser failed)"; echo "1..1"; exit 1; }
-fi
-if ! command -v node >/dev/null; then
-  echo "not ok 1 - node is installed (scripts/deps.sh browser installs it)"; echo "1..1"; exit 1
-fi
-exec node dashboard.test.mjs
+. ./run_node.sh
+run_node dashboard.test.mjs

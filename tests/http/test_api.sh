@@ -78,7 +78,7 @@ t_eq "events 200" 200 "$(code $U/api/v1/events)"
 t_check "events has start and a rebalance" jq -e '([.events[].kind]|index("start")) and ([.events[].kind]|index("rebalance"))' "$W/body"
 t_eq "metrics 200" 200 "$(code $U/metrics)"
 t_check "metrics reflect reports" grep -qE '^tierflow_probe_reports_total [1-9]' "$W/body"
-t_check "metrics link gauge" grep -q 'tierflow_link_utilization_ratio{from="L1",to="S1"}' "$W/body"
+t_check "metrics link gauge" grep -q 'tierflow_link_utilization_ratio{from="L1",to="S1",source="' "$W/body"
 t_check "metrics moves" grep -qE '^tierflow_rebalance_moves_total [1-9]' "$W/body"
 # Paging: 8 host probes x 20 flows more, so that the flows fill more than the
 # default page of 100. Pages are fetched back to back (same state
