@@ -57,6 +57,8 @@ static int setup_hosts(void **state, int hosts)
 static int setup(void **state) { return setup_hosts(state, 2); }
 /* Four hosts a leaf: four flows with NICs of their own. */
 static int setup4(void **state) { return setup_hosts(state, 4); }
+/* One host a leaf: every flow shares its sender's and receiver's NIC. */
+static int setup1(void **state) { return setup_hosts(state, 1); }
 
 static int teardown(void **state)
 {
@@ -320,6 +322,26 @@ static void saturated_alone_is_not_moved(void **state)
     report(x, T0 + 1, NULL, 2, sp, both, g);
     assert_true(round_moves(x, T0 + 1) >= 1);
     assert_string_not_equal(fx_spine(&x->st, flow(x, 0, 1)), fx_spine(&x->st, flow(x, 1, 2)));
+}
+
+/* One host a leaf: two flows from H1 to H1' share both NICs, so on one
+ * uplink or two they get 50 each. L1's counter reads 10% above them (the
+ * skew of one interval): no phantom collision, no move. With background
+ * that is real (30%), moving one gains and it moves. */
+static void nic_bound_with_counter_skew(void **state)
+{
+    struct fx *x = *state;
+    const int sp[] = {1, 2};
+    const char *on[] = {"S1", "S1"};
+    const double g[] = {50, 50};
+    x->bg[1] = 10;
+    for (int t = 0; t < 3; t++) {
+        report(x, T0 + t, NULL, 2, sp, on, g);
+        assert_int_equal(auto_moves(x, T0 + t), 0);
+    }
+    x->bg[1] = 30;
+    report(x, T0 + 3, NULL, 2, sp, on, g);
+    assert_int_equal(auto_moves(x, T0 + 3), 1);
 }
 
 static void recently_moved_flow_stays(void **state)
@@ -636,6 +658,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(recently_moved_flow_stays, setup, teardown),
         cmocka_unit_test_setup_teardown(settle_after_moves, setup, teardown),
         cmocka_unit_test_setup_teardown(disjoint_collision_in_settle, setup4, teardown),
+        cmocka_unit_test_setup_teardown(nic_bound_with_counter_skew, setup1, teardown),
         cmocka_unit_test_setup_teardown(contended_says_what_is_new, setup4, teardown),
         cmocka_unit_test_setup_teardown(harmful_pins_withdrawn, setup, teardown),
         cmocka_unit_test_setup_teardown(helpful_pins_kept, setup, teardown),
