@@ -177,8 +177,9 @@ static void fabric_change_frees_flows(void **st)
     assert_true(state_flow_may_move(&s, &f, 10, T0 + 10));
     f.backoff_until = T0 + 40;
     assert_false(state_flow_may_move(&s, &f, 10, T0 + 10));    /* the back-off */
-    uint32_t d = dir_of(s.topo, "L1", "S1");
+    uint32_t d = dir_of(s.topo, "L1", "S1"), r = dir_of(s.topo, "S1", "L1");
     assert_true(state_dir_set_route_down(&s, d, true, T0 + 6));
+    assert_true(state_dir_set_route_down(&s, r, true, T0 + 6));
     assert_true(s.dirs_changed_at == T0 + 6);
     assert_true(state_flow_may_move(&s, &f, 10, T0 + 7));
     /* Earned after the change: they hold again. */
@@ -187,14 +188,24 @@ static void fabric_change_frees_flows(void **st)
     f.last_moved = T0;
     f.backoff_at = T0 + 8;
     assert_false(state_flow_may_move(&s, &f, 10, T0 + 9));
-    /* Routing gives it back: usable (and a change) once the hold-down ends. */
+    /* Routing gives the link back, one direction half a second after the
+     * other: usable (and a change) once each hold-down ends. */
     s.link_holddown = 3;
     assert_true(state_dir_set_route_down(&s, d, false, T0 + 20));
+    assert_true(state_dir_set_route_down(&s, r, false, T0 + 20.5));
     assert_false(s.dirs[d].up);
     state_tick(&s, T0 + 23.1, NULL, NULL);
-    assert_true(s.dirs[d].up);
-    assert_true(s.dirs_changed_at > T0 + 20);
-    assert_true(state_flow_may_move(&s, &f, 10, T0 + 24));
+    assert_true(s.dirs[d].up && !s.dirs[r].up);
+    assert_true(s.dirs_changed_at == T0 + 23.1);
+    assert_true(state_flow_may_move(&s, &f, 10, T0 + 23.2));
+    /* The round that woke moves the flow; the other direction's return a
+     * moment later is the same event and does not free it again. */
+    f.last_moved = T0 + 23.2;
+    f.backoff_until = 0;
+    state_tick(&s, T0 + 23.6, NULL, NULL);
+    assert_true(s.dirs[r].up);
+    assert_true(s.dirs_changed_at == T0 + 23.1);
+    assert_false(state_flow_may_move(&s, &f, 10, T0 + 24));
     state_free(&s);
 }
 
