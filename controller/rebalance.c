@@ -135,6 +135,7 @@ struct round {
     uint8_t *down, *hot;
     uint32_t nhot;               /* contended directions: the assignment runs only if > 0 */
     bool degraded;               /* some direction is down (probe, routing or hold-down) */
+    bool returning;              /* some direction is in its hold-down: routing gave it back */
     bool automatic, dry_run;
     struct snap *f;
     size_t n;
@@ -380,6 +381,10 @@ static int snapshot(struct rebalance *rb, double now, struct round *r)
     for (uint32_t d = 0; d < r->nd; d++) {
         r->down[d] = !s->dirs[d].up;
         r->degraded |= r->down[d];
+        if (r->down[d]) {
+            const char *why = state_dir_down_reason(s, d, now);
+            r->returning |= why && !strcmp(why, "holddown");
+        }
         r->bg[d] = r->bps[d] / 1e9;
     }
     for (size_t i = 0; i < s->nflows; i++) {
@@ -931,6 +936,16 @@ static double gate_moves(const struct round *r, const struct assign_input *in, u
             discretionary = true;
             moved += in->flows[i].gbps;
         }
+    }
+    /* A link in its hold-down is about to be usable: choice moves now would
+     * be made again when it is (two moves a flow within seconds, what a
+     * restore must not cause); forced moves go on. */
+    if (discretionary && r->returning) {
+        for (size_t i = 0; i < r->n; i++)
+            path[i] = cur[i];
+        after = assign_loads(in, path, load);
+        log_debug("rebalance: discretionary moves wait for the end of a hold-down");
+        discretionary = false;
     }
     if (discretionary) {
         assign_loads(in, cur, load);

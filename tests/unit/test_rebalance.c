@@ -344,6 +344,32 @@ static void nic_bound_with_counter_skew(void **state)
     assert_int_equal(auto_moves(x, T0 + 3), 1);
 }
 
+/* A link back from a failure is unusable for link_holddown: a collision
+ * seen meanwhile waits for its end (a choice move now would be made again
+ * once the link is usable), then one move fixes it. */
+static void choice_moves_wait_for_holddown(void **state)
+{
+    struct fx *x = *state;
+    const int sp[] = {1, 2};
+    const char *on[] = {"S1", "S1"};
+    const double g[] = {80, 80};
+    x->st.link_holddown = 3;
+    uint32_t d;
+    assert_int_equal(topo_dir_between(x->st.topo, topo_node_by_name(x->st.topo, "L2"),
+                                      topo_node_by_name(x->st.topo, "S4"), &d), 0);
+    pthread_rwlock_wrlock(&x->st.lock);
+    assert_true(state_dir_set_route_down(&x->st, d, true, T0 - 10));
+    assert_true(state_dir_set_route_down(&x->st, d, false, T0));
+    pthread_rwlock_unlock(&x->st.lock);
+    for (int t = 0; t <= 2; t++) {
+        report(x, T0 + t, NULL, 2, sp, on, g);
+        assert_int_equal(auto_moves(x, T0 + t), 0);
+    }
+    state_tick(&x->st, T0 + 3.1, NULL, NULL);
+    report(x, T0 + 3.2, NULL, 2, sp, on, g);
+    assert_int_equal(auto_moves(x, T0 + 3.2), 1);
+}
+
 static void recently_moved_flow_stays(void **state)
 {
     struct fx *x = *state;
@@ -659,6 +685,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(settle_after_moves, setup, teardown),
         cmocka_unit_test_setup_teardown(disjoint_collision_in_settle, setup4, teardown),
         cmocka_unit_test_setup_teardown(nic_bound_with_counter_skew, setup1, teardown),
+        cmocka_unit_test_setup_teardown(choice_moves_wait_for_holddown, setup, teardown),
         cmocka_unit_test_setup_teardown(contended_says_what_is_new, setup4, teardown),
         cmocka_unit_test_setup_teardown(harmful_pins_withdrawn, setup, teardown),
         cmocka_unit_test_setup_teardown(helpful_pins_kept, setup, teardown),
