@@ -578,12 +578,15 @@ bool state_dir_eval(struct state *s, uint32_t dir, double now)
     bool up = d->probe_up && !d->route_down && !held;
     bool changed = up != d->up;
     d->up = up;
-    /* Rates from before a change describe another fabric. One event counts
+    /* Rates from before a change describe another fabric. A return counts
      * once: the two directions of a link (and the links of a switch) come
      * back from their hold-downs a moment apart, and each moment freeing
      * the timers again (state_flow_may_move) let the flows the first one
-     * moved move again (a CI run: 11 moves of 9 flows after a restore). */
-    if (changed && (s->dirs_changed_at <= 0 || now - s->dirs_changed_at >= s->link_holddown))
+     * moved move again (a CI run: 11 moves of 9 flows after a restore).
+     * A failure is always news, however soon after a return (a CI run whose
+     * second failure was taken for part of the return judged pins across
+     * it and ended below ECMP). */
+    if (changed && (!up || s->dirs_changed_at <= 0 || now - s->dirs_changed_at >= s->link_holddown))
         s->dirs_changed_at = now;
     return changed;
 }

@@ -148,7 +148,7 @@ struct state {
     uint32_t cls_gen;
     double stale_after;          /* seconds */
     double link_holddown;        /* seconds a direction routing gave back stays down */
-    double dirs_changed_at;      /* when a direction's `up` last changed (0 never); changes
+    double dirs_changed_at;      /* when a direction's `up` last changed (0 never); returns
                                   * within link_holddown of it count as the same event */
     double start;
     uint64_t reports_total, reports_rejected;

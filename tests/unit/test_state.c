@@ -206,6 +206,10 @@ static void fabric_change_frees_flows(void **st)
     assert_true(s.dirs[r].up);
     assert_true(s.dirs_changed_at == T0 + 23.1);
     assert_false(state_flow_may_move(&s, &f, 10, T0 + 24));
+    /* A failure is news however soon after a return. */
+    assert_true(state_dir_set_route_down(&s, d, true, T0 + 24.5));
+    assert_true(s.dirs_changed_at == T0 + 24.5);
+    assert_true(state_flow_may_move(&s, &f, 10, T0 + 25));
     state_free(&s);
 }
 
