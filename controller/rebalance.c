@@ -250,6 +250,15 @@ static double settle_s(const struct config *c)
     return w > c->interval ? w : c->interval;
 }
 
+/* Whether a link failed or came back since the rates before a move at `at`
+ * were measured (one interval before it): that changed what every path can
+ * carry, and judging the move (its flow's verdict, its group's harm) would
+ * blame it for the failure. */
+static bool across_change(const struct rebalance *rb, double at)
+{
+    return rb->st->dirs_changed_at > at - rb->cfg->interval;
+}
+
 /*
  * The verdict on a flow's last choice move, once the reports after it are in
  * (the settle period is over): it helped if its rate rose by move_gain, or
@@ -262,9 +271,7 @@ static void verdicts(const struct rebalance *rb, struct round *r, double now)
     const struct config *c = rb->cfg;
     for (size_t i = 0; i < r->n; i++) {
         struct snap *f = &r->f[i];
-        /* Not across a failure or a return (judge_groups says why). */
-        if (f->move_bps <= 0 || now - f->moved_at < settle_s(c) ||
-            rb->st->dirs_changed_at > f->moved_at - c->interval)
+        if (f->move_bps <= 0 || now - f->moved_at < settle_s(c) || across_change(rb, f->moved_at))
             continue;
         bool hot = false;
         for (int j = 0; j < f->ndirs; j++)
@@ -312,11 +319,7 @@ static void judge_groups(struct rebalance *rb, struct round *r, double now)
             g++;
             continue;
         }
-        /* A link that failed or came back since the rates before the move
-         * were measured (one interval before it) changed what every path
-         * can carry: the comparison would blame the pins for the failure.
-         * The group goes unjudged; its flows' verdicts still come. */
-        if (s->dirs_changed_at > gr->at - c->interval) {
+        if (across_change(rb, gr->at)) {
             log_debug("rebalance: the group moved at %.1f is not judged: the fabric changed at %.1f", gr->at,
                       s->dirs_changed_at);
             group_drop(rb, g);
