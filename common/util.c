@@ -72,6 +72,16 @@ static double ts_of(clockid_t c)
 double tf_now_mono(void) { return ts_of(CLOCK_MONOTONIC); }
 double tf_now_real(void) { return ts_of(CLOCK_REALTIME); }
 
+double tf_until_boundary(double now, double interval, double min_s)
+{
+    if (!(interval > 0) || !(now >= 0))
+        return min_s;
+    double w = interval - fmod(now, interval);
+    if (w < min_s)
+        w += ceil((min_s - w) / interval) * interval;
+    return w;
+}
+
 const char *tf_addr_str(int af, const uint8_t *addr, char *buf, size_t len)
 {
     if (!inet_ntop(af == 6 ? AF_INET6 : AF_INET, addr, buf, (socklen_t)len))

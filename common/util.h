@@ -31,6 +31,11 @@ int tf_parse_double(const char *s, double min, double max, double *out);
 /* Seconds as double. */
 double tf_now_mono(void);
 double tf_now_real(void);
+/* Seconds from wall-clock time `now` to the next multiple of `interval`
+ * (epoch-aligned), at least min_s: probes on clock-synchronised machines
+ * then close their intervals at the same instants, so that one round sees
+ * every switch's view of the same interval. interval <= 0 gives min_s. */
+double tf_until_boundary(double now, double interval, double min_s);
 
 /* Formats a 4- or 16-byte address (af 4 or 6) into buf (>= 46 bytes). */
 const char *tf_addr_str(int af, const uint8_t *addr, char *buf, size_t len);

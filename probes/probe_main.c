@@ -413,8 +413,12 @@ static void reload_map(struct probe *pr);
 
 static int run_live(struct probe *pr)
 {
+    /* Intervals close on multiples of the interval of the wall clock, so
+     * that every probe of the fabric reports the same interval at about the
+     * same moment (a round then sees all of it, not one switch's view); the
+     * first one is at least half an interval long. */
     pr->ivl_start_mono = tf_now_mono();
-    double next = pr->ivl_start_mono + pr->o.interval;
+    double next = pr->ivl_start_mono + tf_until_boundary(tf_now_real(), pr->o.interval, pr->o.interval / 2);
     int rc = 0;
     while (!probe_stop) {
         double now = tf_now_mono();
@@ -437,8 +441,8 @@ static int run_live(struct probe *pr)
             probe_close(pr, tf_now_real(), now - pr->ivl_start_mono);
             pr->ivl_start_mono = now;
             next += pr->o.interval;
-            if (next <= now) /* fell behind: do not emit a burst of reports */
-                next = now + pr->o.interval;
+            if (next <= now) /* fell behind: no burst of reports; back on the boundaries */
+                next = now + tf_until_boundary(tf_now_real(), pr->o.interval, pr->o.interval / 2);
         }
     }
     double now = tf_now_mono();

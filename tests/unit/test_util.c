@@ -96,6 +96,21 @@ static void test_token(void **state)
     assert_true(tf_read_token("/nonexistent/token", tok, sizeof(tok)) < 0);
 }
 
+/* Epoch-aligned interval ends: the next multiple of the interval, pushed
+ * by whole intervals past the minimum; a bad interval gives the minimum. */
+static void test_until_boundary(void **state)
+{
+    (void)state;
+    assert_float_equal(tf_until_boundary(1000.25, 1.0, 0), 0.75, 1e-9);
+    assert_float_equal(tf_until_boundary(1000.75, 1.0, 0.5), 1.25, 1e-9);
+    assert_float_equal(tf_until_boundary(1000.0, 1.0, 0.5), 1.0, 1e-9);
+    assert_float_equal(tf_until_boundary(1000.05, 0.2, 0.1), 0.15, 1e-6);
+    assert_float_equal(tf_until_boundary(1000.15, 0.2, 0.1), 0.25, 1e-6);
+    assert_float_equal(tf_until_boundary(1000.9, 1.0, 3.0), 3.1, 1e-6);
+    assert_float_equal(tf_until_boundary(1000.9, 0, 0.5), 0.5, 0);
+    assert_float_equal(tf_until_boundary(1000.9, -1, 0.5), 0.5, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -104,6 +119,7 @@ int main(void)
         cmocka_unit_test(test_prefix),
         cmocka_unit_test(test_strlcpy),
         cmocka_unit_test(test_token),
+        cmocka_unit_test(test_until_boundary),
     };
     return cmocka_run_group_tests_name("util", tests, NULL, NULL);
 }
