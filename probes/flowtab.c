@@ -531,7 +531,13 @@ void flowtab_close_interval(struct flowtab *ft, double now, double interval_s,
         uint32_t id = ft->live[i];
         struct ft_meta *m = &ft->meta[id];
         struct flow *f = &ft->flows[id];
-        f->ivl_bps = interval_s > 0 ? (double)f->ivl_bytes * 8.0 / interval_s : 0.0;
+        double span = interval_s;
+        if (!m->rated && f->sampling <= 1 && now - f->first_ts < span) {
+            span = now - f->first_ts;
+            if (span < FLOWTAB_MIN_SPAN * interval_s)
+                span = FLOWTAB_MIN_SPAN * interval_s;
+        }
+        f->ivl_bps = span > 0 ? (double)f->ivl_bytes * 8.0 / span : 0.0;
         if (m->rated) {
             f->rate_bps = FLOWTAB_EWMA_ALPHA * f->ivl_bps + (1.0 - FLOWTAB_EWMA_ALPHA) * f->rate_bps;
         } else {

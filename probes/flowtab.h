@@ -31,7 +31,11 @@
  * Rates: at each interval close, ivl_bps = interval bytes * 8 / interval_s
  * and rate_bps = A * ivl_bps + (1 - A) * rate_bps with A =
  * FLOWTAB_EWMA_ALPHA; a flow's first closed interval sets rate_bps =
- * ivl_bps. The fat decision uses rate_bps. ECT counts ECT(0) and ECT(1)
+ * ivl_bps. A flow first seen during the interval it is first rated in is
+ * rated over the time it was seen (at least FLOWTAB_MIN_SPAN of the
+ * interval), not the whole interval: a fat flow that started 0.3 s before
+ * the close is a fat flow now, not a 30% one (sampled flows excepted: a few
+ * samples over a short span say too little). The fat decision uses rate_bps. ECT counts ECT(0) and ECT(1)
  * packets; CE packets are counted in ce_pkts only.
  */
 #ifndef TF_FLOWTAB_H
@@ -174,6 +178,7 @@ void flowtab_key(const struct decode_pkt *pkt, struct flow_key *key);
  * at least this many samples in the interval (relative error ~1/sqrt(n)). */
 #define FLOWTAB_MIN_SAMPLES 4
 #define FLOWTAB_EWMA_ALPHA 0.5
+#define FLOWTAB_MIN_SPAN 0.25
 #define FLOWTAB_EVICT_WINDOW 8
 #define FLOWTAB_MAX_FLOWS (1u << 24)
 void flowtab_close_interval(struct flowtab *ft, double now, double interval_s,

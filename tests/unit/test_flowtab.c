@@ -315,13 +315,40 @@ static void close1(struct flowtab *ft, double now, double link, double share)
     flowtab_close_interval(ft, now, 1.0, &link, 1, share);
 }
 
+/* A flow that starts during its first interval is rated over the time it
+ * was seen (at least FLOWTAB_MIN_SPAN of the interval); from its second
+ * interval on, and when sampled, over the whole interval. */
+static void test_first_interval_span(void **state)
+{
+    (void)state;
+    struct flowtab *ft = flowtab_new(8, 0);
+    double link = 1e8; /* fat at 5e6 */
+    struct decode_pkt late = mk(1, 2, 1, 2, 125000), last = mk(1, 3, 1, 2, 125000),
+                      smp = mk(1, 4, 1, 2, 125000);
+    for (int i = 0; i < 3; i++)
+        flowtab_update(ft, &late, 0, 10.7 + 0.1 * i, 1, FLOW_SRC_PCAP); /* 3e6 b over 0.3 s */
+    flowtab_update(ft, &last, 0, 10.99, 1, FLOW_SRC_PCAP);              /* 1e6 b, floor 0.25 s */
+    for (int i = 0; i < 3; i++)
+        flowtab_update(ft, &smp, 0, 10.7 + 0.1 * i, 4, FLOW_SRC_SFLOW);
+    flowtab_close_interval(ft, 11.0, 1.0, &link, 1, 0.05);
+    assert_float_equal(get(ft, &late)->ivl_bps, 1e7, 1);
+    assert_true(get(ft, &late)->fat); /* 3e6 b/s over the whole interval: not fat */
+    assert_float_equal(get(ft, &last)->ivl_bps, 4e6, 1);
+    assert_float_equal(get(ft, &smp)->ivl_bps, 4 * 3e6, 1);
+    for (int i = 0; i < 3; i++)
+        flowtab_update(ft, &late, 0, 11.7 + 0.1 * i, 1, FLOW_SRC_PCAP);
+    flowtab_close_interval(ft, 12.0, 1.0, &link, 1, 0.1);
+    assert_float_equal(get(ft, &late)->ivl_bps, 3e6, 1);
+    flowtab_free(ft);
+}
+
 static void test_rate_ewma(void **state)
 {
     (void)state;
     struct flowtab *ft = flowtab_new(4, 0);
     struct decode_pkt p = mk(1, 2, 1, 2, 1000000);
     for (int i = 0; i < 100; i++)
-        flowtab_update(ft, &p, 0, 0.5, 1, 0); /* 1e8 bytes: 8e8 b/s */
+        flowtab_update(ft, &p, 0, 0.0, 1, 0); /* 1e8 bytes: 8e8 b/s */
     close1(ft, 1.0, 1e10, 0.1);
     struct flow *f = get(ft, &p);
     assert_float_equal(f->ivl_bps, 8e8, 1);
@@ -361,7 +388,7 @@ static void test_fat_hysteresis(void **state)
     };
     for (unsigned i = 0; i < sizeof(seq) / sizeof(seq[0]); i++) {
         p.wire_len = (uint32_t)(seq[i].bps / 8);
-        flowtab_update(ft, &p, 0, i + 0.5, 1, 0);
+        flowtab_update(ft, &p, 0, (double)i, 1, 0);
         close1(ft, i + 1.0, link, share);
         f = get(ft, &p);
         assert_float_equal(f->rate_bps, seq[i].rate, 10);
@@ -636,6 +663,7 @@ int main(void)
         cmocka_unit_test(test_junk_churn_does_not_push_fat_out),
         cmocka_unit_test(test_index_churn),
         cmocka_unit_test(test_rate_ewma),
+        cmocka_unit_test(test_first_interval_span),
         cmocka_unit_test(test_fat_hysteresis),
         cmocka_unit_test(test_sampled_min_samples),
         cmocka_unit_test(test_cnp_attribution),
