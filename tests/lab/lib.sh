@@ -145,6 +145,18 @@ iperf_reach() {
             if (bytes * 8 / st >= L) { printf "%.1f\n", t + st - a; exit } }
           print -1 }'
 }
+# iperf_retx T1 T2 CLIENT_JSON...: TCP segments the senders retransmitted
+# per second over [T1, T2) (the clients' interval reports, prorated).
+iperf_retx() {
+  local t1=$1 t2=$2 f; shift 2
+  for f in "$@"; do
+    [ -s "$f" ] || continue
+    jq -r '.start.timestamp.timesecs as $t | .intervals[]?.sum | "\($t + .start) \($t + .end) \(.retransmits // 0)"' "$f" 2>/dev/null
+  done | awk -v a="$t1" -v b="$t2" '
+    { s = $1; e = $2; if (e <= s) next; lo = (s > a ? s : a); hi = (e < b ? e : b)
+      if (hi > lo) n += $3 * (hi - lo) / (e - s) }
+    END { printf "%.1f\n", (b > a ? n / (b - a) : 0) }'
+}
 iperf_bins() {
   local t1=$1 t2=$2 t; shift 2
   for ((t = t1; t < t2; t++)); do echo "$t $(iperf_window "$t" $((t + 1)) "$@")"; done

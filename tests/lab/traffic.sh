@@ -29,6 +29,13 @@
 #        rules afterwards. With "probes", the probes run as in e2e_run and
 #        tierflowd computes its rounds but applies nothing (--backend none):
 #        the cost of the telemetry alone.
+#   e2e_ecmp PAIRS_FILE SETTLE_S MEAS_S
+#        the same flows under the fabric's ECMP alone, measured over the same
+#        window as the oracle (the same flows carry less 17 s in than 2 s in,
+#        whoever places them): E2E_ECMP_LATE (bit/s).
+#   e2e_run also sets E2E_EST: the demand estimate's error by tier
+#   (_e2e_est_error). Each also gives the senders' TCP retransmits per second over its window:
+#   E2E_ECMP_RETX, E2E_ORACLE_RETX, E2E_TF_RETX (iperf_retx).
 lab_hosts() { jq -r '.nodes[] | select(.tier == "host") | .name' "$LAB_TOPO"; }
 lab_pod_of_leaf() { # leaves that reach the same spines form a pod
   jq -r --arg l "$1" '(reduce .nodes[] as $x ({}; .[$x.name] = $x.tier)) as $t
@@ -111,7 +118,7 @@ _e2e_flows() {
 }
 _e2e_servers() {
   local i
-  rm -f "$LAB_TMP"/run-srv*.json
+  rm -f "$LAB_TMP"/run-srv*.json "$LAB_TMP"/run-cli*.json
   for ((i = 0; i < ${#srcs[@]}; i++)); do
     iperf_server "${dsts[$i]}" $((5400 + i)) "$LAB_TMP/run-srv$i.json"; files+=("$LAB_TMP/run-srv$i.json")
   done
@@ -131,8 +138,25 @@ _e2e_reap() {
   for ((i = 0; i < ${#srcs[@]}; i++)); do lab_stop "srv-${dsts[$i]}-$((5400 + i))"; done
 }
 
+# The pairs under whatever placement is in force (none: the fabric's
+# ECMP), no controller; after SETTLE_S, MEAS_S seconds of measurement:
+# E2E_STATIC (bit/s) and E2E_STATIC_REACH (seconds to 90% of it, 0.2-s bins
+# with IPERF_INTERVAL=0.2). PROBES non-empty: probes and a dry-run tierflowd.
+_e2e_static() {
+  local settle_s=$1 meas_s=$2 probes=$3 te1 te2
+  _e2e_servers
+  [ -n "$probes" ] && TF_BACKEND=none tf_start "$E2E_URL" "$E2E_TOKEN" "$E2E_GBPS"
+  _e2e_clients $((settle_s + meas_s + 4))
+  sleep "$settle_s"; te1=$(date +%s); sleep "$meas_s"; te2=$(date +%s)
+  [ -n "$probes" ] && tf_stop
+  _e2e_reap
+  E2E_STATIC=$(iperf_window "$te1" "$te2" "${files[@]}")
+  E2E_STATIC_RETX=$(iperf_retx "$te1" "$te2" "$LAB_TMP"/run-cli*.json)
+  E2E_STATIC_REACH=$(iperf_reach "$(awk -v a="$E2E_STATIC" 'BEGIN{print 0.9 * a}')" "${bases[0]}" "$te2" 0.2 "${bases[@]}")
+}
+
 e2e_oracle() {
-  local pairs=$1 settle_s=$2 meas_s=$3 probes=${4:-} i f sw tool sim dir rc=0 tstart te1 te2
+  local pairs=$1 settle_s=$2 meas_s=$3 probes=${4:-} i f sw tool sim dir rc=0
   local -a files=() srcs=() dsts=() addrs=() bases=()
   tool=$(tf_bin oracle_batch)
   sim=$(tf_bin tierflow-sim)
@@ -150,21 +174,43 @@ e2e_oracle() {
     "$LAB" exec "$sw" -- ip -batch "$f" || rc=1
   done
   [ $rc -eq 0 ] || { echo "e2e_oracle: could not install the oracle's rules" >&2; E2E_ORACLE=0; return 1; }
-  _e2e_servers
-  [ -n "$probes" ] && TF_BACKEND=none tf_start "$E2E_URL" "$E2E_TOKEN" "$E2E_GBPS"
-  tstart=$(date +%s)
-  _e2e_clients $((settle_s + meas_s + 4))
-  sleep "$settle_s"; te1=$(date +%s); sleep "$meas_s"; te2=$(date +%s)
-  [ -n "$probes" ] && tf_stop
-  _e2e_reap
+  _e2e_static "$settle_s" "$meas_s" "$probes"
   for f in "$dir"/*.clear; do [ -e "$f" ] || continue; "$LAB" exec "$(basename "$f" .clear)" -- ip -batch "$f" || rc=1; done
-  E2E_ORACLE=$(iperf_window "$te1" "$te2" "${files[@]}")
-  E2E_ORACLE_REACH=$(iperf_reach "$(awk -v a="$E2E_ORACLE" 'BEGIN{print 0.9 * a}')" "${bases[0]}" "$te2" 0.2 "${bases[@]}")
+  E2E_ORACLE=$E2E_STATIC E2E_ORACLE_REACH=$E2E_STATIC_REACH E2E_ORACLE_RETX=$E2E_STATIC_RETX
   return $rc
 }
 
+e2e_ecmp() {
+  local pairs=$1 settle_s=$2 meas_s=$3
+  local -a files=() srcs=() dsts=() addrs=() bases=()
+  _e2e_flows "$pairs"
+  _e2e_static "$settle_s" "$meas_s" ""
+  E2E_ECMP_LATE=$E2E_STATIC E2E_ECMP_RETX=$E2E_STATIC_RETX
+}
+
+# The demand estimate's error: each fat flow's rate in tierflowd's view at
+# T (GET /api/v1/flows, saved in est-flows.json; the interval that closed at
+# the last whole second, probes' intervals being epoch-aligned) against its
+# receiver's goodput over that second; median |relative error| by the tier of
+# the switch whose report the controller used ("tier: median% (flows)").
+# Wire bytes against payload: about +3.6% (1500-byte frames, 1448 of payload).
+_e2e_est_error() {
+  local t=$1 i rate
+  [ -s "$LAB_TMP/est-flows.json" ] || { echo "none"; return; }
+  for ((i = 0; i < ${#srcs[@]}; i++)); do
+    rate=$(iperf_window $((t - 1)) "$t" "${files[$i]}")
+    jq -r --argjson sp $((42000 + i)) --argjson dp $((5400 + i)) --argjson g "$rate" --slurpfile topo "$LAB_TOPO" '
+      ($topo[0].nodes | map({(.name): .tier}) | add) as $tier
+      | .flows[] | select(.sport == $sp and .dport == $dp and $g > 0)
+      | "\($tier[.probe] // "?") \((.bps - $g) / $g | fabs)"' "$LAB_TMP/est-flows.json" 2>/dev/null
+  done | sort -k1,1 -k2g | awk '
+    { e[$1, ++n[$1]] = $2 }
+    END { for (k in n) printf "%s: %.1f%% (%d) ", k, 100 * e[k, int((n[k] + 1) / 2)], n[k] }'
+  echo
+}
+
 e2e_run() {
-  local pairs=$1 ecmp_s=$2 settle_s=$3 tf_s=$4 i=0 total t tstart tctl tm1 tm2 te1 te2 t0
+  local pairs=$1 ecmp_s=$2 settle_s=$3 tf_s=$4 i=0 total t tstart tctl tm1 tm2 te1 te2 t0 tsnap
   local -a files=() srcs=() dsts=() addrs=() bases=()
   _e2e_flows "$pairs"
   total=$((ecmp_s + settle_s + tf_s + 10))   # margin: starting 16 flows and the probes takes time
@@ -179,7 +225,13 @@ e2e_run() {
   else
     tctl=$tstart; t0=${bases[0]}
   fi
-  sleep "$settle_s"; te1=$(date +%s); sleep "$tf_s"; te2=$(date +%s)
+  sleep "$settle_s"; te1=$(date +%s)
+  sleep $((tf_s / 2))
+  # 0.4 s into a second: the reports of the interval that closed at its
+  # start are in
+  tsnap=$(date +%s.%N); sleep "$(awk -v t="$tsnap" 'BEGIN{printf "%.3f", 1.4 - (t - int(t))}')"; tsnap=$(date +%s)
+  curl -s --max-time 2 "$E2E_URL/api/v1/flows?fat=true&limit=1000" > "$LAB_TMP/est-flows.json" || true
+  sleep $((tf_s - tf_s / 2 - 1)); te2=$(date +%s)
   [ "$te2" -gt $((tstart + total - 2)) ] && { echo "e2e_run: measurement ran past the flows; clamped" >&2; te2=$((tstart + total - 2)); }
   E2E_MOVES=$(curl -s --max-time 2 "$E2E_URL/metrics" | awk '/^tierflow_rebalance_moves_total /{print $2}')
   E2E_CPU=$(tf_cpu)
@@ -187,10 +239,12 @@ e2e_run() {
   _e2e_reap
   E2E_ECMP=0; [ "$ecmp_s" -gt 0 ] && E2E_ECMP=$(iperf_window "$tm1" "$tm2" "${files[@]}")
   E2E_TF=$(iperf_window "$te1" "$te2" "${files[@]}")
+  E2E_TF_RETX=$(iperf_retx "$te1" "$te2" "$LAB_TMP"/run-cli*.json)
   E2E_REACT=-1
   while read -r t b; do
     if awk -v b="$b" -v f="$E2E_TF" 'BEGIN{exit !(b >= 0.9 * f)}'; then E2E_REACT=$((t + 1 - tctl)); break; fi
   done < <(iperf_bins "$tctl" "$te2" "${files[@]}")
   E2E_REACT_S=$(iperf_reach "$(awk -v a="$E2E_TF" 'BEGIN{print 0.9 * a}')" "$t0" "$te2" 0.2 "${bases[@]}")
+  E2E_EST=$(_e2e_est_error "$tsnap")
   E2E_BINS=$(iperf_bins "$tstart" "$te2" "${files[@]}" | awk -v t0="$tstart" '{printf "%d:%.1f ", $1 - t0, $2/1e6}')
 }
