@@ -56,9 +56,9 @@ _Static_assert(sizeof(struct flow_key) == 48, "flow_key is hashed as six 64-bit 
 _Static_assert(offsetof(struct flow, cnps) == 128, "per-packet fields fill two cache lines");
 _Static_assert(offsetof(struct flow, pkts) == offsetof(struct flow, bytes) + 8 &&
                offsetof(struct flow, ivl_pkts) == offsetof(struct flow, ivl_bytes) + 8 &&
-               offsetof(struct flow, ect_pkts) == offsetof(struct flow, ce_pkts) + 8 &&
                offsetof(struct flow, ivl_ect) == offsetof(struct flow, ivl_ce) + 8,
                "counters are updated in pairs");
+_Static_assert(offsetof(struct flow, seq_ok) < 128, "the loss tracking is per-packet state");
 _Static_assert(sizeof(struct flow) == 192, "three cache lines per flow");
 _Static_assert(offsetof(struct flow, ifidx) == offsetof(struct flow, sampling) + 4 &&
                offsetof(struct flow, dscp) == offsetof(struct flow, sampling) + 6 &&
@@ -425,6 +425,44 @@ static inline void op_fill(struct flowtab_op *o, const struct decode_pkt *pkt, u
     o->roce = pkt->roce;
     o->bth_opcode = pkt->bth_opcode;
     o->source = source;
+    o->seq = pkt->roce ? pkt->psn : pkt->tcp_seq;
+    o->seg_len = pkt->seg_len;
+    o->trk = flowtab_trk(pkt->proto, pkt->roce, pkt->bth_opcode, pkt->nak, pkt->seg_len);
+}
+
+/* The loss signals of one packet (flowtab.h, top). Saturating: a counter
+ * that wrapped within an interval would report a clean flow. */
+static inline void sat_inc(uint32_t *c)
+{
+    *c += *c != UINT32_MAX;
+}
+
+static inline __attribute__((always_inline)) void track(struct flow *f, const struct flowtab_op *o)
+{
+    switch (o->trk) {
+    case FLOWTAB_TRK_TCP: {
+        uint32_t end = o->seq + o->seg_len;
+        if (f->seq_ok && (int32_t)(end - f->seq_next) <= 0) {
+            sat_inc(&f->ivl_retx);
+        } else {
+            f->seq_next = end;
+            f->seq_ok = 1;
+        }
+        break;
+    }
+    case FLOWTAB_TRK_PSN:
+    case FLOWTAB_TRK_PSN_READ:
+        if (f->seq_ok && o->seq != f->seq_next)
+            sat_inc(&f->ivl_retx);
+        f->seq_next = (o->seq + 1) & 0xffffff;
+        f->seq_ok = o->trk == FLOWTAB_TRK_PSN;
+        break;
+    case FLOWTAB_TRK_NAK:
+        sat_inc(&f->ivl_naks);
+        break;
+    default:
+        break;
+    }
 }
 
 static inline __attribute__((always_inline)) int op_apply(struct flowtab *ft,
@@ -444,12 +482,13 @@ static inline __attribute__((always_inline)) int op_apply(struct flowtab *ft,
     ft_v2 v;
     memcpy(&v, &f->bytes, 16), v += bp, memcpy(&f->bytes, &v, 16);
     memcpy(&v, &f->ivl_bytes, 16), v += bp, memcpy(&f->ivl_bytes, &v, 16);
-    memcpy(&v, &f->ce_pkts, 16), v += ce, memcpy(&f->ce_pkts, &v, 16);
     memcpy(&v, &f->ivl_ce, 16), v += ce, memcpy(&f->ivl_ce, &v, 16);
     if (o->ts > f->last_ts)
         f->last_ts = o->ts;
     /* sampling = scale, ifidx, dscp, source (see the asserts at the top) */
     memcpy(&f->sampling, &o->scale, 8);
+    if (o->trk && o->source != FLOW_SRC_SFLOW)
+        track(f, o);
     if (o->roce) {
         if (o->bth_opcode == DECODE_BTH_CNP)
             cnp_account(ft, id, scale);
@@ -557,7 +596,10 @@ void flowtab_close_interval(struct flowtab *ft, double now, double interval_s,
         } else {
             f->fat = false;
         }
+        f->ce_pkts += f->ivl_ce;
+        f->ect_pkts += f->ivl_ect;
         f->ivl_bytes = f->ivl_pkts = f->ivl_ce = f->ivl_ect = f->ivl_cnps = 0;
+        f->ivl_retx = f->ivl_naks = 0;
         if (ft->idle > 0 && now - f->last_ts > ft->idle) {
             flow_remove(ft, id);
             ft->st.expired++;
