@@ -443,7 +443,10 @@ static inline __attribute__((always_inline)) void track(struct flow *f, const st
     case FLOWTAB_TRK_TCP: {
         uint32_t end = o->seq + o->seg_len;
         if (f->seq_ok && (int32_t)(end - f->seq_next) <= 0) {
-            sat_inc(&f->ivl_retx);
+            /* A keep-alive (one byte already sent, at the highest end:
+             * Windows sends those on idle connections) is no loss. */
+            if (o->seg_len != 1 || end != f->seq_next)
+                sat_inc(&f->ivl_retx);
         } else {
             f->seq_next = end;
             f->seq_ok = 1;

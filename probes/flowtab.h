@@ -47,7 +47,9 @@
  *   comparison, so the 32-bit wrap is handled) is a retransmission
  *   (ivl_retx); one that ends above it moves it on, also across a gap (new
  *   data out of order is not a retransmission). Zero-length segments
- *   neither count nor move it.
+ *   neither count nor move it, and neither does a keep-alive: one byte
+ *   ending exactly at seq_next (the last byte again, as Windows probes an
+ *   idle connection; Wireshark excludes them too).
  * - RoCEv2 RC/UC (BTH opcode classes 000 and 001) but Acknowledges and
  *   CNPs: seq_next is the expected next PSN (last + 1, modulo 2^24); a PSN
  *   other than it is out of sequence (ivl_retx: a gap or a go-back-N

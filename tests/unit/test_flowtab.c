@@ -614,7 +614,8 @@ static void test_tcp_retx(void **state)
     assert_int_equal(seg(ft, 0x1000, 100, FLOW_SRC_PCAP), 2);       /* new data after a gap */
     assert_int_equal(seg(ft, 0x1000 + 50, 100, FLOW_SRC_PCAP), 2);  /* overlaps the end: new data */
     assert_int_equal(seg(ft, 0x2c, 100, FLOW_SRC_PCAP), 3);         /* below the highest: the gap resent */
-    assert_int_equal(seg(ft, 0x1096 - 1, 1, FLOW_SRC_PCAP), 4);     /* one byte, the last one again */
+    assert_int_equal(seg(ft, 0x1096 - 1, 1, FLOW_SRC_PCAP), 3);     /* a keep-alive: the last byte again */
+    assert_int_equal(seg(ft, 0x1096 - 2, 1, FLOW_SRC_PCAP), 4);     /* the byte before it: a retransmission */
     assert_int_equal(seg(ft, 0x1096, 1, FLOW_SRC_PCAP), 4);
     /* Sampled packets are not judged (a 1-in-N sample is no sequence). */
     assert_int_equal(seg(ft, 0x10, 100, FLOW_SRC_SFLOW), 4);
