@@ -427,7 +427,9 @@ static inline void op_fill(struct flowtab_op *o, const struct decode_pkt *pkt, u
     o->source = source;
     o->seq = pkt->roce ? pkt->psn : pkt->tcp_seq;
     o->seg_len = pkt->seg_len;
-    o->trk = flowtab_trk(pkt->proto, pkt->roce, pkt->bth_opcode, pkt->nak, pkt->seg_len);
+    /* A 1-in-N sample is no sequence: sampled packets are not judged. */
+    o->trk = source == FLOW_SRC_SFLOW ? FLOWTAB_TRK_NONE
+                                      : flowtab_trk(pkt->proto, pkt->roce, pkt->bth_opcode, pkt->nak, pkt->seg_len);
 }
 
 /* The loss signals of one packet (flowtab.h, top). Saturating: a counter
@@ -490,7 +492,7 @@ static inline __attribute__((always_inline)) int op_apply(struct flowtab *ft,
         f->last_ts = o->ts;
     /* sampling = scale, ifidx, dscp, source (see the asserts at the top) */
     memcpy(&f->sampling, &o->scale, 8);
-    if (o->trk && o->source != FLOW_SRC_SFLOW)
+    if (o->trk)
         track(f, o);
     if (o->roce) {
         if (o->bth_opcode == DECODE_BTH_CNP)
