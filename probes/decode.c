@@ -106,6 +106,7 @@ HOT int dec_l4(const uint8_t *d, uint32_t caplen, uint32_t l4, uint32_t end,
             doff = 20;
         }
         pkt->tcp_seq = rd32(b + 4);
+        pkt->tcp_syn = (b[13] >> 1) & 1;
         pkt->payload_off = l4 + doff;
         if (pkt->payload_off > end)
             pkt->flags |= DECODE_F_BADLEN;

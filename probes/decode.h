@@ -73,6 +73,7 @@ struct decode_pkt {
     uint8_t  nak;                 /* 1: an RC Acknowledge whose AETH syndrome is a NAK */
     uint32_t tcp_seq;             /* TCP sequence number (l4 == 1, proto 6) */
     uint32_t seg_len;             /* TCP payload bytes per the IP length; 0 when none */
+    uint8_t  tcp_syn;             /* 1: the TCP SYN flag is set */
     uint32_t l3_off;              /* offset of the IP header in the frame */
     uint32_t l4_off;              /* offset of the L4 header (GRE for proto 47) */
     uint32_t payload_off;         /* offset just past the TCP/UDP header */
@@ -118,7 +119,7 @@ int decode_ip(const uint8_t *data, uint32_t caplen, uint32_t off, struct decode_
  * decode_frame(DLT_EN10MB, ...) decodes with DECODE_OK, flags == 0, af 4,
  * l4 == 1, and then every field below equals decode_frame()'s (vlan is its
  * vlan[0], 0 when untagged; roce, bth_opcode and dqp as decode_frame sets
- * them; psn, nak, tcp_seq and seg_len as decode_frame sets them, 0 where it
+ * them; psn, nak, tcp_seq, seg_len and tcp_syn as decode_frame sets them, 0 where it
  * leaves them 0). Anything else, including every frame decode_frame would flag
  * (truncated, lying lengths), returns 0 and the caller uses decode_frame().
  * Every read is bounds-checked against caplen, as in decode_frame().
@@ -134,6 +135,7 @@ struct decode_fast {
     uint32_t dqp;                 /* 0 unless roce */
     uint32_t psn;                 /* 0 unless roce */
     uint32_t tcp_seq, seg_len;    /* 0 unless TCP */
+    uint8_t  tcp_syn;             /* 0 unless TCP */
 };
 
 /* One 16-bit load and a byte swap (the byte-wise form costs 4 instructions). */
@@ -193,6 +195,7 @@ static inline int decode_fast_eth(const uint8_t *d, uint32_t caplen, uint32_t wi
 #endif
         f->tcp_seq = seq;
         f->seg_len = end - (l4 + doff);
+        f->tcp_syn = (b[13] >> 1) & 1;
     } else if (f->proto == 17) {
         if (l4 + 8 > end || l4 + 8 > caplen)
             return 0;
@@ -206,6 +209,7 @@ static inline int decode_fast_eth(const uint8_t *d, uint32_t caplen, uint32_t wi
         f->psn = 0;
         f->tcp_seq = 0;
         f->seg_len = 0;
+        f->tcp_syn = 0;
         if (decode_rd16_(b + 2) == DECODE_ROCE_PORT) {
             uint32_t bth = l4 + 8;
             if (bth + 12 > end || bth + 12 > caplen)

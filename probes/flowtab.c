@@ -429,7 +429,8 @@ static inline void op_fill(struct flowtab_op *o, const struct decode_pkt *pkt, u
     o->seg_len = pkt->seg_len;
     /* A 1-in-N sample is no sequence: sampled packets are not judged. */
     o->trk = source == FLOW_SRC_SFLOW ? FLOWTAB_TRK_NONE
-                                      : flowtab_trk(pkt->proto, pkt->roce, pkt->bth_opcode, pkt->nak, pkt->seg_len);
+                                      : flowtab_trk(pkt->proto, pkt->roce, pkt->bth_opcode, pkt->nak, pkt->seg_len,
+                                                    pkt->tcp_syn);
 }
 
 /* The loss signals of one packet (flowtab.h, top). Saturating: a counter
@@ -455,6 +456,9 @@ static inline __attribute__((always_inline)) void track(struct flow *f, const st
         }
         break;
     }
+    case FLOWTAB_TRK_SYN:
+        f->seq_ok = 0;
+        break;
     case FLOWTAB_TRK_PSN:
     case FLOWTAB_TRK_PSN_READ:
         if (f->seq_ok && o->seq != f->seq_next)

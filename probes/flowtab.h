@@ -49,7 +49,9 @@
  *   data out of order is not a retransmission). Zero-length segments
  *   neither count nor move it, and neither does a keep-alive: one byte
  *   ending exactly at seq_next (the last byte again, as Windows probes an
- *   idle connection; Wireshark excludes them too).
+ *   idle connection; Wireshark excludes them too). A SYN forgets it: a
+ *   new connection on the same 5-tuple (a client that reuses its port)
+ *   starts a sequence of its own, which may lie behind the old one.
  * - RoCEv2 RC/UC (BTH opcode classes 000 and 001) but Acknowledges and
  *   CNPs: seq_next is the expected next PSN (last + 1, modulo 2^24); a PSN
  *   other than it is out of sequence (ivl_retx: a gap or a go-back-N
@@ -151,11 +153,12 @@ struct flowtab_op {
 };
 
 /* How a packet feeds the loss signals (see the top). */
-enum { FLOWTAB_TRK_NONE, FLOWTAB_TRK_TCP, FLOWTAB_TRK_PSN, FLOWTAB_TRK_PSN_READ, FLOWTAB_TRK_NAK };
+enum { FLOWTAB_TRK_NONE, FLOWTAB_TRK_TCP, FLOWTAB_TRK_SYN, FLOWTAB_TRK_PSN, FLOWTAB_TRK_PSN_READ, FLOWTAB_TRK_NAK };
 
 /* The FLOWTAB_TRK_* of a packet from its decoded fields; one function for
  * both decoders' results. */
-static inline uint8_t flowtab_trk(uint8_t proto, uint8_t roce, uint8_t opcode, uint8_t nak, uint32_t seg_len)
+static inline uint8_t flowtab_trk(uint8_t proto, uint8_t roce, uint8_t opcode, uint8_t nak, uint32_t seg_len,
+                                  uint8_t syn)
 {
     if (roce) {
         if (nak)
@@ -166,7 +169,9 @@ static inline uint8_t flowtab_trk(uint8_t proto, uint8_t roce, uint8_t opcode, u
             return FLOWTAB_TRK_NONE;
         return opcode == DECODE_BTH_READ_REQ ? FLOWTAB_TRK_PSN_READ : FLOWTAB_TRK_PSN;
     }
-    return proto == 6 && seg_len ? FLOWTAB_TRK_TCP : FLOWTAB_TRK_NONE;
+    if (proto != 6)
+        return FLOWTAB_TRK_NONE;
+    return syn ? FLOWTAB_TRK_SYN : seg_len ? FLOWTAB_TRK_TCP : FLOWTAB_TRK_NONE;
 }
 struct flowtab_batch {
     uint32_t n;
@@ -206,7 +211,7 @@ static inline void flowtab_batch_add_fast(struct flowtab *ft, struct flowtab_bat
     o->source = FLOW_SRC_PCAP;
     o->seq = f->roce ? f->psn : f->tcp_seq;
     o->seg_len = f->seg_len;
-    o->trk = flowtab_trk(f->proto, f->roce, f->bth_opcode, f->nak, f->seg_len);
+    o->trk = flowtab_trk(f->proto, f->roce, f->bth_opcode, f->nak, f->seg_len, f->tcp_syn);
     if (++b->n == FLOWTAB_BATCH)
         flowtab_batch_flush(ft, b);
 }

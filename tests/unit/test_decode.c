@@ -162,6 +162,7 @@ static int check_fast(const uint8_t *b, uint32_t caplen, uint32_t wire, int r,
     assert_int_equal(f.nak, p->nak);
     assert_int_equal(f.tcp_seq, p->tcp_seq);
     assert_int_equal(f.seg_len, p->seg_len);
+    assert_int_equal(f.tcp_syn, p->tcp_syn);
     return 1;
 }
 
@@ -754,6 +755,10 @@ static void test_loss_fields(void **state)
     assert_int_equal(dec(DLT_EN10MB, &a, a.n, a.n, &p), 0);
     assert_int_equal(p.seg_len, 0);
     assert_int_equal(p.tcp_seq, 1);
+    assert_int_equal(p.tcp_syn, 0);
+    a.b[14 + 20 + 13] = 0x12; /* SYN-ACK */
+    assert_int_equal(dec(DLT_EN10MB, &a, a.n, a.n, &p), 0);
+    assert_int_equal(p.tcp_syn, 1);
 
     const struct { uint8_t opcode, aeth; uint32_t cut; int nak; } r[] = {
         {DECODE_BTH_ACK, 0x60, 0, 1},      /* NAK: PSN sequence error */

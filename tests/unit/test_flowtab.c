@@ -624,6 +624,15 @@ static void test_tcp_retx(void **state)
     assert_int_equal(seg(ft, 0x1000, 100, FLOW_SRC_PCAP), 1);
     /* Just under half the sequence space ahead is still ahead (RFC 1982). */
     assert_int_equal(seg(ft, 0x1097 + 0x7ffffffeu, 1, FLOW_SRC_PCAP), 1);
+    /* A new connection on the same 5-tuple, its sequence behind the old
+     * one's: the SYN starts afresh, its data is no retransmission. */
+    struct decode_pkt syn = mk(1, 2, 1000, 80, 52);
+    syn.tcp_seq = 0x80000000u; /* 0x1096 behind the highest end, 0x80001096 */
+    syn.tcp_syn = 1;
+    assert_int_equal(flowtab_update(ft, &syn, 0, 1.0, 1, FLOW_SRC_PCAP), 0);
+    assert_int_equal(seg(ft, 0x80000001u, 1000, FLOW_SRC_PCAP), 1);
+    assert_int_equal(seg(ft, 0x80000001u + 1000, 1000, FLOW_SRC_PCAP), 1);
+    assert_int_equal(seg(ft, 0x80000001u, 1000, FLOW_SRC_PCAP), 2);
     flowtab_free(ft);
 }
 
@@ -728,12 +737,14 @@ static void test_batch_fast_equals_single(void **state)
         } else if (p.proto == 6) {
             p.tcp_seq = (uint32_t)(i * 1000 - (x >> 45) % 3 * 1000);
             p.seg_len = (x >> 47) % 4 ? 1000 : 0;
+            p.tcp_syn = (x >> 49) % 50 == 0;
         }
         struct decode_fast f = {.vlan = p.nvlan ? p.vlan[0] : 0, .sport = p.sport,
                                 .dport = p.dport, .proto = p.proto, .dscp = p.dscp,
                                 .ecn = p.ecn, .roce = p.roce, .bth_opcode = p.bth_opcode,
                                 .dqp = p.roce ? p.dqp : 0, .psn = p.roce ? p.psn : 0,
-                                .nak = p.nak, .tcp_seq = p.tcp_seq, .seg_len = p.seg_len};
+                                .nak = p.nak, .tcp_seq = p.tcp_seq, .seg_len = p.seg_len,
+                                .tcp_syn = p.tcp_syn};
         memcpy(f.src, p.src, 4);
         memcpy(f.dst, p.dst, 4);
         double ts = i * 0.001 - ((x >> 60) & 1) * 0.0005;
