@@ -68,6 +68,18 @@ _Static_assert(offsetof(struct flow, ifidx) == offsetof(struct flow, sampling) +
                offsetof(struct flowtab_op, source) == offsetof(struct flowtab_op, scale) + 7,
                "an op's scale, ifidx, dscp, source are copied to the flow as one word");
 
+#define P_ FLOWTAB_TRK_PSN
+#define P8_ P_, P_, P_, P_, P_, P_, P_, P_
+const uint8_t flowtab_roce_trk[256] = {
+    P8_,                                                          /* RC 0x00-0x07 */
+    P_, P_, P_, P_, FLOWTAB_TRK_PSN_READ, P_, P_, P_,             /* RC 0x08-0x0f: 0x0c Read Request */
+    P_, FLOWTAB_TRK_NONE, FLOWTAB_TRK_NONE, P_, P_, P_, P_, P_,   /* RC 0x10-0x17: 0x11, 0x12 ACKs */
+    P8_,                                                          /* RC 0x18-0x1f */
+    P8_, P8_, P8_, P8_,                                           /* UC 0x20-0x3f */
+};
+#undef P8_
+#undef P_
+
 /* How many ops ahead of the one it applies a flush prefetches the flow
  * record: by then the index cell that names it has arrived. */
 #define FT_PREFETCH_LAG 8

@@ -155,20 +155,20 @@ struct flowtab_op {
 /* How a packet feeds the loss signals (see the top). */
 enum { FLOWTAB_TRK_NONE, FLOWTAB_TRK_TCP, FLOWTAB_TRK_SYN, FLOWTAB_TRK_PSN, FLOWTAB_TRK_PSN_READ, FLOWTAB_TRK_NAK };
 
+/* The FLOWTAB_TRK_* of a RoCEv2 packet by BTH opcode, NAKs aside (one load
+ * instead of four compares per packet): RC (000) and UC (001) opcodes but
+ * the Acknowledges (0x11, 0x12: they carry the PSN they acknowledge,
+ * coalesced) are PSN, the RDMA Read Request PSN_READ; UD, CNPs and the
+ * rest have no per-QP sequence here (NONE). */
+extern const uint8_t flowtab_roce_trk[256];
+
 /* The FLOWTAB_TRK_* of a packet from its decoded fields; one function for
  * both decoders' results. */
 static inline uint8_t flowtab_trk(uint8_t proto, uint8_t roce, uint8_t opcode, uint8_t nak, uint32_t seg_len,
                                   uint8_t syn)
 {
-    if (roce) {
-        if (nak)
-            return FLOWTAB_TRK_NAK;
-        /* RC (000) and UC (001) only: UD and CNPs have no per-QP sequence
-         * here; Acknowledges carry the PSN they acknowledge, coalesced. */
-        if ((opcode >> 6) || opcode == DECODE_BTH_ACK || opcode == DECODE_BTH_ACK + 1)
-            return FLOWTAB_TRK_NONE;
-        return opcode == DECODE_BTH_READ_REQ ? FLOWTAB_TRK_PSN_READ : FLOWTAB_TRK_PSN;
-    }
+    if (roce)
+        return nak ? FLOWTAB_TRK_NAK : flowtab_roce_trk[opcode];
     if (proto != 6)
         return FLOWTAB_TRK_NONE;
     return syn ? FLOWTAB_TRK_SYN : seg_len ? FLOWTAB_TRK_TCP : FLOWTAB_TRK_NONE;
