@@ -36,7 +36,9 @@
  * interval), not the whole interval: a fat flow that started 0.3 s before
  * the close is a fat flow now, not a 30% one (sampled flows excepted: a few
  * samples over a short span say too little). The fat decision uses rate_bps. ECT counts ECT(0) and ECT(1)
- * packets; CE packets are counted in ce_pkts only.
+ * packets; CE packets are counted in ce_pkts only. The totals ce_pkts and
+ * ect_pkts are summed from the interval counters at each close (off the
+ * per-packet path: their room there went to the loss tracking).
  *
  * Loss signals (gray failures, docs/telemetry.md), per flow = per direction,
  * in 4 bytes of sequence state and two interval counters, for every packet
@@ -173,6 +175,7 @@ static inline uint8_t flowtab_trk(uint8_t proto, uint8_t roce, uint8_t opcode, u
         return FLOWTAB_TRK_NONE;
     return syn ? FLOWTAB_TRK_SYN : seg_len ? FLOWTAB_TRK_TCP : FLOWTAB_TRK_NONE;
 }
+
 struct flowtab_batch {
     uint32_t n;
     struct flowtab_op op[FLOWTAB_BATCH];
