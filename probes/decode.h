@@ -119,8 +119,8 @@ int decode_ip(const uint8_t *data, uint32_t caplen, uint32_t off, struct decode_
  * decode_frame(DLT_EN10MB, ...) decodes with DECODE_OK, flags == 0, af 4,
  * l4 == 1, and then every field below equals decode_frame()'s (vlan is its
  * vlan[0], 0 when untagged; roce, bth_opcode and dqp as decode_frame sets
- * them; psn, nak, tcp_seq, seg_len and tcp_syn as decode_frame sets them, 0 where it
- * leaves them 0). Anything else, including every frame decode_frame would flag
+ * them, and psn, nak, tcp_seq, seg_len and tcp_syn too, 0 where it leaves
+ * them 0). Anything else, including every frame decode_frame would flag
  * (truncated, lying lengths), returns 0 and the caller uses decode_frame().
  * Every read is bounds-checked against caplen, as in decode_frame().
  * static inline: it is meant to be inlined into the capture loop. */
