@@ -49,11 +49,19 @@
 #define REPORTSPEC_LINK_SLACK 2.0
 #define REPORTSPEC_MIN_FRAME_BITS 672.0
 
+/* Carrier (oper) transitions an interface may count per second: a PHY
+ * needs milliseconds to lose and regain a link, so more is a counter that
+ * jumped, not a flapping cable (a flap a second is already a dead link). */
+#define REPORTSPEC_MAX_CARRIER_HZ 1000.0
+
 /* The largest rate an entry on a link of link_bps may report. */
 double reportspec_rate_bound(double link_bps);
 /* The largest packet count an entry may report for one interval of
  * interval_s on a link of link_bps. */
 double reportspec_pkts_bound(double link_bps, double interval_s);
+/* The largest carrier_changes a link entry may report for one interval of
+ * interval_s (0 when the report gives no interval: then unchecked). */
+double reportspec_carrier_bound(double interval_s);
 
 /* How a probe saw a flow: every packet captured, mirrored (ERSPAN) or
  * sampled 1-in-N (sFlow). Absent on the wire means pcap. */

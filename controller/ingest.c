@@ -131,13 +131,14 @@ _Static_assert(JSON_PARSER_MAX_DEPTH <= 4096, "jansson's depth bound is what bou
 struct raw_link {
     char ifname[STATE_IF_LEN];
     double tx_bps, rx_bps;       /* rx_bps -1: absent */
-    uint64_t drops, ce_pkts;
+    uint64_t drops, ce_pkts, errors, carrier_changes;
     char oper[8];
 };
 
 struct raw_flow {
     char src[48], dst[48], ifname[STATE_IF_LEN], source[8];
     uint64_t proto, sport, dport, qp, vlan, dscp, bytes, pkts, cnp, sampling;
+    uint64_t retx_pkts, psn_oos, naks;
     double bps, ce_frac;
     bool fat;
 };
@@ -167,6 +168,8 @@ static const struct field link_fields[] = {
     FNUM(struct raw_link, "rx_bps", false, 0, INGEST_MAX_BPS, rx_bps),
     FINT(struct raw_link, "drops", false, 0, INGEST_MAX_COUNT, drops),
     FINT(struct raw_link, "ce_pkts", false, 0, INGEST_MAX_COUNT, ce_pkts),
+    FINT(struct raw_link, "errors", false, 0, INGEST_MAX_COUNT, errors),
+    FINT(struct raw_link, "carrier_changes", false, 0, INGEST_MAX_COUNT, carrier_changes),
     FSTR(struct raw_link, "oper", false, oper),
 };
 
@@ -189,6 +192,9 @@ static const struct field flow_fields[] = {
     FBOOL(struct raw_flow, "fat", fat),
     FSTR(struct raw_flow, "source", false, source),
     FINT(struct raw_flow, "sampling", false, 1, INGEST_MAX_SAMPLING, sampling),
+    FINT(struct raw_flow, "retx_pkts", false, 0, INGEST_MAX_COUNT, retx_pkts),
+    FINT(struct raw_flow, "psn_oos", false, 0, INGEST_MAX_COUNT, psn_oos),
+    FINT(struct raw_flow, "naks", false, 0, INGEST_MAX_COUNT, naks),
 };
 
 /* The scanner marks the members it has seen in a 32-bit mask. */
@@ -261,6 +267,8 @@ static int finish_link(const struct ctx *c, const void *raw, void *entry)
     out->rx_bps = r->rx_bps >= 0 ? r->rx_bps : 0;
     out->drops = r->drops;
     out->ce_pkts = r->ce_pkts;
+    out->errors = r->errors;
+    out->carrier_changes = r->carrier_changes;
     out->down = r->oper[0] == 'd';
     return 0;
 }
@@ -272,6 +280,17 @@ static int finish_flow(const struct ctx *c, const void *raw, void *entry)
     int kind = reportspec_source_parse(r->source);
     if (kind < 0)
         return cfail(c, "source", "'%s' is not pcap, erspan or sflow", r->source);
+    /* Loss signals count packets of the flow in the interval; `pkts` is its
+     * total since the probe first saw it, so a count above it is no
+     * measurement (absent pkts is 0: such a flow can report none). */
+    const struct {
+        const char *key;
+        uint64_t v;
+    } loss[] = {{"retx_pkts", r->retx_pkts}, {"psn_oos", r->psn_oos}, {"naks", r->naks}};
+    for (size_t i = 0; i < TF_ARRAY_SIZE(loss); i++)
+        if (loss[i].v > r->pkts)
+            return cfail(c, loss[i].key, "%llu exceeds the flow's pkts %llu", (unsigned long long)loss[i].v,
+                         (unsigned long long)r->pkts);
     int af, af2;
     uint8_t tmp[16];
     memset(&out->k, 0, sizeof(out->k));
@@ -299,6 +318,9 @@ static int finish_flow(const struct ctx *c, const void *raw, void *entry)
     out->bytes = r->bytes;
     out->pkts = r->pkts;
     out->cnp = r->cnp;
+    out->retx_pkts = r->retx_pkts;
+    out->psn_oos = r->psn_oos;
+    out->naks = r->naks;
     return 0;
 }
 
@@ -819,8 +841,10 @@ static uint32_t memo_dir(struct if_memo *m, const struct topo *t, uint32_t node,
 
 /* The bounds an entry's link sets (reportspec): a rate above
  * reportspec_rate_bound of what its direction carries, a per-interval
- * packet counter (tx+rx drops, captured CE packets: both directions) above
- * reportspec_pkts_bound of both directions over the report's interval.
+ * packet counter (tx+rx drops and errors, captured CE packets: both
+ * directions) above reportspec_pkts_bound of both directions over the
+ * report's interval; and carrier changes above reportspec_carrier_bound of
+ * the interval (a property of the interface, not of the link's speed).
  * Returns the member at fault and writes the reason into why (may be
  * NULL: only the verdict), or NULL when every member is within. */
 struct bound_check {
@@ -848,10 +872,18 @@ static const char *link_bound(const struct topo *t, uint32_t dir, const struct i
                               char *why, size_t len)
 {
     double cap = topo_dir_gbps(t, dir) * 1e9, pk = reportspec_pkts_bound(2 * cap, interval_s);
+    double flaps = reportspec_carrier_bound(interval_s);
+    if (flaps > 0 && (double)l->carrier_changes > flaps) {
+        if (why)
+            snprintf(why, len, "%llu beyond the bound %g (%g per second over the interval of %g s)",
+                     (unsigned long long)l->carrier_changes, flaps, REPORTSPEC_MAX_CARRIER_HZ, interval_s);
+        return "carrier_changes";
+    }
     const struct bound_check c[] = {
         {"tx_bps", l->tx_bps, reportspec_rate_bound(cap)},
         {"rx_bps", l->rx_bps, reportspec_rate_bound(cap)},
         {"drops", (double)l->drops, pk},
+        {"errors", (double)l->errors, pk},
         {"ce_pkts", (double)l->ce_pkts, pk},
     };
     return entry_bound(t, dir, c, TF_ARRAY_SIZE(c), why, len);
@@ -926,6 +958,9 @@ static void apply_flow(struct state *s, uint32_t node, const struct ingest_flow 
     f->bps = in->bps;
     f->ce_frac = in->ce_frac;
     f->cnp = in->cnp;
+    f->retx_pkts = in->retx_pkts;
+    f->psn_oos = in->psn_oos;
+    f->naks = in->naks;
     f->last_seen = now;
     /* Again only when an input changed: its ends (jobs are by node), the
      * DSCP it is matched on, or the jobs and classes themselves. */
@@ -949,6 +984,8 @@ static void apply_link(struct state *s, uint32_t node, const struct ingest_link 
     d->bps = l->tx_bps;
     d->tx_bytes += l->tx_bps * interval_s / 8;
     d->drops = l->drops;
+    d->errors = l->errors;
+    d->carrier_changes = l->carrier_changes;
     d->ce_frac = ce;
     d->measured = true;
     d->probe = node;

@@ -80,6 +80,7 @@ struct ingest_link {
     double tx_bps, rx_bps;
     bool has_rx;
     uint64_t drops, ce_pkts;
+    uint64_t errors, carrier_changes; /* in the interval; 0 when absent */
     bool down;
 };
 
@@ -93,6 +94,7 @@ struct ingest_flow {
     uint32_t sampling;           /* 1-in-N; 1 (not sampled) when absent */
     double bps, ce_frac;
     uint64_t bytes, pkts, cnp;
+    uint64_t retx_pkts, psn_oos, naks; /* in the interval; 0 when absent (docs/telemetry.md) */
 };
 
 struct ingest_report {

@@ -51,6 +51,11 @@ struct state_dir {
                                   * over the reports (the /metrics counter; reset with the topology) */
     double ce_frac;              /* rate-weighted CE fraction of the flows seen on it */
     uint64_t drops;
+    /* Gray-failure signals of the last report on this direction's
+     * interface (the probe of `from`): kernel rx+tx errors and carrier
+     * (oper) transitions in its interval. Carrier is a property of the
+     * interface: the far end's probe reports it on dir ^ 1. */
+    uint64_t errors, carrier_changes;
     /* up: usable for placement: a probe says it is up, routing does not
      * say it is down, and routing has said it is up for link_holddown
      * seconds (state_dir_eval). Either source saying down is enough. */
@@ -103,6 +108,10 @@ struct state_flow {
     bool fat, pinned;
     double bps, ce_frac;
     uint64_t cnp;
+    /* Loss signals in the last report's interval (docs/telemetry.md):
+     * TCP segments whose data had been seen already, RoCE packets off the
+     * expected PSN, RoCE NAKs carried by this flow. */
+    uint64_t retx_pkts, psn_oos, naks;
     uint32_t probe;              /* reporting node */
     char ifname[STATE_IF_LEN];
     uint32_t egress;             /* link direction it left the probe by, TOPO_NONE unmapped */

@@ -105,10 +105,14 @@ HOT int dec_l4(const uint8_t *d, uint32_t caplen, uint32_t l4, uint32_t end,
             pkt->flags |= DECODE_F_BADLEN;
             doff = 20;
         }
+        pkt->tcp_seq = rd32(b + 4);
+        pkt->tcp_syn = (b[13] >> 1) & 1;
         pkt->payload_off = l4 + doff;
         if (pkt->payload_off > end)
             pkt->flags |= DECODE_F_BADLEN;
-        else if (pkt->payload_off > caplen)
+        else
+            pkt->seg_len = end - pkt->payload_off;
+        if (pkt->payload_off <= end && pkt->payload_off > caplen)
             pkt->flags |= DECODE_F_TRUNC;
         return 0;
     }
@@ -137,6 +141,8 @@ HOT int dec_l4(const uint8_t *d, uint32_t caplen, uint32_t l4, uint32_t end,
     pkt->becn = (b[4] >> 6) & 1;
     pkt->dqp = rd24(b + 5);
     pkt->psn = rd24(b + 9);
+    if (pkt->bth_opcode == DECODE_BTH_ACK && bth + 13 <= end && bth + 13 <= caplen)
+        pkt->nak = (b[12] >> 5) == DECODE_AETH_NAK;
     return 0;
 }
 

@@ -17,6 +17,12 @@
  * options are cut, l4 is 1 and DECODE_F_TRUNC is set. A RoCEv2 frame whose
  * BTH is cut keeps l4 == 1, roce == 0 and sets DECODE_F_TRUNC.
  *
+ * Loss signals (flowtab counts them): a TCP segment's sequence number and
+ * its payload length (from the IP length, so a snap length that cuts the
+ * payload does not change it), and for a RoCEv2 RC Acknowledge whether its
+ * AETH (the 4 bytes after the BTH) says NAK; an AETH cut by the snap length
+ * or outside the datagram reads as no NAK, without a flag.
+ *
  * Lengths that lie but leave the packet decodable (IP total length beyond
  * the wire, IPv6 payload length beyond the wire, TCP data offset < 5, UDP
  * length < 8) set DECODE_F_BADLEN and decoding goes on; ip_len is then
@@ -32,6 +38,9 @@
 #define DECODE_MAX_TAGS 4
 #define DECODE_ROCE_PORT 4791
 #define DECODE_BTH_CNP 0x81
+#define DECODE_BTH_ACK 0x11      /* RC Acknowledge: BTH + AETH; a NAK is one of these */
+#define DECODE_BTH_READ_REQ 0x0c /* RC RDMA Read Request: takes one PSN per response packet */
+#define DECODE_AETH_NAK 3        /* AETH syndrome bits 7:5 of a NAK (IBA 9.7.5.2.3) */
 
 /* pkt->flags */
 #define DECODE_F_TRUNC   0x01 /* caplen ended inside a header we wanted */
@@ -61,6 +70,10 @@ struct decode_pkt {
     uint8_t  becn;                /* BTH BECN bit */
     uint32_t dqp;                 /* BTH destination QP (24 bits) */
     uint32_t psn;                 /* BTH PSN (24 bits) */
+    uint8_t  nak;                 /* 1: an RC Acknowledge whose AETH syndrome is a NAK */
+    uint32_t tcp_seq;             /* TCP sequence number (l4 == 1, proto 6) */
+    uint32_t seg_len;             /* TCP payload bytes per the IP length; 0 when none */
+    uint8_t  tcp_syn;             /* 1: the TCP SYN flag is set */
     uint32_t l3_off;              /* offset of the IP header in the frame */
     uint32_t l4_off;              /* offset of the L4 header (GRE for proto 47) */
     uint32_t payload_off;         /* offset just past the TCP/UDP header */
@@ -106,7 +119,8 @@ int decode_ip(const uint8_t *data, uint32_t caplen, uint32_t off, struct decode_
  * decode_frame(DLT_EN10MB, ...) decodes with DECODE_OK, flags == 0, af 4,
  * l4 == 1, and then every field below equals decode_frame()'s (vlan is its
  * vlan[0], 0 when untagged; roce, bth_opcode and dqp as decode_frame sets
- * them). Anything else, including every frame decode_frame would flag
+ * them, and psn, nak, tcp_seq, seg_len and tcp_syn too, 0 where it leaves
+ * them 0). Anything else, including every frame decode_frame would flag
  * (truncated, lying lengths), returns 0 and the caller uses decode_frame().
  * Every read is bounds-checked against caplen, as in decode_frame().
  * static inline: it is meant to be inlined into the capture loop. */
@@ -117,7 +131,11 @@ struct decode_fast {
     uint8_t  proto;               /* 6 or 17 */
     uint8_t  dscp, ecn;
     uint8_t  roce, bth_opcode;
+    uint8_t  nak;                 /* as struct decode_pkt's */
     uint32_t dqp;                 /* 0 unless roce */
+    uint32_t psn;                 /* 0 unless roce */
+    uint32_t tcp_seq, seg_len;    /* 0 unless TCP */
+    uint8_t  tcp_syn;             /* 0 unless TCP */
 };
 
 /* One 16-bit load and a byte swap (the byte-wise form costs 4 instructions). */
@@ -167,7 +185,17 @@ static inline int decode_fast_eth(const uint8_t *d, uint32_t caplen, uint32_t wi
             return 0;
         f->roce = 0;
         f->bth_opcode = 0;
+        f->nak = 0;
         f->dqp = 0;
+        f->psn = 0;
+        uint32_t seq;
+        __builtin_memcpy(&seq, b + 4, 4);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        seq = __builtin_bswap32(seq);
+#endif
+        f->tcp_seq = seq;
+        f->seg_len = end - (l4 + doff);
+        f->tcp_syn = (b[13] >> 1) & 1;
     } else if (f->proto == 17) {
         if (l4 + 8 > end || l4 + 8 > caplen)
             return 0;
@@ -176,7 +204,12 @@ static inline int decode_fast_eth(const uint8_t *d, uint32_t caplen, uint32_t wi
             return 0;
         f->roce = 0;
         f->bth_opcode = 0;
+        f->nak = 0;
         f->dqp = 0;
+        f->psn = 0;
+        f->tcp_seq = 0;
+        f->seg_len = 0;
+        f->tcp_syn = 0;
         if (decode_rd16_(b + 2) == DECODE_ROCE_PORT) {
             uint32_t bth = l4 + 8;
             if (bth + 12 > end || bth + 12 > caplen)
@@ -190,6 +223,13 @@ static inline int decode_fast_eth(const uint8_t *d, uint32_t caplen, uint32_t wi
             q = __builtin_bswap32(q);
 #endif
             f->dqp = q & 0xffffff;
+            __builtin_memcpy(&q, t + 8, 4); /* t[8]: the AckReq bit and reserved bits, dropped */
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+            q = __builtin_bswap32(q);
+#endif
+            f->psn = q & 0xffffff;
+            if (f->bth_opcode == DECODE_BTH_ACK && bth + 13 <= end && bth + 13 <= caplen)
+                f->nak = (t[12] >> 5) == DECODE_AETH_NAK;
         }
     } else {
         return 0;

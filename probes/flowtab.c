@@ -56,9 +56,9 @@ _Static_assert(sizeof(struct flow_key) == 48, "flow_key is hashed as six 64-bit 
 _Static_assert(offsetof(struct flow, cnps) == 128, "per-packet fields fill two cache lines");
 _Static_assert(offsetof(struct flow, pkts) == offsetof(struct flow, bytes) + 8 &&
                offsetof(struct flow, ivl_pkts) == offsetof(struct flow, ivl_bytes) + 8 &&
-               offsetof(struct flow, ect_pkts) == offsetof(struct flow, ce_pkts) + 8 &&
                offsetof(struct flow, ivl_ect) == offsetof(struct flow, ivl_ce) + 8,
                "counters are updated in pairs");
+_Static_assert(offsetof(struct flow, seq_ok) < 128, "the loss tracking is per-packet state");
 _Static_assert(sizeof(struct flow) == 192, "three cache lines per flow");
 _Static_assert(offsetof(struct flow, ifidx) == offsetof(struct flow, sampling) + 4 &&
                offsetof(struct flow, dscp) == offsetof(struct flow, sampling) + 6 &&
@@ -67,6 +67,18 @@ _Static_assert(offsetof(struct flow, ifidx) == offsetof(struct flow, sampling) +
                offsetof(struct flowtab_op, dscp) == offsetof(struct flowtab_op, scale) + 6 &&
                offsetof(struct flowtab_op, source) == offsetof(struct flowtab_op, scale) + 7,
                "an op's scale, ifidx, dscp, source are copied to the flow as one word");
+
+#define P_ FLOWTAB_TRK_PSN
+#define P8_ P_, P_, P_, P_, P_, P_, P_, P_
+const uint8_t flowtab_roce_trk[256] = {
+    P8_,                                                          /* RC 0x00-0x07 */
+    P_, P_, P_, P_, FLOWTAB_TRK_PSN_READ, P_, P_, P_,             /* RC 0x08-0x0f: 0x0c Read Request */
+    P_, FLOWTAB_TRK_NONE, FLOWTAB_TRK_NONE, P_, P_, P_, P_, P_,   /* RC 0x10-0x17: 0x11, 0x12 ACKs */
+    P8_,                                                          /* RC 0x18-0x1f */
+    P8_, P8_, P8_, P8_,                                           /* UC 0x20-0x3f */
+};
+#undef P8_
+#undef P_
 
 /* How many ops ahead of the one it applies a flush prefetches the flow
  * record: by then the index cell that names it has arrived. */
@@ -425,6 +437,53 @@ static inline void op_fill(struct flowtab_op *o, const struct decode_pkt *pkt, u
     o->roce = pkt->roce;
     o->bth_opcode = pkt->bth_opcode;
     o->source = source;
+    o->seq = pkt->roce ? pkt->psn : pkt->tcp_seq;
+    o->seg_len = pkt->seg_len;
+    /* A 1-in-N sample is no sequence: sampled packets are not judged. */
+    o->trk = source == FLOW_SRC_SFLOW ? FLOWTAB_TRK_NONE
+                                      : flowtab_trk(pkt->proto, pkt->roce, pkt->bth_opcode, pkt->nak, pkt->seg_len,
+                                                    pkt->tcp_syn);
+}
+
+/* The loss signals of one packet (flowtab.h, top). Saturating: a counter
+ * that wrapped within an interval would report a clean flow. */
+static inline void sat_inc(uint32_t *c)
+{
+    *c += *c != UINT32_MAX;
+}
+
+static inline __attribute__((always_inline)) void track(struct flow *f, const struct flowtab_op *o)
+{
+    switch (o->trk) {
+    case FLOWTAB_TRK_TCP: {
+        uint32_t end = o->seq + o->seg_len;
+        if (f->seq_ok && (int32_t)(end - f->seq_next) <= 0) {
+            /* A keep-alive (one byte already sent, at the highest end:
+             * Windows sends those on idle connections) is no loss. */
+            if (o->seg_len != 1 || end != f->seq_next)
+                sat_inc(&f->ivl_retx);
+        } else {
+            f->seq_next = end;
+            f->seq_ok = 1;
+        }
+        break;
+    }
+    case FLOWTAB_TRK_SYN:
+        f->seq_ok = 0;
+        break;
+    case FLOWTAB_TRK_PSN:
+    case FLOWTAB_TRK_PSN_READ:
+        if (f->seq_ok && o->seq != f->seq_next)
+            sat_inc(&f->ivl_retx);
+        f->seq_next = (o->seq + 1) & 0xffffff;
+        f->seq_ok = o->trk == FLOWTAB_TRK_PSN;
+        break;
+    case FLOWTAB_TRK_NAK:
+        sat_inc(&f->ivl_naks);
+        break;
+    default:
+        break;
+    }
 }
 
 static inline __attribute__((always_inline)) int op_apply(struct flowtab *ft,
@@ -444,12 +503,13 @@ static inline __attribute__((always_inline)) int op_apply(struct flowtab *ft,
     ft_v2 v;
     memcpy(&v, &f->bytes, 16), v += bp, memcpy(&f->bytes, &v, 16);
     memcpy(&v, &f->ivl_bytes, 16), v += bp, memcpy(&f->ivl_bytes, &v, 16);
-    memcpy(&v, &f->ce_pkts, 16), v += ce, memcpy(&f->ce_pkts, &v, 16);
     memcpy(&v, &f->ivl_ce, 16), v += ce, memcpy(&f->ivl_ce, &v, 16);
     if (o->ts > f->last_ts)
         f->last_ts = o->ts;
     /* sampling = scale, ifidx, dscp, source (see the asserts at the top) */
     memcpy(&f->sampling, &o->scale, 8);
+    if (o->trk)
+        track(f, o);
     if (o->roce) {
         if (o->bth_opcode == DECODE_BTH_CNP)
             cnp_account(ft, id, scale);
@@ -557,7 +617,10 @@ void flowtab_close_interval(struct flowtab *ft, double now, double interval_s,
         } else {
             f->fat = false;
         }
+        f->ce_pkts += f->ivl_ce;
+        f->ect_pkts += f->ivl_ect;
         f->ivl_bytes = f->ivl_pkts = f->ivl_ce = f->ivl_ect = f->ivl_cnps = 0;
+        f->ivl_retx = f->ivl_naks = 0;
         if (ft->idle > 0 && now - f->last_ts > ft->idle) {
             flow_remove(ft, id);
             ft->st.expired++;

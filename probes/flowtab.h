@@ -36,7 +36,32 @@
  * interval), not the whole interval: a fat flow that started 0.3 s before
  * the close is a fat flow now, not a 30% one (sampled flows excepted: a few
  * samples over a short span say too little). The fat decision uses rate_bps. ECT counts ECT(0) and ECT(1)
- * packets; CE packets are counted in ce_pkts only.
+ * packets; CE packets are counted in ce_pkts only. The totals ce_pkts and
+ * ect_pkts are summed from the interval counters at each close (off the
+ * per-packet path: their room there went to the loss tracking).
+ *
+ * Loss signals (gray failures, docs/telemetry.md), per flow = per direction,
+ * in 4 bytes of sequence state and two interval counters, for every packet
+ * seen whole (pcap, ERSPAN; sFlow samples are 1-in-N: every one would look
+ * like a gap, so sampled packets are not tracked):
+ * - TCP: seq_next is the highest end sequence number seen (seq + payload);
+ *   a segment with payload whose end is at or before it (RFC 1982 serial
+ *   comparison, so the 32-bit wrap is handled) is a retransmission
+ *   (ivl_retx); one that ends above it moves it on, also across a gap (new
+ *   data out of order is not a retransmission). Zero-length segments
+ *   neither count nor move it, and neither does a keep-alive: one byte
+ *   ending exactly at seq_next (the last byte again, as Windows probes an
+ *   idle connection; Wireshark excludes them too). A SYN forgets it: a
+ *   new connection on the same 5-tuple (a client that reuses its port)
+ *   starts a sequence of its own, which may lie behind the old one.
+ * - RoCEv2 RC/UC (BTH opcode classes 000 and 001) but Acknowledges and
+ *   CNPs: seq_next is the expected next PSN (last + 1, modulo 2^24); a PSN
+ *   other than it is out of sequence (ivl_retx: a gap or a go-back-N
+ *   repeat). An RDMA Read Request takes one PSN per response packet, which
+ *   the probe cannot know: the PSN after one is not judged.
+ * - An RC Acknowledge whose AETH says NAK counts in ivl_naks of its own
+ *   (ACK) flow.
+ * The counters saturate at UINT32_MAX per interval.
  */
 #ifndef TF_FLOWTAB_H
 #define TF_FLOWTAB_H
@@ -64,7 +89,11 @@ struct flow {
     _Alignas(64) struct flow_key key;
     uint64_t bytes, pkts;     /* totals since first seen (wire bytes) */
     uint64_t ivl_bytes, ivl_pkts; /* this interval */
-    uint64_t ce_pkts, ect_pkts, ivl_ce, ivl_ect;
+    uint64_t ivl_ce, ivl_ect;
+    uint32_t seq_next;        /* TCP: highest end seq seen; RoCE: expected PSN */
+    uint32_t ivl_retx;        /* TCP retransmissions / RoCE PSNs out of sequence, this interval */
+    uint32_t ivl_naks;        /* RoCE NAKs this flow carried, this interval */
+    uint8_t  seq_ok;          /* seq_next holds a value */
     double   last_ts;
     uint32_t sampling;        /* 1 for full capture, N for 1-in-N estimates */
     uint16_t ifidx;           /* probe-local interface index */
@@ -75,6 +104,7 @@ struct flow {
     double   first_ts;
     double   rate_bps;        /* smoothed (EWMA over intervals) */
     double   ivl_bps;         /* rate over the last closed interval */
+    uint64_t ce_pkts, ect_pkts; /* totals over the closed intervals */
     bool     fat;
 };
 
@@ -115,12 +145,37 @@ struct flowtab_op {
     struct flow_key key;
     double   ts;
     uint32_t hash, wire_len;  /* hash: set by the flush */
+    uint32_t seq, seg_len;    /* TCP seq and payload bytes, or the PSN (FLOWTAB_TRK_*) */
     /* scale..source: laid out as struct flow's sampling..source, one copy */
     uint32_t scale;
     uint16_t ifidx;
     uint8_t  dscp, source;
     uint8_t  ecn, roce, bth_opcode;
+    uint8_t  trk;             /* FLOWTAB_TRK_*: what the loss tracking does with it */
 };
+
+/* How a packet feeds the loss signals (see the top). */
+enum { FLOWTAB_TRK_NONE, FLOWTAB_TRK_TCP, FLOWTAB_TRK_SYN, FLOWTAB_TRK_PSN, FLOWTAB_TRK_PSN_READ, FLOWTAB_TRK_NAK };
+
+/* The FLOWTAB_TRK_* of a RoCEv2 packet by BTH opcode, NAKs aside (one load
+ * instead of four compares per packet): RC (000) and UC (001) opcodes but
+ * the Acknowledges (0x11, 0x12: they carry the PSN they acknowledge,
+ * coalesced) are PSN, the RDMA Read Request PSN_READ; UD, CNPs and the
+ * rest have no per-QP sequence here (NONE). */
+extern const uint8_t flowtab_roce_trk[256];
+
+/* The FLOWTAB_TRK_* of a packet from its decoded fields; one function for
+ * both decoders' results. */
+static inline uint8_t flowtab_trk(uint8_t proto, uint8_t roce, uint8_t opcode, uint8_t nak, uint32_t seg_len,
+                                  uint8_t syn)
+{
+    if (roce)
+        return nak ? FLOWTAB_TRK_NAK : flowtab_roce_trk[opcode];
+    if (proto != 6)
+        return FLOWTAB_TRK_NONE;
+    return syn ? FLOWTAB_TRK_SYN : seg_len ? FLOWTAB_TRK_TCP : FLOWTAB_TRK_NONE;
+}
+
 struct flowtab_batch {
     uint32_t n;
     struct flowtab_op op[FLOWTAB_BATCH];
@@ -157,6 +212,9 @@ static inline void flowtab_batch_add_fast(struct flowtab *ft, struct flowtab_bat
     o->roce = f->roce;
     o->bth_opcode = f->bth_opcode;
     o->source = FLOW_SRC_PCAP;
+    o->seq = f->roce ? f->psn : f->tcp_seq;
+    o->seg_len = f->seg_len;
+    o->trk = flowtab_trk(f->proto, f->roce, f->bth_opcode, f->nak, f->seg_len, f->tcp_syn);
     if (++b->n == FLOWTAB_BATCH)
         flowtab_batch_flush(ft, b);
 }

@@ -81,6 +81,10 @@ int linkstats_read(struct linkstats *ls, const char *ifname, struct linkstats_co
     c->errors = rtnl_link_get_stat(l, RTNL_LINK_TX_ERRORS) +
                 rtnl_link_get_stat(l, RTNL_LINK_RX_ERRORS);
     rtnl_link_operstate2str(rtnl_link_get_operstate(l), c->oper, sizeof(c->oper));
+    /* Absent on kernels before 3.19: then no change is ever reported. */
+    uint32_t cc;
+    if (rtnl_link_get_carrier_changes(l, &cc) == 0)
+        c->carrier_changes = cc;
     /* Only a real root qdisc has counters worth reporting (not noqueue). */
     struct rtnl_qdisc *q = rtnl_qdisc_get_by_parent(ls->qdiscs, rtnl_link_get_ifindex(l),
                                                     TC_H_ROOT);
@@ -116,6 +120,7 @@ void linkstats_rate(const struct linkstats_counters *prev, const struct linkstat
     out->rx_pps = (double)delta(prev->rx_pkts, cur->rx_pkts) / dt;
     out->drops = delta(prev->drops, cur->drops);
     out->errors = delta(prev->errors, cur->errors);
+    out->carrier_changes = delta(prev->carrier_changes, cur->carrier_changes);
     out->has_qdisc = cur->has_qdisc;
     out->qdisc_backlog = cur->q_backlog;
     out->qdisc_drops = prev->has_qdisc ? delta(prev->q_drops, cur->q_drops) : 0;

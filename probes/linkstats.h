@@ -1,7 +1,9 @@
 /*
  * linkstats: the kernel's counters for the probe's interfaces, through
  * libnl (rtnetlink): bytes, packets, drops and errors of each link, its
- * operational state, and the root qdisc's backlog, drops and overlimits.
+ * operational state and carrier changes (IFLA_CARRIER_CHANGES: every
+ * carrier up and down the kernel counted, a flapping cable's signature),
+ * and the root qdisc's backlog, drops and overlimits.
  *
  * One refresh per interval refills the link and qdisc caches with two dumps;
  * reads then come from the caches. Rates and the per-interval counts in a
@@ -23,6 +25,7 @@ struct linkstats_counters {
     bool valid;               /* the interface was found */
     double t;                 /* monotonic time of the read */
     uint64_t tx_bytes, rx_bytes, tx_pkts, rx_pkts, drops, errors;
+    uint64_t carrier_changes; /* since the interface was created */
     char oper[16];
     bool has_qdisc;
     uint64_t q_backlog;       /* bytes queued now */

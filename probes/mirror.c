@@ -59,6 +59,7 @@ struct mport {
     double rate_t;            /* wall time of the last rate */
     double tx_bps, rx_bps;
     uint64_t ivl_drops, ivl_errs;
+    uint64_t ivl_carrier;       /* ifOperStatus changes between counter samples, this interval */
     const char *oper;
 };
 
@@ -533,7 +534,13 @@ static void on_counters(void *ctx, const struct sflow_datagram *d, const struct 
     p->base = (struct sflow_ctr_base){true, t, c->in_octets, c->out_octets};
     p->last_drops = drops;
     p->last_errs = errs;
-    p->oper = (c->status & 2) ? "up" : "down";
+    /* A counter sample gives ifOperStatus, not a count of changes: a
+     * status other than the last sample's is one transition (a flap that
+     * comes and goes within one polling period is not seen). */
+    const char *oper = (c->status & 2) ? "up" : "down";
+    if (p->oper && strcmp(p->oper, oper))
+        p->ivl_carrier++;
+    p->oper = oper;
 }
 
 int mirror_sflow(struct mirror *m, const uint8_t *dgram, size_t len, double ts)
@@ -571,6 +578,7 @@ static void fill_link(struct mport *p, struct report_link *l, double now, double
     l->source = p->source;
     l->drops = p->ivl_drops;
     l->errors = p->ivl_errs;
+    l->carrier_changes = p->ivl_carrier;
     if (p->have_rate && now - p->rate_t <= COUNTER_FRESH_S) {
         l->tx_bps = p->tx_bps;
         l->rx_bps = p->rx_bps;
@@ -580,7 +588,7 @@ static void fill_link(struct mport *p, struct report_link *l, double now, double
     }
     if (interval_s > 0)
         l->tx_pps = (double)p->ivl_pkts / interval_s;
-    p->ivl_bytes = p->ivl_pkts = p->ivl_ce = p->ivl_drops = p->ivl_errs = 0;
+    p->ivl_bytes = p->ivl_pkts = p->ivl_ce = p->ivl_drops = p->ivl_errs = p->ivl_carrier = 0;
 }
 
 int mirror_close(struct mirror *m, double now, double interval_s, mirror_emit_fn emit, void *ctx)

@@ -27,7 +27,7 @@ int report_snap_take(struct report_snap *s, struct flowtab *ft)
     const struct flow *f;
     while ((f = flowtab_next(ft, &cur)) && s->n < s->cap)
         s->ent[s->n++] = (struct report_snap_ent){f, f->ivl_pkts, f->ivl_ce, f->ivl_ect,
-                                                  f->ivl_cnps};
+                                                  f->ivl_cnps, f->ivl_retx, f->ivl_naks};
     return 0;
 }
 
@@ -66,6 +66,13 @@ static void flow_fill(struct report_flow *o, const struct flow *f,
         o->ect_frac = (double)e->ect / (double)e->pkts;
     }
     o->cnp = e ? e->cnps : 0;
+    /* One sequence counter per flow: a TCP flow's are retransmissions,
+     * a RoCE flow's PSNs out of sequence (flowtab.h). */
+    if (e && f->key.proto == 6)
+        o->retx_pkts = e->retx;
+    else if (e)
+        o->psn_oos = e->retx;
+    o->naks = e ? e->naks : 0;
 }
 
 /* Min-heap on bps over the non-fat candidates, so that top_n survive. */
@@ -163,6 +170,8 @@ static json_t *link_json(const struct report_link *l)
               jset(o, "tx_pps", json_real(l->tx_pps)) | jset(o, "rx_pps", json_real(l->rx_pps)) |
               jset(o, "errors", json_integer((json_int_t)l->errors)) |
               jset(o, "speed_bps", json_real(l->speed_bps));
+    if (l->carrier_changes) /* the controller reads absent as 0: reports stay small */
+        bad |= jset(o, "carrier_changes", json_integer((json_int_t)l->carrier_changes));
     if (l->oper)
         bad |= jset(o, "oper", json_string(l->oper));
     if (l->source)
@@ -202,6 +211,14 @@ static json_t *flow_json(const struct report_flow *f)
               jset(o, "sampling", json_integer(f->sampling));
     if (f->key.vlan[1])
         bad |= jset(o, "vlan_inner", json_integer(f->key.vlan[1]));
+    /* Loss signals only when non-zero: the controller reads absent as 0. */
+    const struct {
+        const char *k;
+        uint64_t v;
+    } loss[] = {{"retx_pkts", f->retx_pkts}, {"psn_oos", f->psn_oos}, {"naks", f->naks}};
+    for (size_t i = 0; i < TF_ARRAY_SIZE(loss); i++)
+        if (loss[i].v)
+            bad |= jset(o, loss[i].k, json_integer((json_int_t)loss[i].v));
     if (bad) {
         json_decref(o);
         return NULL;
@@ -329,19 +346,19 @@ static void print_table(const struct report *r, FILE *out)
     const struct report_stats *s = &r->stats;
     fprintf(out, "probe %s  ts %.3f  interval %.3f s  flows %zu\n", r->probe, r->ts,
             r->interval_s, r->nflows);
-    fprintf(out, "  %-16s %10s %10s %10s %8s %8s %8s %10s\n", "link", "tx_bps", "rx_bps",
-            "speed", "drops", "errors", "ce_pkts", "oper");
+    fprintf(out, "  %-16s %10s %10s %10s %8s %8s %8s %7s %10s\n", "link", "tx_bps", "rx_bps",
+            "speed", "drops", "errors", "ce_pkts", "carrier", "oper");
     for (size_t i = 0; i < r->nlinks; i++) {
         const struct report_link *l = &r->links[i];
-        fprintf(out, "  %-16s %10s %10s %10s %8llu %8llu %8llu %10s\n", l->name,
+        fprintf(out, "  %-16s %10s %10s %10s %8llu %8llu %8llu %7llu %10s\n", l->name,
                 si(l->tx_bps, a, sizeof(a)), si(l->rx_bps, b, sizeof(b)),
                 si(l->speed_bps, c, sizeof(c)), (unsigned long long)l->drops,
                 (unsigned long long)l->errors, (unsigned long long)l->ce_pkts,
-                l->oper ? l->oper : "-");
+                (unsigned long long)l->carrier_changes, l->oper ? l->oper : "-");
     }
-    fprintf(out, "  %-40s %-40s %5s %5s %8s %5s %4s %-10s %10s %8s %6s %4s %3s\n", "src",
+    fprintf(out, "  %-40s %-40s %5s %5s %8s %5s %4s %-10s %10s %8s %6s %4s %6s %4s %3s\n", "src",
             "dst", "proto", "sport", "dport/qp", "vlan", "dscp", "if", "bps", "pkts", "ce",
-            "cnp", "fat");
+            "cnp", "retx", "nak", "fat");
     for (size_t i = 0; i < r->nflows; i++) {
         const struct report_flow *f = &r->flows[i];
         char port[24];
@@ -349,12 +366,14 @@ static void print_table(const struct report *r, FILE *out)
             snprintf(port, sizeof(port), "%u/0x%x", f->key.dport, f->key.qp);
         else
             snprintf(port, sizeof(port), "%u", f->key.dport);
-        fprintf(out, "  %-40s %-40s %5u %5u %8s %5u %4u %-10s %10s %8llu %6.3f %4llu %3s\n",
+        /* retx: TCP retransmissions or RoCE PSNs out of sequence (one per flow) */
+        fprintf(out, "  %-40s %-40s %5u %5u %8s %5u %4u %-10s %10s %8llu %6.3f %4llu %6llu %4llu %3s\n",
                 tf_addr_str(f->key.af, f->key.src, src, sizeof(src)),
                 tf_addr_str(f->key.af, f->key.dst, dst, sizeof(dst)), f->key.proto,
                 f->key.sport, port, f->key.vlan[0], f->dscp, f->ifname,
                 si(f->bps, a, sizeof(a)), (unsigned long long)f->pkts, f->ce_frac,
-                (unsigned long long)f->cnp, f->fat ? "yes" : "");
+                (unsigned long long)f->cnp, (unsigned long long)(f->retx_pkts + f->psn_oos),
+                (unsigned long long)f->naks, f->fat ? "yes" : "");
     }
     fprintf(out, "  stats: pkts %llu bytes %llu unparsed %llu truncated %llu evicted %llu "
                  "pcap_drops %llu post_dropped %llu post_errors %llu post_rejected %llu\n",

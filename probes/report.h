@@ -35,6 +35,7 @@ struct report_link {
     char name[REPORT_NAME_LEN];
     double tx_bps, rx_bps, tx_pps, rx_pps;
     uint64_t drops, errors;     /* kernel tx+rx drops and errors in the interval */
+    uint64_t carrier_changes;   /* carrier transitions in the interval (0 in the first) */
     uint64_t ce_pkts;           /* CE-marked packets captured in the interval */
     double speed_bps;           /* the rate fat shares are measured against */
     const char *oper;           /* operational state; NULL when not known */
@@ -68,6 +69,7 @@ struct report_flow {
     struct flow_key key;
     const char *ifname;
     uint64_t bytes, pkts, cnp;
+    uint64_t retx_pkts, psn_oos, naks; /* this interval (flowtab's loss signals); emitted when non-zero */
     double bps, ce_frac, ect_frac;
     uint32_t sampling;
     uint8_t dscp, source;
@@ -88,6 +90,7 @@ struct report {
 struct report_snap_ent {
     const struct flow *f;
     uint64_t pkts, ce, ect, cnps;
+    uint32_t retx, naks;
 };
 struct report_snap {
     struct report_snap_ent *ent;

@@ -19,6 +19,13 @@
 # time, is the figure compared: the machine is shared, so wall time mostly
 # measures the neighbours. Wall time and peak RSS are printed too.
 #   BENCH_PKTS=N   packets to generate (default 5000000)
+#   BENCH_BASE_PROBE=PATH   another tierflow-probe (say, main's, before a
+#                  change to the per-packet path) run in the same rounds: its
+#                  ratio to the floor is printed beside this one's, so that a
+#                  change's cost is measured on the same machine at the same
+#                  time (gencap's TCP and RoCE packets all carry sequence 0,
+#                  so every packet after a flow's first takes the loss
+#                  tracking's counting branch: its worst case).
 set -u
 N=${BENCH_PKTS:-5000000}
 P="$TF_OPT_BIN/tierflow-probe" G="$TF_TOOLS/gencap" L="$TF_TOOLS/pcaploop"
@@ -68,10 +75,12 @@ for ((i = 0; i < ROUNDS; i++)); do
   once "probe --file-reader libpcap" "$P" -r "$F" --format json --file-reader libpcap || exit 1
   once "probe --max-flows 4096" "$P" -r "$F" --format json --max-flows 4096 || exit 1
   once "probe --max-flows 1048576" "$P" -r "$F" --format json --max-flows 1048576 || exit 1
+  [ -n "${BENCH_BASE_PROBE:-}" ] && { once "probe (baseline)" "$BENCH_BASE_PROBE" -r "$F" --format json || exit 1; }
 done
 for name in floor probe "probe --file-reader libpcap" "probe --max-flows 4096" "probe --max-flows 1048576"; do
   show "$name"
 done
+[ -n "${BENCH_BASE_PROBE:-}" ] && { echo "baseline: $BENCH_BASE_PROBE"; show "probe (baseline)"; }
 if command -v softflowd >/dev/null; then
   # Exports go to the discard port on loopback: nothing leaves the host.
   once softflowd softflowd -r "$F" -n 127.0.0.1:9 && show softflowd
@@ -84,6 +93,8 @@ verdict() { if awk "BEGIN{exit !($2)}"; then echo "target met:    $1"; else echo
 echo
 verdict "probe <= 1.5 x bare libpcap loop (x$(awk -v a="${CPU[probe]}" -v b="${CPU[floor]}" 'BEGIN{printf "%.2f", a/b}'))" \
   "${CPU[probe]} <= 1.5 * ${CPU[floor]}"
+[ -n "${BENCH_BASE_PROBE:-}" ] &&
+  echo "               (the baseline: x$(awk -v a="${CPU["probe (baseline)"]}" -v b="${CPU[floor]}" 'BEGIN{printf "%.2f", a/b}'); this probe costs x$(awk -v a="${CPU[probe]}" -v b="${CPU["probe (baseline)"]}" 'BEGIN{printf "%.3f", a/b}') the baseline's CPU)"
 echo "               (with --file-reader libpcap: x$(awk -v a="${CPU["probe --file-reader libpcap"]}" -v b="${CPU[floor]}" 'BEGIN{printf "%.2f", a/b}'): libpcap's own reading is then paid on top of the floor's)"
 for peer in softflowd pmacctd; do
   [ -n "${CPU[$peer]:-}" ] || continue

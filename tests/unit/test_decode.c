@@ -158,6 +158,11 @@ static int check_fast(const uint8_t *b, uint32_t caplen, uint32_t wire, int r,
     assert_int_equal(f.roce, p->roce);
     assert_int_equal(f.bth_opcode, p->bth_opcode);
     assert_int_equal(f.dqp, p->roce ? p->dqp : 0);
+    assert_int_equal(f.psn, p->roce ? p->psn : 0);
+    assert_int_equal(f.nak, p->nak);
+    assert_int_equal(f.tcp_seq, p->tcp_seq);
+    assert_int_equal(f.seg_len, p->seg_len);
+    assert_int_equal(f.tcp_syn, p->tcp_syn);
     return 1;
 }
 
@@ -717,6 +722,67 @@ static void fast_cuts(const struct fb *f, uint32_t hdr_end)
     }
 }
 
+/* What flowtab counts loss by: the TCP sequence number and payload length
+ * (by the IP length: a snap length that cuts the payload changes nothing;
+ * options are not payload), the PSN, and whether an RC Acknowledge's AETH
+ * says NAK (syndrome 011xxxxx; 000 is an ACK, 001 RNR NAK is not a loss). */
+static void test_loss_fields(void **state)
+{
+    (void)state;
+    struct decode_pkt p;
+    struct fb f = {0};
+    eth(&f, 0, NULL, NULL, 0x0800);
+    uint32_t o = ip4(&f, 0, 0x4000, 6, 0);
+    tcp(&f, 49152, 5001, 12);
+    f.b[14 + 20 + 4] = 0xff, f.b[14 + 20 + 5] = 0xff, f.b[14 + 20 + 6] = 0xff, f.b[14 + 20 + 7] = 0xf0;
+    zeros(&f, 1000);
+    ip4_fix(&f, o);
+    assert_int_equal(dec(DLT_EN10MB, &f, f.n, f.n, &p), 0);
+    assert_int_equal(p.tcp_seq, 0xfffffff0u);
+    assert_int_equal(p.seg_len, 1000);
+    assert_int_equal(dec(DLT_EN10MB, &f, 14 + 20 + 32 + 10, f.n, &p), 0); /* snap length 76 */
+    assert_int_equal(p.seg_len, 1000);
+    assert_int_equal(dec(DLT_EN10MB, &f, 14 + 20 + 24, f.n, &p), 0); /* options cut */
+    assert_int_equal(p.tcp_seq, 0xfffffff0u);
+    assert_int_equal(p.seg_len, 1000);
+    /* Ethernet padding is not payload: a pure ACK padded to 60 bytes. */
+    struct fb a = {0};
+    eth(&a, 0, NULL, NULL, 0x0800);
+    o = ip4(&a, 0, 0x4000, 6, 0);
+    tcp(&a, 49152, 5001, 0);
+    ip4_fix(&a, o);
+    zeros(&a, 6);
+    assert_int_equal(dec(DLT_EN10MB, &a, a.n, a.n, &p), 0);
+    assert_int_equal(p.seg_len, 0);
+    assert_int_equal(p.tcp_seq, 1);
+    assert_int_equal(p.tcp_syn, 0);
+    a.b[14 + 20 + 13] = 0x12; /* SYN-ACK */
+    assert_int_equal(dec(DLT_EN10MB, &a, a.n, a.n, &p), 0);
+    assert_int_equal(p.tcp_syn, 1);
+
+    const struct { uint8_t opcode, aeth; uint32_t cut; int nak; } r[] = {
+        {DECODE_BTH_ACK, 0x60, 0, 1},      /* NAK: PSN sequence error */
+        {DECODE_BTH_ACK, 0x7f, 0, 1},
+        {DECODE_BTH_ACK, 0x1f, 0, 0},      /* ACK with credits */
+        {DECODE_BTH_ACK, 0x20, 0, 0},      /* RNR NAK: the receiver is slow, nothing lost */
+        {DECODE_BTH_ACK, 0x60, 14 + 40, 0},/* AETH cut */
+        {0x0a, 0x60, 0, 0},                /* not an Acknowledge */
+    };
+    for (size_t i = 0; i < sizeof(r) / sizeof(r[0]); i++) {
+        struct fb k = {0};
+        eth(&k, 0, NULL, NULL, 0x0800);
+        o = ip4(&k, 0, 0, 17, 0);
+        udp(&k, 0xc000, DECODE_ROCE_PORT, 8 + 12 + 4 + 4);
+        bth(&k, r[i].opcode, 0, 0x77, 0xfffffe);
+        put8(&k, r[i].aeth);
+        zeros(&k, 3 + 4);
+        ip4_fix(&k, o);
+        assert_int_equal(dec(DLT_EN10MB, &k, r[i].cut ? r[i].cut : k.n, k.n, &p), 0);
+        if (p.nak != r[i].nak || p.psn != 0xfffffe || p.roce != 1 || p.seg_len || p.tcp_seq)
+            fail_msg("case %zu: nak %u psn %x", i, p.nak, p.psn);
+    }
+}
+
 static void test_fast_path(void **state)
 {
     (void)state;
@@ -754,6 +820,18 @@ static void test_fast_path(void **state)
     zeros(&c, 16 + 4);
     ip4_fix(&c, o);
     fast_cuts(&c, 14 + 40);
+
+    /* An RC Acknowledge with its AETH: a NAK whatever its cut, as long
+     * as the AETH's first byte is there (fast and full alike). */
+    struct fb k = {0};
+    eth(&k, 0, NULL, NULL, 0x0800);
+    o = ip4(&k, 0, 0, 17, 0);
+    udp(&k, 0xc000, DECODE_ROCE_PORT, 8 + 12 + 4 + 4);
+    bth(&k, DECODE_BTH_ACK, 0, 0x77, 0x123);
+    put8(&k, 0x60 | 5); /* NAK, PSN sequence error */
+    zeros(&k, 3 + 4);
+    ip4_fix(&k, o);
+    fast_cuts(&k, 14 + 40);
 
     /* Lying lengths, fragments, options, a 0 total length: declined. */
     struct fb x = f;
@@ -813,6 +891,7 @@ int main(void)
         cmocka_unit_test(test_raw),
         cmocka_unit_test(test_decode_ip_keeps_link_fields),
         cmocka_unit_test(test_fast_path),
+        cmocka_unit_test(test_loss_fields),
         cmocka_unit_test(test_linktype_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -65,8 +65,8 @@ static void test_insert_lookup(void **state)
     assert_int_equal(f->bytes, 1500 * 102);
     assert_int_equal(f->ivl_bytes, 1500 * 102);
     assert_int_equal(f->pkts, 102);
-    assert_int_equal(f->ce_pkts, 1);
-    assert_int_equal(f->ect_pkts, 101);
+    assert_int_equal(f->ivl_ce, 1);
+    assert_int_equal(f->ivl_ect, 101);
     assert_int_equal(f->dscp, 26);
     assert_int_equal(f->ifidx, 2);
     assert_int_equal(f->sampling, 100);
@@ -86,6 +86,11 @@ static void test_insert_lookup(void **state)
     flowtab_get_stats(ft, &st);
     assert_int_equal(st.inserted, 1);
     assert_int_equal(st.evicted, 0);
+    /* The CE and ECT totals add up the closed intervals. */
+    flowtab_close_interval(ft, 12.0, 1.0, NULL, 0, 0);
+    assert_int_equal(f->ce_pkts, 1);
+    assert_int_equal(f->ect_pkts, 101);
+    assert_int_equal(f->ivl_ce, 0);
     flowtab_free(ft);
 
     assert_null(flowtab_new(0, 1));
@@ -582,6 +587,115 @@ static void test_batch_equals_single(void **state)
     flowtab_free(bat);
 }
 
+/* One TCP segment of flow 10.0.0.1:1000 -> 10.0.0.2:80 with seq and len
+ * payload bytes; returns the flow's retransmissions this interval. */
+static uint32_t seg(struct flowtab *ft, uint32_t seq, uint32_t len, uint8_t source)
+{
+    struct decode_pkt p = mk(1, 2, 1000, 80, 52 + len);
+    p.tcp_seq = seq;
+    p.seg_len = len;
+    assert_int_equal(flowtab_update(ft, &p, 0, 1.0, source == FLOW_SRC_SFLOW ? 10 : 1, source), 0);
+    return get(ft, &p)->ivl_retx;
+}
+
+/* Retransmissions: data whose end is at or before the highest end seen,
+ * across the 32-bit wrap; zero-length segments never count; new data
+ * after a gap or overlapping the end is no retransmission; per interval. */
+static void test_tcp_retx(void **state)
+{
+    (void)state;
+    struct flowtab *ft = flowtab_new(16, 0);
+    assert_int_equal(seg(ft, 0xffffff00u, 100, FLOW_SRC_PCAP), 0);  /* end 0xffffff64 */
+    assert_int_equal(seg(ft, 0xffffff64u, 200, FLOW_SRC_PCAP), 0);  /* end 0x2c: wrapped */
+    assert_int_equal(seg(ft, 0xffffff00u, 100, FLOW_SRC_PCAP), 1);  /* the first again */
+    assert_int_equal(seg(ft, 0xffffff64u, 200, FLOW_SRC_PCAP), 2);  /* ends exactly at the highest */
+    assert_int_equal(seg(ft, 0x2c, 0, FLOW_SRC_PCAP), 2);           /* a pure ACK */
+    assert_int_equal(seg(ft, 0x10, 0, FLOW_SRC_PCAP), 2);           /* an old pure ACK */
+    assert_int_equal(seg(ft, 0x1000, 100, FLOW_SRC_PCAP), 2);       /* new data after a gap */
+    assert_int_equal(seg(ft, 0x1000 + 50, 100, FLOW_SRC_PCAP), 2);  /* overlaps the end: new data */
+    assert_int_equal(seg(ft, 0x2c, 100, FLOW_SRC_PCAP), 3);         /* below the highest: the gap resent */
+    assert_int_equal(seg(ft, 0x1096 - 1, 1, FLOW_SRC_PCAP), 3);     /* a keep-alive: the last byte again */
+    assert_int_equal(seg(ft, 0x1096 - 2, 1, FLOW_SRC_PCAP), 4);     /* the byte before it: a retransmission */
+    assert_int_equal(seg(ft, 0x1096, 1, FLOW_SRC_PCAP), 4);
+    /* Sampled packets are not judged (a 1-in-N sample is no sequence). */
+    assert_int_equal(seg(ft, 0x10, 100, FLOW_SRC_SFLOW), 4);
+    /* An interval resets the count, not the sequence state. */
+    flowtab_close_interval(ft, 2.0, 1.0, NULL, 0, 0);
+    assert_int_equal(seg(ft, 0x1000, 100, FLOW_SRC_PCAP), 1);
+    /* Just under half the sequence space ahead is still ahead (RFC 1982). */
+    assert_int_equal(seg(ft, 0x1097 + 0x7ffffffeu, 1, FLOW_SRC_PCAP), 1);
+    /* A new connection on the same 5-tuple, its sequence behind the old
+     * one's: the SYN starts afresh, its data is no retransmission. */
+    struct decode_pkt syn = mk(1, 2, 1000, 80, 52);
+    syn.tcp_seq = 0x80000000u; /* 0x1096 behind the highest end, 0x80001096 */
+    syn.tcp_syn = 1;
+    assert_int_equal(flowtab_update(ft, &syn, 0, 1.0, 1, FLOW_SRC_PCAP), 0);
+    assert_int_equal(seg(ft, 0x80000001u, 1000, FLOW_SRC_PCAP), 1);
+    assert_int_equal(seg(ft, 0x80000001u + 1000, 1000, FLOW_SRC_PCAP), 1);
+    assert_int_equal(seg(ft, 0x80000001u, 1000, FLOW_SRC_PCAP), 2);
+    flowtab_free(ft);
+}
+
+/* One RoCE packet of QP dqp from host a to b; returns its flow. */
+static struct flow *roce(struct flowtab *ft, uint8_t a, uint8_t b, uint8_t opcode, uint32_t dqp, uint32_t psn,
+                         uint8_t nak)
+{
+    struct decode_pkt p = mk_roce(a, b, opcode, dqp, 1100);
+    p.psn = psn;
+    p.nak = nak;
+    assert_int_equal(flowtab_update(ft, &p, 0, 1.0, 1, FLOW_SRC_PCAP), 0);
+    return get(ft, &p);
+}
+
+/* PSNs: the next is the last + 1 modulo 2^24; a gap or a repeat counts once
+ * per packet off the sequence; Acknowledges and UD carry no sequence of
+ * their flow, a Read Request's successor is not judged; NAKs count on the
+ * flow that carries them. */
+static void test_psn_and_naks(void **state)
+{
+    (void)state;
+    struct flowtab *ft = flowtab_new(16, 0);
+    const uint32_t seq[] = {0xfffffe, 0xffffff, 0, 1, 3, 4, 2, 3, 4, 5};
+    const uint32_t want[] = {0, 0, 0, 0, 1, 1, 2, 2, 2, 2};
+    for (size_t i = 0; i < sizeof(seq) / sizeof(seq[0]); i++) {
+        uint32_t got = roce(ft, 1, 2, 0x0a, 0x40, seq[i], 0)->ivl_retx;
+        if (got != want[i])
+            fail_msg("psn %zu (0x%x): %u, want %u", i, seq[i], got, want[i]);
+    }
+    struct flow *f = roce(ft, 1, 2, 0x0a, 0x40, 6, 0);
+    assert_int_equal(f->ivl_retx, 2);
+    assert_int_equal(f->ivl_naks, 0);
+    /* A Read Request at 7 for, say, 10 packets: the next request is at 17. */
+    assert_int_equal(roce(ft, 1, 2, DECODE_BTH_READ_REQ, 0x40, 7, 0)->ivl_retx, 2);
+    assert_int_equal(roce(ft, 1, 2, 0x0a, 0x40, 17, 0)->ivl_retx, 2);
+    assert_int_equal(roce(ft, 1, 2, 0x0a, 0x40, 19, 0)->ivl_retx, 3);
+    /* The responder's ACKs (coalesced PSNs) and a NAK, on the reverse flow. */
+    roce(ft, 2, 1, DECODE_BTH_ACK, 0x50, 3, 0);
+    roce(ft, 2, 1, DECODE_BTH_ACK, 0x50, 9, 0);
+    f = roce(ft, 2, 1, DECODE_BTH_ACK, 0x50, 2, 1);
+    assert_int_equal(f->ivl_retx, 0);
+    assert_int_equal(f->ivl_naks, 1);
+    /* UD (opcode class 011) has no per-flow sequence here. */
+    roce(ft, 3, 2, 0x64, 0x60, 5, 0);
+    f = roce(ft, 3, 2, 0x64, 0x60, 50, 0);
+    assert_int_equal(f->ivl_retx, 0);
+    flowtab_close_interval(ft, 2.0, 1.0, NULL, 0, 0);
+    assert_int_equal(roce(ft, 2, 1, DECODE_BTH_ACK, 0x50, 9, 0)->ivl_naks, 0);
+    assert_int_equal(roce(ft, 1, 2, 0x0a, 0x40, 20, 0)->ivl_retx, 0);
+    flowtab_free(ft);
+}
+
+/* The loss counts of the open interval over the whole table. */
+static void loss_sum(struct flowtab *ft, uint64_t *retx, uint64_t *naks)
+{
+    uint32_t c = 0;
+    struct flow *f;
+    while ((f = flowtab_next(ft, &c))) {
+        *retx += f->ivl_retx;
+        *naks += f->ivl_naks;
+    }
+}
+
 /* flowtab_batch_add_fast() on decode_fast_eth()'s view of a packet has the
  * effect of flowtab_update() on decode_frame()'s (keys built the same way). */
 static void test_batch_fast_equals_single(void **state)
@@ -591,6 +705,7 @@ static void test_batch_fast_equals_single(void **state)
     static struct flowtab_batch b;
     uint64_t x = 0x2545f4914f6cdd1dULL;
     double link = 1e6;
+    uint64_t retx1 = 0, naks1 = 0, retx2 = 0, naks2 = 0;
     for (int i = 0; i < 5000; i++) {
         x ^= x << 13;
         x ^= x >> 7;
@@ -601,7 +716,9 @@ static void test_batch_fast_equals_single(void **state)
             p = mk_roce((uint8_t)(1 + x % 4), (uint8_t)(5 + x % 4), 0x0a,
                         (uint32_t)(0x40 + (x >> 8) % 3), 4154);
         else if (k < 55)
-            p = mk_roce((uint8_t)(5 + x % 4), (uint8_t)(1 + x % 4), DECODE_BTH_CNP, 0x99, 74);
+            p = mk_roce((uint8_t)(5 + x % 4), (uint8_t)(1 + x % 4),
+                        (x >> 46) % 2 ? DECODE_BTH_CNP : DECODE_BTH_ACK, 0x99,
+                        (x >> 46) % 2 ? 74 : 4154); /* heavy enough to escape eviction */
         else
             p = mk((uint8_t)(x >> 16), (uint8_t)(x >> 24), (uint16_t)(x >> 32) % 300, 443,
                    (uint32_t)(64 + (x >> 40) % 1450));
@@ -613,10 +730,21 @@ static void test_batch_fast_equals_single(void **state)
         }
         p.ecn = (uint8_t)((x >> 50) & 3);
         p.dscp = (uint8_t)((x >> 52) & 63);
+        /* Sequences that mostly advance, sometimes repeat or jump. */
+        if (p.roce) {
+            p.psn = (uint32_t)(i + (x >> 45) % 3) & 0xffffff;
+            p.nak = p.bth_opcode == DECODE_BTH_ACK && (x >> 47) % 2;
+        } else if (p.proto == 6) {
+            p.tcp_seq = (uint32_t)(i * 1000 - (x >> 45) % 3 * 1000);
+            p.seg_len = (x >> 47) % 4 ? 1000 : 0;
+            p.tcp_syn = (x >> 49) % 50 == 0;
+        }
         struct decode_fast f = {.vlan = p.nvlan ? p.vlan[0] : 0, .sport = p.sport,
                                 .dport = p.dport, .proto = p.proto, .dscp = p.dscp,
                                 .ecn = p.ecn, .roce = p.roce, .bth_opcode = p.bth_opcode,
-                                .dqp = p.roce ? p.dqp : 0};
+                                .dqp = p.roce ? p.dqp : 0, .psn = p.roce ? p.psn : 0,
+                                .nak = p.nak, .tcp_seq = p.tcp_seq, .seg_len = p.seg_len,
+                                .tcp_syn = p.tcp_syn};
         memcpy(f.src, p.src, 4);
         memcpy(f.dst, p.dst, 4);
         double ts = i * 0.001 - ((x >> 60) & 1) * 0.0005;
@@ -625,8 +753,10 @@ static void test_batch_fast_equals_single(void **state)
         flowtab_batch_add_fast(bat, &b, &f, p.wire_len, ifidx, ts);
         if ((x >> 44) % 37 == 0)
             flowtab_batch_flush(bat, &b);
-        if (i % 1000 == 999) {
+        if (i % 1000 == 500) {
             flowtab_batch_flush(bat, &b);
+            loss_sum(one, &retx1, &naks1);
+            loss_sum(bat, &retx2, &naks2);
             flowtab_close_interval(one, ts, 1.0, &link, 1, 0.1);
             flowtab_close_interval(bat, ts, 1.0, &link, 1, 0.1);
         }
@@ -648,6 +778,9 @@ static void test_batch_fast_equals_single(void **state)
     }
     assert_null(flowtab_next(bat, &c2));
     assert_true(n > 10);
+    /* The loss tracking ran, alike on both sides. */
+    assert_true(retx1 > 0 && naks1 > 0);
+    assert_true(retx1 == retx2 && naks1 == naks2);
     flowtab_free(one);
     flowtab_free(bat);
 }
@@ -656,6 +789,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_insert_lookup),
+        cmocka_unit_test(test_tcp_retx),
+        cmocka_unit_test(test_psn_and_naks),
         cmocka_unit_test(test_vlan_and_qp_separation),
         cmocka_unit_test(test_expiry),
         cmocka_unit_test(test_eviction_when_full),

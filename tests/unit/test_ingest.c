@@ -582,6 +582,79 @@ static void bad_entry_not_whole_report(void **st)
     state_free(&s);
 }
 
+/* Gray-failure signals (issue 18): the flow's retx_pkts, psn_oos, naks and
+ * the link's errors, carrier_changes are read and stored as the counts of
+ * the last report (absent: 0); a count a flow or link cannot have (above
+ * the flow's pkts, a carrier flapping faster than REPORTSPEC_MAX_CARRIER_HZ,
+ * errors beyond what the link carries, a negative count) costs its entry. */
+static void gray_signals_stored(void **st)
+{
+    (void)st;
+    struct state s;
+    struct ingest_opts o = {.max_flows = 100, .check_ts = true, .clock_skew = 5};
+    assert_int_equal(state_init(&s, fx_topo(), 1000, 3, NOW), 0);
+    const char *body =
+        "{\"probe\": \"L1\", \"ts\": 1699999999.5, \"interval_s\": 2, \"links\": ["
+        "{\"if\": \"swp1\", \"tx_bps\": 5e10, \"errors\": 17, \"carrier_changes\": 4},"
+        "{\"if\": \"swp2\", \"tx_bps\": 1e10},"
+        "{\"if\": \"swp3\", \"tx_bps\": 1e10, \"carrier_changes\": 2001},"
+        "{\"if\": \"swp4\", \"tx_bps\": 1e10, \"errors\": 2000000000}],"
+        " \"flows\": ["
+        "{\"src\": \"10.0.1.1\", \"dst\": \"10.0.2.1\", \"proto\": 17, \"sport\": 1, \"dport\": 4791, \"if\": \"swp1\","
+        " \"bps\": 5e10, \"pkts\": 1000, \"retx_pkts\": 7, \"psn_oos\": 5, \"naks\": 3},"
+        "{\"src\": \"10.0.1.1\", \"dst\": \"10.0.2.1\", \"proto\": 17, \"sport\": 2, \"dport\": 4791, \"if\": \"swp2\","
+        " \"bps\": 1e9, \"pkts\": 10},"
+        "{\"src\": \"10.0.1.1\", \"dst\": \"10.0.2.1\", \"proto\": 17, \"sport\": 3, \"dport\": 4791, \"if\": \"swp2\","
+        " \"bps\": 1e9, \"pkts\": 10, \"retx_pkts\": 11},"
+        "{\"src\": \"10.0.1.1\", \"dst\": \"10.0.2.1\", \"proto\": 17, \"sport\": 4, \"dport\": 4791, \"if\": \"swp2\","
+        " \"bps\": 1e9, \"naks\": 1},"
+        "{\"src\": \"10.0.1.1\", \"dst\": \"10.0.2.1\", \"proto\": 17, \"sport\": 5, \"dport\": 4791, \"if\": \"swp2\","
+        " \"bps\": 1e9, \"pkts\": 10, \"psn_oos\": -1}]}";
+    json_t *r;
+    assert_int_equal(post_from(&s, NULL, &o, "192.0.2.1", body, NOW, &r), 200);
+    assert_int_equal(json_integer_value(json_object_get(r, "flows")), 2);
+    assert_int_equal(json_integer_value(json_object_get(r, "links")), 2);
+    json_t *ref = json_object_get(r, "refused");
+    const char *want[][2] = {
+        {"flows[2].retx_pkts", "flows[2].retx_pkts: 11 exceeds the flow's pkts 10"},
+        {"flows[3].naks", "flows[3].naks: 1 exceeds the flow's pkts 0"},
+        {"flows[4].psn_oos", "flows[4].psn_oos: negative -1"},
+        {"links[2].carrier_changes",
+         "links[2].carrier_changes: 2001 beyond the bound 2000 (1000 per second over the interval of 2 s)"},
+        {"links[3].errors", "links[3].errors: 2e+09 beyond the bound 1.19048e+09 (2 times what L1 -> S4 carries at "
+                            "100 Gb/s, in packets of the interval, both ways)"},
+    };
+    assert_int_equal(json_array_size(ref), TF_ARRAY_SIZE(want));
+    for (size_t i = 0; i < TF_ARRAY_SIZE(want); i++) {
+        json_t *e = json_array_get(ref, i);
+        assert_string_equal(jstr(e, "path", NULL), want[i][0]);
+        assert_string_equal(jstr(e, "message", NULL), want[i][1]);
+    }
+    json_decref(r);
+    const struct state_flow *f = flow_of(&s, "10.0.1.1", "10.0.2.1", 1);
+    assert_non_null(f);
+    assert_true(f->retx_pkts == 7 && f->psn_oos == 5 && f->naks == 3);
+    f = flow_of(&s, "10.0.1.1", "10.0.2.1", 2);
+    assert_true(f->retx_pkts == 0 && f->psn_oos == 0 && f->naks == 0);
+    uint32_t d1, d2;
+    assert_int_equal(topo_dir_between(s.topo, N(s.topo, "L1"), N(s.topo, "S1"), &d1), 0);
+    assert_int_equal(topo_dir_between(s.topo, N(s.topo, "L1"), N(s.topo, "S2"), &d2), 0);
+    assert_true(s.dirs[d1].errors == 17 && s.dirs[d1].carrier_changes == 4);
+    assert_true(s.dirs[d2].errors == 0 && s.dirs[d2].carrier_changes == 0);
+    assert_false(dir_measured(&s, "L1", "S3"));
+    /* The counts are the last report's, not a sum: a clean interval clears them. */
+    const char *clean = "{\"probe\": \"L1\", \"ts\": 1700000000.5, \"interval_s\": 1, \"links\": ["
+                        "{\"if\": \"swp1\", \"tx_bps\": 5e10}], \"flows\": [{\"src\": \"10.0.1.1\", \"dst\": \"10.0.2.1\","
+                        " \"proto\": 17, \"sport\": 1, \"dport\": 4791, \"if\": \"swp1\", \"bps\": 5e10, \"pkts\": 2000}]}";
+    assert_int_equal(post_from(&s, NULL, &o, "192.0.2.1", clean, NOW + 1, &r), 200);
+    assert_int_equal(json_integer_value(json_object_get(r, "refused_entries")), 0);
+    json_decref(r);
+    f = flow_of(&s, "10.0.1.1", "10.0.2.1", 1);
+    assert_true(f->retx_pkts == 0 && f->psn_oos == 0 && f->naks == 0);
+    assert_true(s.dirs[d1].errors == 0 && s.dirs[d1].carrier_changes == 0);
+    state_free(&s);
+}
+
 /* A report's `ts` against the controller's clock: too old (the staleness
  * window plus the skew allowed), ahead by more than the skew, or older
  * than the last applied under its name is refused whole, saying why;
@@ -805,6 +878,7 @@ int main(void)
         cmocka_unit_test(flow_paths_from_the_reporting_node), cmocka_unit_test(source_and_sampling),
         cmocka_unit_test(too_many_flows_before_entries), cmocka_unit_test(flows_view_shows_estimates),
         cmocka_unit_test(sampled_rate_alone_moves_nothing), cmocka_unit_test(bad_entry_not_whole_report),
+        cmocka_unit_test(gray_signals_stored),
         cmocka_unit_test(report_times), cmocka_unit_test(two_senders_one_name),
         cmocka_unit_test(refusals_logged_once_a_minute),
     };

@@ -66,8 +66,9 @@ static void free_both(struct both *w)
 
 #define FLOW4 "{\"src\":\"10.0.1.1\",\"dst\":\"10.0.2.5\",\"proto\":17,\"sport\":49152,\"dport\":4791,\"qp\":1234," \
               "\"vlan\":0,\"dscp\":26,\"if\":\"eth1\",\"bytes\":123456789,\"pkts\":100000,\"bps\":40000000000.0," \
-              "\"ce_frac\":0.02,\"cnp\":3,\"fat\":true}"
-#define LINK "{\"if\":\"eth1\",\"tx_bps\":9.1e10,\"rx_bps\":1.2e9,\"drops\":0,\"ce_pkts\":12}"
+              "\"ce_frac\":0.02,\"cnp\":3,\"fat\":true,\"retx_pkts\":7,\"psn_oos\":2,\"naks\":1}"
+#define LINK "{\"if\":\"eth1\",\"tx_bps\":9.1e10,\"rx_bps\":1.2e9,\"drops\":0,\"ce_pkts\":12,\"errors\":3," \
+             "\"carrier_changes\":2}"
 #define STATS "\"stats\":{\"pkts\":0,\"bytes\":0,\"unparsed\":0,\"truncated\":0,\"evicted\":0,\"pcap_drops\":0}"
 
 /* A probe's report as probes/report.c writes it: unknown members in links,

@@ -79,6 +79,7 @@ struct emitted {
     uint64_t pkts[8];
     char link[4][64];
     double tx_bps[4];
+    uint64_t carrier[4], errors[4];
     struct report_telemetry tel;
 };
 struct got {
@@ -100,6 +101,8 @@ static void on_emit(void *ctx, const struct report *r, bool mapped)
     for (size_t i = 0; i < r->nlinks && i < 4; i++) {
         snprintf(e->link[i], sizeof(e->link[i]), "%s", r->links[i].name);
         e->tx_bps[i] = r->links[i].tx_bps;
+        e->carrier[i] = r->links[i].carrier_changes;
+        e->errors[i] = r->links[i].errors;
     }
     e->tel = r->stats.tel;
 }
@@ -280,15 +283,21 @@ static void test_bad_samples_rejected_alone(void **state)
     mirrormap_free(map);
 }
 
-static void send_counters(struct mirror *m, uint32_t seq, uint32_t uptime_ms, uint64_t out, double now)
+static void send_counters_st(struct mirror *m, uint32_t seq, uint32_t uptime_ms, uint64_t out, double now,
+                             uint32_t status)
 {
     struct sfb b;
     size_t ns = sfb_header(&b, AGENT1, seq, uptime_ms, 1);
-    struct sfb_counters c = {.seq = seq, .ifindex = 5, .status = 3, .speed = 100000000000ull,
+    struct sfb_counters c = {.seq = seq, .ifindex = 5, .status = status, .speed = 100000000000ull,
                              .in_octets = out / 2, .out_octets = out};
     sfb_counter_sample(&b, &c);
     sfb_patch32(&b, ns, 1);
     assert_int_equal(mirror_sflow(m, b.b, b.n, now), 0);
+}
+
+static void send_counters(struct mirror *m, uint32_t seq, uint32_t uptime_ms, uint64_t out, double now)
+{
+    send_counters_st(m, seq, uptime_ms, out, now, 3);
 }
 
 /* A counter jump (octets far past line rate, then "backwards" to the real
@@ -317,6 +326,32 @@ static void test_counter_jump(void **state)
         assert_true(fabs(g.r[i].tx_bps[0] - 50e9) < 1);
     assert_int_equal(g.r[3].tel.sflow_rejected[SFLOW_REJ_COUNTERS], 2);
     assert_int_equal(g.r[3].tel.sflow_counter_samples, 5);
+    mirror_free(m);
+    mirrormap_free(map);
+}
+
+/* ifOperStatus from counter samples: a status other than the last
+ * sample's is a carrier change of the interval (the first sample sets the
+ * baseline); errors are ifInErrors + ifOutErrors. */
+static void test_counter_oper_changes(void **state)
+{
+    (void)state;
+    struct mirrormap *map = load_map();
+    struct mirror_opts o = opts();
+    struct mirror *m;
+    assert_int_equal(mirror_new(map, &o, &m), 0);
+    struct got g = {0};
+    send_counters_st(m, 1, 0, 0, 100, 3);
+    assert_int_equal(mirror_close(m, 101, 1, on_emit, &g), 0);
+    send_counters_st(m, 2, 20000, 1000, 120, 1);   /* admin up, oper down */
+    send_counters_st(m, 3, 40000, 2000, 120.5, 3); /* up again */
+    assert_int_equal(mirror_close(m, 121, 1, on_emit, &g), 0);
+    send_counters_st(m, 4, 60000, 3000, 140, 3);
+    assert_int_equal(mirror_close(m, 141, 1, on_emit, &g), 0);
+    assert_int_equal(g.n, 3);
+    assert_int_equal(g.r[0].carrier[0], 0);
+    assert_int_equal(g.r[1].carrier[0], 2);
+    assert_int_equal(g.r[2].carrier[0], 0);
     mirror_free(m);
     mirrormap_free(map);
 }
@@ -352,6 +387,7 @@ int main(void)
         cmocka_unit_test(test_no_map_first_come),
         cmocka_unit_test(test_bad_samples_rejected_alone),
         cmocka_unit_test(test_counter_jump),
+        cmocka_unit_test(test_counter_oper_changes),
         cmocka_unit_test(test_carry),
     };
     return cmocka_run_group_tests_name("mirror", tests, NULL, NULL);

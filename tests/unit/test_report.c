@@ -35,7 +35,8 @@ static void mkpkt(struct decode_pkt *p, uint8_t last, uint16_t sport, uint8_t ec
 }
 
 /* 30 flows; flow i sends i+1 packets of 1000 bytes in a 1 s interval, and
- * flow 29 marks every other packet CE. */
+ * flow 29 marks every other packet CE and sends PSN 9 again where 10 was
+ * due (2 PSNs out of sequence: 9 after 9, then 11 after 9). */
 static struct flowtab *fill(void)
 {
     struct flowtab *ft = flowtab_new(64, 0);
@@ -44,6 +45,7 @@ static struct flowtab *fill(void)
     for (int i = 0; i < 30; i++)
         for (int k = 0; k <= i; k++) {
             mkpkt(&p, (uint8_t)(i + 1), (uint16_t)(50000 + i), i == 29 && k % 2 ? 3 : 2, 1000);
+            p.psn = (uint32_t)(i == 29 && k == 10 ? 9 : k);
             assert_int_equal(flowtab_update(ft, &p, 0, 100.0 + k * 0.01, 1, FLOW_SRC_PCAP), 0);
         }
     return ft;
@@ -105,6 +107,12 @@ static void test_json_contract(void **state)
     assert_string_equal(json_string_value(json_object_get(f, "source")), "pcap");
     assert_int_equal(json_integer_value(json_object_get(f, "sampling")), 1);
     assert_true(json_is_false(json_object_get(json_array_get(flows, 1), "fat")));
+    /* Loss signals: present when non-zero, absent (read as 0) otherwise. */
+    assert_int_equal(json_integer_value(json_object_get(f, "psn_oos")), 2);
+    assert_null(json_object_get(f, "retx_pkts"));
+    assert_null(json_object_get(f, "naks"));
+    assert_null(json_object_get(json_array_get(flows, 1), "psn_oos"));
+    assert_null(json_object_get(l, "carrier_changes"));
 
     json_t *st = json_object_get(o, "stats");
     const char *keys[] = {"pkts", "bytes", "unparsed", "truncated", "evicted", "pcap_drops",
@@ -144,6 +152,40 @@ static void test_pick_bounded_sorted(void **state)
     flowtab_free(ft);
 }
 
+/* A TCP flow's sequence counter is reported as retx_pkts (a RoCE flow's as
+ * psn_oos, test_json_contract); a link's carrier changes when non-zero. */
+static void test_tcp_retx_and_carrier(void **state)
+{
+    (void)state;
+    struct flowtab *ft = flowtab_new(8, 0);
+    struct decode_pkt p;
+    const uint32_t seq[] = {1000, 2000, 1000, 3000};
+    for (size_t i = 0; i < 4; i++) {
+        mkpkt(&p, 1, 40000, 0, 1052);
+        p.proto = 6, p.roce = 0, p.bth_opcode = 0, p.dqp = 0, p.dport = 5201;
+        p.tcp_seq = seq[i], p.seg_len = 1000;
+        assert_int_equal(flowtab_update(ft, &p, 0, 100.0, 1, FLOW_SRC_PCAP), 0);
+    }
+    static const char *const ifn[] = {"eth1"};
+    struct report_link link = {.name = "eth1", .carrier_changes = 3};
+    struct report r = {.probe = "L1", .ts = 1700000000.5, .interval_s = 1.0, .links = &link, .nlinks = 1};
+    struct report_snap snap = {0};
+    double bps = 1e6;
+    assert_int_equal(report_snap_take(&snap, ft), 0);
+    flowtab_close_interval(ft, 101.0, 1.0, &bps, 1, 0.1);
+    assert_int_equal(report_pick_flows(&r, ft, &snap, 5, ifn, 1), 0);
+    json_t *o = report_to_json(&r);
+    json_t *f = json_array_get(json_object_get(o, "flows"), 0);
+    assert_int_equal(json_integer_value(json_object_get(f, "retx_pkts")), 1);
+    assert_null(json_object_get(f, "psn_oos"));
+    json_t *l = json_array_get(json_object_get(o, "links"), 0);
+    assert_int_equal(json_integer_value(json_object_get(l, "carrier_changes")), 3);
+    json_decref(o);
+    report_free_flows(&r);
+    report_snap_free(&snap);
+    flowtab_free(ft);
+}
+
 static void test_table_and_line(void **state)
 {
     (void)state;
@@ -159,6 +201,8 @@ static void test_table_and_line(void **state)
     assert_non_null(strstr(buf, "10.0.0.30"));
     assert_non_null(strstr(buf, "4791/0x11e"));
     assert_non_null(strstr(buf, "yes"));
+    assert_non_null(strstr(buf, " retx  nak fat"));
+    assert_non_null(strstr(buf, "      2    0 yes")); /* flow 29's PSNs out of sequence */
     free(buf);
     f = open_memstream(&buf, &len);
     assert_int_equal(report_print(&r, REPORT_JSON, f), 0);
@@ -260,7 +304,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_json_contract),  cmocka_unit_test(test_pick_bounded_sorted),
-        cmocka_unit_test(test_table_and_line), cmocka_unit_test(test_queue_drop_oldest),
+        cmocka_unit_test(test_table_and_line), cmocka_unit_test(test_tcp_retx_and_carrier), cmocka_unit_test(test_queue_drop_oldest),
         cmocka_unit_test(test_post_url),       cmocka_unit_test(test_post_unreachable),
     };
     return cmocka_run_group_tests_name("report", tests, NULL, NULL);
