@@ -11,7 +11,7 @@
 # turn (fail, hold, check, restore, settle, next): first with the routing
 # alone (ECMP: BGP when the lab routes with it, else its static routes), then
 # with tierflow (a probe on every leaf's and spine's uplinks, tierflowd with
-# the netlink backend, --interval 1). The lab's link queues are bounded first
+# the bgp or the netlink backend, see below, --interval 1). The lab's link queues are bounded first
 # (fail_bound_queues: with its 1000-packet GSO queues, two-way TCP gets ~60%
 # of what any placement allows, ECMP's and tierflow's alike).
 #
@@ -46,6 +46,12 @@
 # placement shortfall from a TCP one. Not asserted beyond "the collision
 # happened" before any failure.
 #
+# Backends: on the leaf/spine tierflowd drives the switches through the bgp
+# backend (ExaBGP peered with every switch over the management network, /32
+# next hops, no netlink; its pins are found hop by hop as /32 routes FRR
+# learned from the controller), on the fat tree through netlink (policy
+# rules). E2E_FAIL_LS_MODES / E2E_FAIL_FT_MODES ("tierflow", "bgp" or both)
+# pick others; bench 55 runs both backends on both topologies.
 # Time (2 cores): the leaf/spine runs every scenario (about 3 min); the fat
 # tree, whose runs take longer, runs src-uplink, restore, far-downlink and
 # spine (about 3 min); two-links and flap on the fat tree are in
@@ -58,6 +64,7 @@ TF_ROOT=${TF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 . "$TF_ROOT/tests/lib/tap.sh"
 . "$TF_ROOT/tests/lab/lib.sh"
 . "$TF_ROOT/tests/lab/traffic.sh"
+. "$TF_ROOT/tests/lab/bgp.sh"
 . "$TF_ROOT/tests/lab/failures.sh"
 t_need_root e2e_failures
 for t in iperf3 jq tc ss curl; do command -v $t >/dev/null || { t_fail "tool $t present" "scripts/deps.sh test installs it"; t_done; }; done
@@ -67,6 +74,8 @@ TOL=${E2E_FAIL_TOL:-0.03}
 SCENARIOS=${E2E_FAIL_SCENARIOS:-$FAIL_SCENARIOS}
 FT_SCENARIOS=${E2E_FAIL_FT_SCENARIOS:-"src-uplink restore far-downlink spine"}
 TOPOS=${E2E_FAIL_TOPOS:-"leafspine fattree"}
+LS_MODES=${E2E_FAIL_LS_MODES:-"bgp"}
+FT_MODES=${E2E_FAIL_FT_MODES:-"tierflow"}
 PROBE=$(tf_bin tierflow-probe); CTL=$(tf_bin tierflowd); SIM=$(tf_bin tierflow-sim); TOPO=$(tf_bin tierflow-topo)
 missing=""
 for b in PROBE CTL SIM TOPO; do [ -n "${!b}" ] || missing+=" $b"; done
@@ -81,7 +90,7 @@ mb() { fail_mbit "$1"; }
 pc() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.0f%%", (b > 0 ? 100*a/b : 0)}'; }
 
 run_topology() {
-  local name=$1 spec=$2 seed=$3 SCENARIOS=$4 s c e t lim n
+  local name=$1 spec=$2 seed=$3 SCENARIOS=$4 MODES=$5 s c e t lim n
   lab_init "fl$name"
   t_check "$name: lab up $spec at ${MBIT} Mbit/s" lab_up "$spec" --mbit "$MBIT" --seed "$seed"
   [ -s "$LAB_TOPO" ] || return 0
@@ -106,68 +115,74 @@ run_topology() {
     t_check "$name: the oracle's rules for every scenario" fail_oracle_prepare $SCENARIOS
     t=$(date +%s); fail_run oracle $SCENARIOS; echo "# $name: oracle run $(( $(date +%s) - t )) s"
   fi
-  t=$(date +%s); fail_run tierflow $SCENARIOS; echo "# $name: tierflow run $(( $(date +%s) - t )) s"
-  t_eq "$name: tierflowd ran through the scenarios" 1 "${FAIL_R[tierflow alive]}"
-  echo "# $name: ${FAIL_R[tierflow probes]} probes alive at the end; tierflow moved ${FAIL_R[tierflow all moves]} flows in all"
-  echo "# $name: 1-s aggregate bins, Mbit/s, ECMP:     ${FAIL_R[ecmp all bins]}"
-  echo "# $name: 1-s aggregate bins, Mbit/s, tierflow: ${FAIL_R[tierflow all bins]}"
+  # The controller runs: tierflowd with the netlink backend ("tierflow")
+  # and/or with the bgp backend ("bgp": ExaBGP peered with every switch,
+  # /32 next hops, no netlink), the same scenarios and assertions.
+  local m
+  for m in $MODES; do
+    t=$(date +%s); fail_run $m $SCENARIOS; echo "# $name: $m run $(( $(date +%s) - t )) s"
+    t_eq "$name $m: tierflowd ran through the scenarios" 1 "${FAIL_R[$m alive]}"
+    echo "# $name $m: ${FAIL_R[$m probes]} probes alive at the end; tierflow moved ${FAIL_R[$m all moves]} flows in all"
+    echo "# $name: 1-s aggregate bins, Mbit/s, ECMP:     ${FAIL_R[ecmp all bins]}"
+    echo "# $name: 1-s aggregate bins, Mbit/s, $m: ${FAIL_R[$m all bins]}"
 
-  # Baseline: the collision happened, tierflow fixed it.
-  e=${FAIL_R[ecmp none after]}; t=${FAIL_R[tierflow none after]}
-  echo "# $name none: ideal $(mb "${FAIL_CAP[none]}") Mbit/s; ECMP $(mb "$e") ($(pc "$e" "${FAIL_CAP[none]}"), placement $(mb "${FAIL_R[ecmp none placement]}")), tierflow $(mb "$t") ($(pc "$t" "${FAIL_CAP[none]}"), placement $(mb "${FAIL_R[tierflow none placement]}"))"
-  t_ge "$name: ECMP before any failure <= 85% of the ideal (the collision happened)" "$(awk -v c="${FAIL_CAP[none]}" 'BEGIN{printf "%.0f", 0.85*c}')" "$e"
-  t_ge "$name: tierflow before any failure >= ECMP - ${TOL}" "$t" "$(awk -v e="$e" -v k="$TOL" 'BEGIN{printf "%.0f", (1-k)*e}')"
+    # Baseline: the collision happened, tierflow fixed it.
+    e=${FAIL_R[ecmp none after]}; t=${FAIL_R[$m none after]}
+    echo "# $name none ($m): ideal $(mb "${FAIL_CAP[none]}") Mbit/s; ECMP $(mb "$e") ($(pc "$e" "${FAIL_CAP[none]}"), placement $(mb "${FAIL_R[ecmp none placement]}")), tierflow $(mb "$t") ($(pc "$t" "${FAIL_CAP[none]}"), placement $(mb "${FAIL_R[$m none placement]}"))"
+    [ "$m" = "${MODES%% *}" ] && t_ge "$name: ECMP before any failure <= 85% of the ideal (the collision happened)" "$(awk -v c="${FAIL_CAP[none]}" 'BEGIN{printf "%.0f", 0.85*c}')" "$e"
+    t_ge "$name $m: tierflow before any failure >= ECMP - ${TOL}" "$t" "$(awk -v e="$e" -v k="$TOL" 'BEGIN{printf "%.0f", (1-k)*e}')"
 
-  for s in $SCENARIOS; do
-    c=${FAIL_CAP[$s]}; e=${FAIL_R[ecmp $s after]}; t=${FAIL_R[tierflow $s after]}
-    echo "# $name $s ($(fail_describe "$s")): capacity $(mb "$c") Mbit/s (${FAIL_R[cap_from $s]})"
-    echo "#   ECMP     after $(mb "$e") ($(pc "$e" "$c")), 90% after ${FAIL_R[ecmp $s rec]} s; placement in force carries $(mb "${FAIL_R[ecmp $s placement]}"), dead paths ${FAIL_R[ecmp $s dead]}; routing back in ${FAIL_R[ecmp $s routing]:-n/a} s; bins ${FAIL_R[ecmp $s bins]}"
-    echo "#   tierflow after $(mb "$t") ($(pc "$t" "$c")), 90% after ${FAIL_R[tierflow $s rec]} s; placement in force carries $(mb "${FAIL_R[tierflow $s placement]}"), dead paths ${FAIL_R[tierflow $s dead]} (${FAIL_R[tierflow $s dead_tf]} steered by tierflow), fat flows on a down link in its view ${FAIL_R[tierflow $s view]}, moves ${FAIL_R[tierflow $s moves]}; bins ${FAIL_R[tierflow $s bins]}"
-    [ -n "${FAIL_R[oracle $s after]:-}" ] && echo "#   oracle   after $(mb "${FAIL_R[oracle $s after]}") ($(pc "${FAIL_R[oracle $s after]}" "$c")), 90% after ${FAIL_R[oracle $s rec]} s; tierflow at 90% of the oracle after ${FAIL_R[tierflow $s rec_oracle]} s; bins ${FAIL_R[oracle $s bins]}"
-    echo "#   tierflow/capacity $(awk -v a="$t" -v b="$c" 'BEGIN{printf "%.2f", a/b}'), tierflow/ECMP $(awk -v a="$t" -v b="$e" 'BEGIN{printf "%.2f", (b > 0 ? a/b : 0)}')"
-    [ "$s" = flap ] && echo "#   while flapping (from 3 s after the first down): ECMP $(mb "${FAIL_R[ecmp flap during]}"), tierflow $(mb "${FAIL_R[tierflow flap during]}"); after the last up: ECMP $(mb "${FAIL_R[ecmp flap after_up]}"), tierflow $(mb "${FAIL_R[tierflow flap after_up]}") Mbit/s (full fabric $(mb "${FAIL_CAP[none]}"))"
-    if [ "${FAIL_R[tierflow $s dead]}" != 0 ] || [ "${FAIL_R[ecmp $s dead]}" != 0 ]; then
-      printf '%s' "${FAIL_R[tierflow $s trace]}" | grep DEAD | sed 's/^/#   tierflow run: /'
-      printf '%s' "${FAIL_R[ecmp $s trace]}" | grep DEAD | sed 's/^/#   ECMP run: /'
-    fi
-    # The recovery target (>= 90% of the surviving capacity within 3 s; for
-    # restore, of the full fabric within the hold) is a performance figure:
-    # printed here and reported met or missed by tests/bench/55-failures.sh,
-    # asserted only with E2E_FAIL_ASSERT_TARGET=1. What is asserted below is
-    # behaviour: never below ECMP, never a pin on a dead link, no oscillation.
-    n=${FAIL_R[tierflow $s rec]}
-    if [ "$s" = restore ]; then tgt="back to >= 90% of the full fabric within ${FAIL_R[tierflow $s hold]} s"; ok=$([ "$n" -ge 1 ] && echo 1 || echo 0)
-    else tgt=">= 90% of the surviving capacity within 3 s"; ok=$([ "$n" -ge 1 ] && [ "$n" -le 3 ] && echo 1 || echo 0); fi
-    if [ -n "${E2E_FAIL_ASSERT_TARGET:-}" ]; then
-      if [ "$ok" = 1 ]; then t_pass "$name $s: tierflow $tgt (${n} s)"; else t_fail "$name $s: tierflow $tgt" "first 1-s bin at >= 90%: ${n} s (-1: not within ${FAIL_R[tierflow $s hold]} s); bins ${FAIL_R[tierflow $s bins]}"; fi
-    else
-      echo "#   target (bench): tierflow $tgt: $([ "$ok" = 1 ] && echo "met (${n} s)" || echo "MISSED (first 1-s bin at >= 90%: ${n} s)")"
-    fi
-    # Never worse than ECMP: measured, within TOL; or, when the goodput of
-    # the two runs differs by more, the placement tierflow left in force
-    # (the data plane's paths, hop by hop) carries at least what ECMP's did,
-    # so the gap is the emulation's, not a worse choice (said so).
-    pt=${FAIL_R[tierflow $s placement]:-0}; pe=${FAIL_R[ecmp $s placement]:-0}
-    if awk -v t="$t" -v e="$e" -v k="$TOL" 'BEGIN{exit !(t < (1-k)*e)}' && awk -v a="$pt" -v b="$pe" 'BEGIN{exit !(a >= b)}'; then
-      echo "#   goodput $(mb "$t") below ECMP's $(mb "$e") by more than ${TOL}, with a placement that carries as much ($(mb "$pt") vs $(mb "$pe")): the emulation's noise"
-      t_pass "$name $s: tierflow after the failure >= ECMP (placement $(mb "$pt") vs $(mb "$pe"); goodput $(mb "$t") vs $(mb "$e"))"
-    else
-      t_ge "$name $s: tierflow after the failure >= ECMP - ${TOL} ($(mb "$t") vs $(mb "$e"))" "$t" "$(awk -v e="$e" -v k="$TOL" 'BEGIN{printf "%.0f", (1-k)*e}')"
-    fi
-    t_eq "$name $s: no flow steered by tierflow onto a dead link (data plane, ip route get hop by hop)" 0 "${FAIL_R[tierflow $s dead_tf]}"
-    # tierflow's own view (GET /api/v1/flows), not only the data plane: on
-    # three tiers an aggregation switch's report of the interval around the
-    # failure names a path through it (state_flow_place keeps a live pin).
-    case $s in
-      flap|restore) ;;
-      *) t_eq "$name $s: tierflow's view puts no fat flow on a down link" 0 "${FAIL_R[tierflow $s view]}" ;;
-    esac
-    if [ "$s" = restore ]; then
-      # Using the returned link takes a few moves; more moves than flows
-      # would mean flows going back and forth.
-      lim=${#FAIL_FSRC[@]}
-      t_ge "$name restore: tierflow moves <= $lim (one per flow) in the ${FAIL_R[tierflow restore hold]} s after the link is back (no oscillation)" "$lim" "${FAIL_R[tierflow restore moves]}"
-    fi
+    for s in $SCENARIOS; do
+      c=${FAIL_CAP[$s]}; e=${FAIL_R[ecmp $s after]}; t=${FAIL_R[$m $s after]}
+      echo "# $name $s ($(fail_describe "$s")): capacity $(mb "$c") Mbit/s (${FAIL_R[cap_from $s]})"
+      echo "#   ECMP     after $(mb "$e") ($(pc "$e" "$c")), 90% after ${FAIL_R[ecmp $s rec]} s; placement in force carries $(mb "${FAIL_R[ecmp $s placement]}"), dead paths ${FAIL_R[ecmp $s dead]}; routing back in ${FAIL_R[ecmp $s routing]:-n/a} s; bins ${FAIL_R[ecmp $s bins]}"
+      echo "#   tierflow after $(mb "$t") ($(pc "$t" "$c")), 90% after ${FAIL_R[$m $s rec]} s; placement in force carries $(mb "${FAIL_R[$m $s placement]}"), dead paths ${FAIL_R[$m $s dead]} (${FAIL_R[$m $s dead_tf]} steered by tierflow), fat flows on a down link in its view ${FAIL_R[$m $s view]}, moves ${FAIL_R[$m $s moves]}; bins ${FAIL_R[$m $s bins]}"
+      [ -n "${FAIL_R[oracle $s after]:-}" ] && echo "#   oracle   after $(mb "${FAIL_R[oracle $s after]}") ($(pc "${FAIL_R[oracle $s after]}" "$c")), 90% after ${FAIL_R[oracle $s rec]} s; tierflow at 90% of the oracle after ${FAIL_R[$m $s rec_oracle]} s; bins ${FAIL_R[oracle $s bins]}"
+      echo "#   tierflow/capacity $(awk -v a="$t" -v b="$c" 'BEGIN{printf "%.2f", a/b}'), tierflow/ECMP $(awk -v a="$t" -v b="$e" 'BEGIN{printf "%.2f", (b > 0 ? a/b : 0)}')"
+      [ "$s" = flap ] && echo "#   while flapping (from 3 s after the first down): ECMP $(mb "${FAIL_R[ecmp flap during]}"), tierflow $(mb "${FAIL_R[$m flap during]}"); after the last up: ECMP $(mb "${FAIL_R[ecmp flap after_up]}"), tierflow $(mb "${FAIL_R[$m flap after_up]}") Mbit/s (full fabric $(mb "${FAIL_CAP[none]}"))"
+      if [ "${FAIL_R[$m $s dead]}" != 0 ] || [ "${FAIL_R[ecmp $s dead]}" != 0 ]; then
+        printf '%s' "${FAIL_R[$m $s trace]}" | grep DEAD | sed 's/^/#   tierflow run: /'
+        printf '%s' "${FAIL_R[ecmp $s trace]}" | grep DEAD | sed 's/^/#   ECMP run: /'
+      fi
+      # The recovery target (>= 90% of the surviving capacity within 3 s; for
+      # restore, of the full fabric within the hold) is a performance figure:
+      # printed here and reported met or missed by tests/bench/55-failures.sh,
+      # asserted only with E2E_FAIL_ASSERT_TARGET=1. What is asserted below is
+      # behaviour: never below ECMP, never a pin on a dead link, no oscillation.
+      n=${FAIL_R[$m $s rec]}
+      if [ "$s" = restore ]; then tgt="back to >= 90% of the full fabric within ${FAIL_R[$m $s hold]} s"; ok=$([ "$n" -ge 1 ] && echo 1 || echo 0)
+      else tgt=">= 90% of the surviving capacity within 3 s"; ok=$([ "$n" -ge 1 ] && [ "$n" -le 3 ] && echo 1 || echo 0); fi
+      if [ -n "${E2E_FAIL_ASSERT_TARGET:-}" ]; then
+        if [ "$ok" = 1 ]; then t_pass "$name $s $m: tierflow $tgt (${n} s)"; else t_fail "$name $s $m: tierflow $tgt" "first 1-s bin at >= 90%: ${n} s (-1: not within ${FAIL_R[$m $s hold]} s); bins ${FAIL_R[$m $s bins]}"; fi
+      else
+        echo "#   target (bench): tierflow $tgt: $([ "$ok" = 1 ] && echo "met (${n} s)" || echo "MISSED (first 1-s bin at >= 90%: ${n} s)")"
+      fi
+      # Never worse than ECMP: measured, within TOL; or, when the goodput of
+      # the two runs differs by more, the placement tierflow left in force
+      # (the data plane's paths, hop by hop) carries at least what ECMP's did,
+      # so the gap is the emulation's, not a worse choice (said so).
+      pt=${FAIL_R[$m $s placement]:-0}; pe=${FAIL_R[ecmp $s placement]:-0}
+      if awk -v t="$t" -v e="$e" -v k="$TOL" 'BEGIN{exit !(t < (1-k)*e)}' && awk -v a="$pt" -v b="$pe" 'BEGIN{exit !(a >= b)}'; then
+        echo "#   goodput $(mb "$t") below ECMP's $(mb "$e") by more than ${TOL}, with a placement that carries as much ($(mb "$pt") vs $(mb "$pe")): the emulation's noise"
+        t_pass "$name $s $m: tierflow after the failure >= ECMP (placement $(mb "$pt") vs $(mb "$pe"); goodput $(mb "$t") vs $(mb "$e"))"
+      else
+        t_ge "$name $s $m: tierflow after the failure >= ECMP - ${TOL} ($(mb "$t") vs $(mb "$e"))" "$t" "$(awk -v e="$e" -v k="$TOL" 'BEGIN{printf "%.0f", (1-k)*e}')"
+      fi
+      t_eq "$name $s $m: no flow steered by tierflow onto a dead link (data plane, ip route get hop by hop)" 0 "${FAIL_R[$m $s dead_tf]}"
+      # tierflow's own view (GET /api/v1/flows), not only the data plane: on
+      # three tiers an aggregation switch's report of the interval around the
+      # failure names a path through it (state_flow_place keeps a live pin).
+      case $s in
+        flap|restore) ;;
+        *) t_eq "$name $s $m: tierflow's view puts no fat flow on a down link" 0 "${FAIL_R[$m $s view]}" ;;
+      esac
+      if [ "$s" = restore ]; then
+        # Using the returned link takes a few moves; more moves than flows
+        # would mean flows going back and forth.
+        lim=${#FAIL_FSRC[@]}
+        t_ge "$name restore $m: tierflow moves <= $lim (one per flow) in the ${FAIL_R[$m restore hold]} s after the link is back (no oscillation)" "$lim" "${FAIL_R[$m restore moves]}"
+      fi
+    done
   done
   [ -n "${LAB_KEEP_TMP:-}" ] && declare -p FAIL_R > "$LAB_TMP/fail-results.txt"
   lab_cleanup
@@ -176,8 +191,8 @@ run_topology() {
 t0=$(date +%s)
 for topo in $TOPOS; do
   case $topo in
-    leafspine) run_topology leafspine leafspine:leaves=3,spines=3,hosts=3,gbps=100 5 "$SCENARIOS" ;;
-    fattree)   run_topology fattree fattree:k=4,gbps=1 7 "$FT_SCENARIOS" ;;
+    leafspine) run_topology leafspine leafspine:leaves=3,spines=3,hosts=3,gbps=100 5 "$SCENARIOS" "$LS_MODES" ;;
+    fattree)   run_topology fattree fattree:k=4,gbps=1 7 "$FT_SCENARIOS" "$FT_MODES" ;;
     *) t_fail "known topology $topo" "leafspine or fattree" ;;
   esac
 done

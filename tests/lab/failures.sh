@@ -39,7 +39,7 @@
 #   fail_oracle_prepare SCEN... the oracle's rules per scenario (fail_capacities first)
 #   fail_oracle_install SCEN    installs them on every switch (clear: removes them)
 #   fail_run MODE SCEN...       one continuous traffic run (MODE: ecmp, tierflow,
-#                               oracle)
+#                               bgp (tierflowd with the bgp backend, fail_ctl), oracle)
 #                               through the scenarios, in order; results in
 #                               FAIL_R["MODE SCEN KEY"]: t0 hold wend after bins rec
 #                               placement dead dead_tf trace routing (and view moves
@@ -334,6 +334,46 @@ fail_up() {
   return 0
 }
 
+# The controller modes of fail_run: tierflow (tierflowd with the netlink
+# backend, FAIL_STEER=rules: its pins are policy rules into tables
+# FAIL_TABLE_MIN..MAX) and bgp (tierflowd with the bgp backend driving an
+# ExaBGP speaker peered with every switch over the lab's management network,
+# no netlink; FAIL_STEER=bgp: its pins are /32 routes the switches' FRR
+# learned from the controller's session, proto bgp in their main table).
+FAIL_STEER=rules
+fail_ctl() { [ "$1" = tierflow ] || [ "$1" = bgp ]; }
+fail_tf_start() {
+  if [ "$1" = bgp ]; then
+    if [ -z "${FAIL_BGP_TOPO:-}" ]; then # once per lab: the switches peer with the controller's address
+      lab_bgp_peer 64999 || echo "fail_tf_start: lab_bgp_peer failed" >&2
+      FAIL_BGP_TOPO=$LAB_TMP/topology-bgp.json; lab_bgp_topology "$FAIL_BGP_TOPO"
+    fi
+    FAIL_STEER=bgp FAIL_SPEAKER=$LAB_TMP/speaker
+    TF_BACKEND=bgp TF_TOPOLOGY=$FAIL_BGP_TOPO TF_CTL_ARGS="${TF_CTL_ARGS:-} --set backend_options.bgp_dir=$FAIL_SPEAKER \
+      --set backend_options.bgp_local_address=$(lab_bgp_controller) --set backend_options.bgp_local_as=64999" \
+      tf_start "$FAIL_URL" "$FAIL_TOKEN" "$FAIL_GBPS"
+  else
+    FAIL_STEER=rules
+    tf_start "$FAIL_URL" "$FAIL_TOKEN" "$FAIL_GBPS"
+  fi
+}
+# tierflowd withdraws and stops its speaker on exit (--withdraw-on-exit); a
+# speaker left behind (tierflowd killed) is stopped by its PID file.
+fail_tf_stop() {
+  local p
+  tf_stop
+  if [ "$FAIL_STEER" = bgp ]; then
+    p=$(cat "$FAIL_SPEAKER/exabgp.pid" 2>/dev/null)
+    [ -n "$p" ] && grep -q exabgp "/proc/$p/cmdline" 2>/dev/null && kill "$p" 2>/dev/null
+  fi
+  FAIL_STEER=rules
+}
+# Whether NODE forwards to ADDR by a /32 the controller announced (FRR
+# installs it with proto bgp; the fabric's own routes are the leaves' subnets).
+fail_bgp_steered() {
+  [ -n "$(ip -n "${FAIL_NS[$1]}" -4 -o route show exact "$2/32" proto bgp 2>/dev/null)" ]
+}
+
 # Follows every flow through the switches with `ip route get` (policy rules
 # included, so tierflow's pins count) from its source leaf until it reaches
 # its destination host. Dead: an interface on the way is not UP (admin
@@ -355,7 +395,8 @@ fail_trace() {
               ipproto tcp sport "${FAIL_FSPORT[$i]}" dport "${FAIL_FDPORT[$i]}" 2>&1)
       read -r dev tbl < <(awk '{ d = ""; t = "main"; for (k = 1; k < NF; k++) { if ($k == "dev") d = $(k+1); if ($k == "table") t = $(k+1) } print (d == "" ? "-" : d), t }' <<< "$out")
       [ "$dev" != - ] || { dead="no route at $node; ${prev:-?} routes it by $(ip -n "${FAIL_NS[${prev:-$node}]}" -o route show match "${FAIL_ADDR[$dst]}" 2>/dev/null | grep -v '^default' | head -1 | tr -s ' \t\\' ' ')"; break; }
-      if [[ "$tbl" =~ ^[0-9]+$ ]] && [ "$tbl" -ge "$FAIL_TABLE_MIN" ] && [ "$tbl" -le "$FAIL_TABLE_MAX" ]; then tf=1; path+="*"; fi
+      if [[ "$tbl" =~ ^[0-9]+$ ]] && [ "$tbl" -ge "$FAIL_TABLE_MIN" ] && [ "$tbl" -le "$FAIL_TABLE_MAX" ]; then tf=1; path+="*"
+      elif [ "$FAIL_STEER" = bgp ] && fail_bgp_steered "$node" "${FAIL_ADDR[$dst]}"; then tf=1; path+="*"; fi
       [ "${st["$node $dev"]:-UNKNOWN}" = UP ] || { dead="$node:$dev ${st["$node $dev"]:-missing}"; break; }
       via=${FAIL_PEER["$node $dev"]:-}
       [ -n "$via" ] || { dead="$node:$dev leads nowhere"; break; }
@@ -431,7 +472,7 @@ fail_run() {
     files+=("$LAB_TMP/fail-$mode-srv$i.json")
   done
   for ((i = 0; i < ${#FAIL_FSRC[@]}; i++)); do iperf_wait_listen "${FAIL_FDST[$i]}" "${FAIL_FDPORT[$i]}"; done
-  if [ "$mode" = tierflow ]; then tf_start "$FAIL_URL" "$FAIL_TOKEN" "$FAIL_GBPS"; sleep 1.5; fi
+  if fail_ctl "$mode"; then fail_tf_start "$mode"; sleep 1.5; fi
   [ "$mode" = oracle ] && fail_oracle_install none
   for ((i = 0; i < ${#FAIL_FSRC[@]}; i++)); do
     lab_bg "cli-${FAIL_FSRC[$i]}-${FAIL_FSPORT[$i]}" "$LAB" exec "${FAIL_FSRC[$i]}" -- iperf3 -c "${FAIL_ADDR[${FAIL_FDST[$i]}]}" \
@@ -482,12 +523,12 @@ fail_run() {
       FAIL_R["$mode $s dead"]=$FAIL_DEAD; FAIL_R["$mode $s dead_tf"]=$FAIL_DEAD_TF; FAIL_R["$mode $s trace"]=$FAIL_TRACE
       FAIL_R["$mode $s placement"]=$(fail_placement)
     fi
-    if [ "$mode" = tierflow ]; then
+    if fail_ctl "$mode"; then
       case $s in flap|restore) FAIL_R["$mode $s view"]=n/a ;; *) FAIL_R["$mode $s view"]=$(fail_tf_view "$FAIL_URL" "$s") ;; esac
       curl -s --max-time 3 "$FAIL_URL/api/v1/routes" > "$LAB_TMP/fail-routes-$s.json" 2>/dev/null
     fi
     fail_sleep_until $((te + hold))
-    [ "$mode" = tierflow ] && FAIL_R["$mode $s moves"]=$(fail_moves "$FAIL_URL" "$te" $((te + hold)))
+    fail_ctl "$mode" && FAIL_R["$mode $s moves"]=$(fail_moves "$FAIL_URL" "$te" $((te + hold)))
     case $s in
       restore) ;;
       flap) [ "$mode" = oracle ] && fail_oracle_install none ;;
@@ -500,18 +541,18 @@ fail_run() {
     fi
   done
   FAIL_R["$mode end"]=$(date +%s)
-  if [ "$mode" = tierflow ]; then
-    kill -0 "${LAB_PIDS[tierflowd]:-0}" 2>/dev/null && FAIL_R["tierflow alive"]=1 || FAIL_R["tierflow alive"]=0
-    FAIL_R["tierflow probes"]=0
-    for k in "${!LAB_PIDS[@]}"; do [[ "$k" == probe-* ]] && kill -0 "${LAB_PIDS[$k]}" 2>/dev/null && FAIL_R["tierflow probes"]=$((${FAIL_R["tierflow probes"]} + 1)); done
+  if fail_ctl "$mode"; then
+    kill -0 "${LAB_PIDS[tierflowd]:-0}" 2>/dev/null && FAIL_R["$mode alive"]=1 || FAIL_R["$mode alive"]=0
+    FAIL_R["$mode probes"]=0
+    for k in "${!LAB_PIDS[@]}"; do [[ "$k" == probe-* ]] && kill -0 "${LAB_PIDS[$k]}" 2>/dev/null && FAIL_R["$mode probes"]=$((${FAIL_R["$mode probes"]} + 1)); done
   fi
-  [ "$mode" = tierflow ] && FAIL_R["$mode all moves"]=$(curl -s --max-time 3 "$FAIL_URL/api/v1/status" | jq -r '.rebalance.moves // "unknown"' 2>/dev/null)
+  fail_ctl "$mode" && FAIL_R["$mode all moves"]=$(curl -s --max-time 3 "$FAIL_URL/api/v1/status" | jq -r '.rebalance.moves // "unknown"' 2>/dev/null)
   for ((i = 0; i < ${#FAIL_FSRC[@]}; i++)); do lab_stop "cli-${FAIL_FSRC[$i]}-${FAIL_FSPORT[$i]}"; done
   for ((i = 0; i < ${#FAIL_FSRC[@]}; i++)); do
     for k in $(seq 30); do kill -0 "${LAB_PIDS[srv-${FAIL_FDST[$i]}-${FAIL_FDPORT[$i]}]}" 2>/dev/null || break; sleep 0.1; done
     lab_stop "srv-${FAIL_FDST[$i]}-${FAIL_FDPORT[$i]}"
   done
-  [ "$mode" = tierflow ] && { cp "$LAB_TMP/tierflowd.log" "$LAB_TMP/tierflowd-$mode.log" 2>/dev/null; tf_stop; }
+  fail_ctl "$mode" && { cp "$LAB_TMP/tierflowd.log" "$LAB_TMP/tierflowd-$mode.log" 2>/dev/null; fail_tf_stop; }
   [ "$mode" = oracle ] && fail_oracle_install clear
   local iv=$LAB_TMP/fail-$mode-intervals.txt
   _iperf_intervals "${files[@]}" > "$iv"   # read the JSON once; windows as iperf_window computes them

@@ -7,7 +7,8 @@
 #                                leaf's and spine's uplinks; needs CTL and PROBE set
 #                                (TF_CTL_ARGS: more tierflowd options, e.g. --log-level debug;
 #                                TF_BACKEND: none for a dry run, default netlink;
-#                                TF_PROBE_FILTER: the probes' --filter)
+#                                TF_PROBE_FILTER: the probes' --filter;
+#                                TF_TOPOLOGY: tierflowd's topology, default $LAB_TOPO)
 #   tf_stop                      stop them (tierflowd withdraws its routes)
 #   e2e_run PAIRS_FILE ECMP_S SETTLE_S TF_S
 #        runs the pairs as iperf3 flows; ECMP for ECMP_S seconds, then tierflow
@@ -84,7 +85,7 @@ tf_start() {
     done
   fi
   TF_STARTED=$(date +%s.%N)
-  lab_bg tierflowd "$CTL" --topology "$LAB_TOPO" --backend "${TF_BACKEND:-netlink}" --listen "$mgmt:$port" \
+  lab_bg tierflowd "$CTL" --topology "${TF_TOPOLOGY:-$LAB_TOPO}" --backend "${TF_BACKEND:-netlink}" --listen "$mgmt:$port" \
     --token-file "$token" --interval "${TF_INTERVAL:-1}" --withdraw-on-exit ${TF_CTL_ARGS:-} >>"$LAB_TMP/tierflowd.log" 2>&1
   for node in "${!TF_PROBE_IFS[@]}"; do
     a=(); for u in ${TF_PROBE_IFS[$node]}; do a+=(-i "$u"); done
