@@ -9,6 +9,12 @@
 #   gray_no_false_positives [WHAT]     the TAP check: GRAY_FP is 0
 #   gray_rule_add NODE IF P     iptables: drop P of the packets forwarded out of IF in NODE
 #                               (remembered; gray_rules_clear removes exactly those)
+#   gray_lab_up MBIT SECS       (after lab_init; needs CTL PROBE SIM) the gray lab of
+#                               tests/e2e/test_gray.sh and bench 65: leafspine 3x3, 2 hosts a
+#                               leaf, six iperf3 flows at 30% of a link for SECS s (FLOWS below),
+#                               hosts at MSS-sized frames, tierflowd (GRAY_CTL_ARGS) and probes;
+#                               sets URL TOKEN AUTH n RATE GIF (S1's interface to L3) CAP (what
+#                               the fabric without S1 -> L3 carries of them); GRAY_ERR on failure
 GRAY_RULES=()
 gray_events() { curl -s "$1/api/v1/events"; }
 gray_suspects() {
@@ -47,3 +53,66 @@ gray_rules_clear() {
   done
   GRAY_RULES=()
 }
+
+# The flows: SRC DST SPINE (the leaf uplink ECMP must pick). Two of them, from
+# L1 and L2, reach L3 through S1; two between L1 and L2 through S1 clear
+# L1 -> S1 and L2 -> S1; two from L3 go through S2 and S3.
+GRAY_FLOWS=("H1 H5 S1" "H3 H6 S1" "H2 H4 S1" "H4 H2 S1" "H5 H1 S2" "H6 H3 S3")
+gray_lab_up() {
+  local mbit=$1 dur=$2 f s d sp l p h i
+  GRAY_ERR=""
+  lab_up leafspine:leaves=3,spines=3,hosts=2,gbps=100 --mbit "$mbit" --seed 11 && [ -s "$LAB_TOPO" ] ||
+    { GRAY_ERR="lab up failed"; return 1; }
+  fail_init
+  URL="http://$(jq -r '.lab.mgmt.controller' "$LAB_TOPO"):$(port)"
+  TOKEN=$LAB_TMP/token; head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$TOKEN"; chmod 600 "$TOKEN"
+  AUTH=(-H "Authorization: Bearer $(cat "$TOKEN")")
+  RATE=$(awk -v m="$mbit" 'BEGIN{printf "%.0f", 0.3 * m * 1e6}')
+  FAIL_FSRC=() FAIL_FDST=() FAIL_FSPORT=() FAIL_FDPORT=()
+  n=0
+  for f in "${GRAY_FLOWS[@]}"; do
+    read -r s d sp <<< "$f"
+    l=${FAIL_LEAF_OF[$s]}
+    p=$(lab_pick_sport "$l" "$s" "${FAIL_ADDR[$d]}" $((5400 + n)) "${FAIL_IFTO["$l $sp"]}" $((42000 + 300 * n)))
+    [ -n "$p" ] || { GRAY_ERR="no source port sends $s -> $d by $sp"; return 1; }
+    FAIL_FSRC+=("$s"); FAIL_FDST+=("$d"); FAIL_FSPORT+=("$p"); FAIL_FDPORT+=($((5400 + n))); n=$((n + 1))
+  done
+  FAIL_C=$RATE
+  FAIL_FLOWS_FILE=$LAB_TMP/gray-flows.json
+  for ((i = 0; i < n; i++)); do echo "${FAIL_FSRC[$i]} ${FAIL_FDST[$i]}"; done |
+    jq -R -s --argjson g "$(awk -v c="$RATE" 'BEGIN{printf "%.9g", c/1e9}')" \
+      '{flows: [split("\n")[] | select(length > 0) | split(" ") | {src: .[0], dst: .[1], gbps: $g}]}' > "$FAIL_FLOWS_FILE"
+  # The probe counts a retransmission per captured segment; with GSO
+  # super-packets (the lab's veths keep offloads on) it counted none at 1%
+  # loss, and iptables drops 1% of super-packets, not of segments. A switch
+  # port carries MSS-sized frames: so do the hosts here.
+  for h in "${!FAIL_LEAF_OF[@]}"; do
+    ip -n "${FAIL_NS[$h]}" link set "${FAIL_IFTO["$h ${FAIL_LEAF_OF[$h]}"]}" gso_max_segs 1 ||
+      { GRAY_ERR="gso_max_segs 1 on $h"; return 1; }
+  done
+  GIF=${FAIL_IFTO["S1 L3"]}
+  FAIL_ENDS[gray]="S1 $GIF"
+  CAP=$(fail_capacity gray | cut -d' ' -f1)
+  TF_CTL_ARGS=${GRAY_CTL_ARGS:-} tf_start "$URL" "$TOKEN" "$(awk -v m="$mbit" 'BEGIN{print m/1000}')"
+  curl -sf --retry 15 --retry-connrefused --retry-delay 1 -o /dev/null "$URL/api/v1/status" ||
+    { GRAY_ERR="tierflowd does not answer"; return 1; }
+  for ((i = 0; i < n; i++)); do iperf_server "${FAIL_FDST[$i]}" "${FAIL_FDPORT[$i]}" "$LAB_TMP/srv-$i.json"; done
+  for ((i = 0; i < n; i++)); do iperf_wait_listen "${FAIL_FDST[$i]}" "${FAIL_FDPORT[$i]}"; done
+  for ((i = 0; i < n; i++)); do
+    lab_bg "cli-$i" "$LAB" exec "${FAIL_FSRC[$i]}" -- iperf3 -c "${FAIL_ADDR[${FAIL_FDST[$i]}]}" -p "${FAIL_FDPORT[$i]}" \
+      --cport "${FAIL_FSPORT[$i]}" -t "$dur" -b "$RATE" -i 1 -J --logfile "$LAB_TMP/cli-$i.json"
+  done
+}
+# Waits (up to SECS) for a link_suspect event newer than event id SINCE;
+# prints "SECONDS NAMED" (NAMED: the directions named since, "" none).
+gray_time_to_name() {
+  local url=$1 since=$2 secs=$3 t0 names=""
+  t0=$(date +%s.%N)
+  while awk -v a="$t0" -v b="$(date +%s.%N)" -v s="$secs" 'BEGIN{exit !(b - a < s)}'; do
+    names=$(curl -s "$url/api/v1/events?since=$since" | jq -r '[.events[] | select(.kind == "link_suspect") | .message | split(":")[0]] | unique | join(",")')
+    [ -n "$names" ] && break
+    sleep 0.25
+  done
+  echo "$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b - a}') $names"
+}
+gray_last_id() { curl -s "$1/api/v1/events?limit=1" | jq -r '.events[-1].id // 0'; }
