@@ -203,12 +203,15 @@ enum health_change health_step(const struct health_cfg *c, struct health_track *
     return HEALTH_SAME;
 }
 
+/* The value of a suspect direction: 0.5..0.9 by confidence (1 is drained). */
+static double suspect_value(double conf) { return 0.5 + 0.4 * conf; }
+
 double health_value(const struct health_cfg *c, const struct health_track *tr, uint8_t drain)
 {
     if (drain != STATE_DRAIN_NONE)
         return 1;
     if (tr->suspect)
-        return 0.5 + 0.4 * tr->conf;
+        return suspect_value(tr->conf);
     /* Bad rounds not yet enough to suspect it: under 0.5. */
     double n = c->n > 0 ? c->n : 1;
     double v = 0.5 * (double)popcount_n(tr->bits, (int)c->n) / n;
@@ -325,15 +328,16 @@ int health_tick(struct health *h, struct state *s, struct events *ev, double now
             struct health_track *tr = &h->tr[d];
             struct state_dir *sd = &s->dirs[d];
             bool flapping = false;
-            /* A host link has no alternative: flaps are shown, never drained. */
-            enum health_change ch = health_step(&h->cfg, tr, din[d].fabric ? &v[d] : NULL, carrier[d], now, &flapping);
+            if (!din[d].fabric)
+                continue;   /* a host link has no alternative: nothing to judge or drain */
+            enum health_change ch = health_step(&h->cfg, tr, &v[d], carrier[d], now, &flapping);
             if (v[d].bad)
                 evidence_str(&v[d], sd->health_why, sizeof(sd->health_why));
             else if (flapping)
                 snprintf(sd->health_why, sizeof(sd->health_why), "carrier flapping (>= %.0f transitions in %.0f s)",
                          h->cfg.flap_count, h->cfg.flap_window);
             const char *from = nm(t, topo_dir_from(t, d)), *to = nm(t, topo_dir_to(t, d));
-            if (ch == HEALTH_SUSPECT && din[d].fabric) {
+            if (ch == HEALTH_SUSPECT) {
                 changed++;
                 events_add(ev, now, "link_suspect", "%s -> %s: %s (confidence %.2f): %s", from, to,
                            v[d].bad ? v[d].why : "flaps", tr->conf, sd->health_why);
@@ -343,8 +347,6 @@ int health_tick(struct health *h, struct state *s, struct events *ev, double now
                     events_add(ev, now, "link_drained", "%s -> %s: drained (thresholds.drain) until clean for %.0f s",
                                from, to, health_holddown(&h->cfg, tr));
                 }
-            } else if (ch == HEALTH_SUSPECT) {
-                tr->suspect = false;   /* a host link: never suspect, nothing to act on */
             } else if (ch == HEALTH_CLEAN) {
                 changed++;
                 events_add(ev, now, "link_clean", "%s -> %s: no loss, errors or flaps for %.0f s", from, to,
@@ -396,7 +398,7 @@ int health_drain(struct state *s, struct events *ev, const char *from, const cha
             /* An operator's undrain also lifts health's drain: the track
              * stays suspect, and drains again only once it was clean. */
             sd->drain = on ? STATE_DRAIN_MANUAL : STATE_DRAIN_NONE;
-            sd->health = on ? 1 : sd->suspect ? 0.5 + 0.4 * sd->health_conf : 0;
+            sd->health = on ? 1 : sd->suspect ? suspect_value(sd->health_conf) : 0;
             state_dir_eval(s, d, now);
             s->gen++;
         }
