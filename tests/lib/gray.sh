@@ -82,10 +82,12 @@ gray_lab_up() {
   for ((i = 0; i < n; i++)); do echo "${FAIL_FSRC[$i]} ${FAIL_FDST[$i]}"; done |
     jq -R -s --argjson g "$(awk -v c="$RATE" 'BEGIN{printf "%.9g", c/1e9}')" \
       '{flows: [split("\n")[] | select(length > 0) | split(" ") | {src: .[0], dst: .[1], gbps: $g}]}' > "$FAIL_FLOWS_FILE"
-  # The probe counts a retransmission per captured segment; with GSO
-  # super-packets (the lab's veths keep offloads on) it counted none at 1%
-  # loss, and iptables drops 1% of super-packets, not of segments. A switch
-  # port carries MSS-sized frames: so do the hosts here.
+  # A switch port carries MSS-sized frames; the lab's veths keep offloads on,
+  # and with GSO super-packets (about 28 kB here) iptables drops 1% of those,
+  # not of segments: 12 drops in 10 s for two 15-Mbit/s flows, one resend a
+  # second or less per flow, which the probe sees as a handful of
+  # retransmitted (super-)packets, below thresholds.gray_min_loss. The hosts
+  # here send MSS-sized frames, so that P is the share of packets lost.
   for h in "${!FAIL_LEAF_OF[@]}"; do
     ip -n "${FAIL_NS[$h]}" link set "${FAIL_IFTO["$h ${FAIL_LEAF_OF[$h]}"]}" gso_max_segs 1 ||
       { GRAY_ERR="gso_max_segs 1 on $h"; return 1; }
