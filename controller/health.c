@@ -265,6 +265,20 @@ static int snapshot(struct health *h, struct state *s, double now, struct health
         carrier[d] = c0 > c1 ? c0 : c1;
     }
     size_t n = 0;
+    /* While the usable fabric changes (a direction down, back, drained, or
+     * in its hold-down, and two intervals after), the flows' loss is the
+     * change's: flows rerouted by routing or moved off a link resend what
+     * the old path lost, onto paths whose other hops never saw it (a
+     * failure-suite run named a spine downlink so). Such rounds bring no
+     * loss evidence; flaps and errors still count. */
+    if (s->dirs_changed_at > 0 && now - s->dirs_changed_at < s->link_holddown + 2 * h->cfg.interval) {
+        free(bps);
+        free(ce);
+        free(nfat);
+        *fo = f;
+        *nfo = 0;
+        return 0;
+    }
     for (size_t i = 0; i < s->nflows; i++) {
         const struct state_flow *sf = &s->flows[i];
         /* A flow moved within the last two intervals reports loss from the
