@@ -4,6 +4,7 @@
  */
 #include "controller/api.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
@@ -18,6 +19,7 @@
 #include "common/util.h"
 #include "controller/config.h"
 #include "controller/events.h"
+#include "controller/health.h"
 #include "controller/ingest.h"
 #include "controller/jsonarena.h"
 #include "controller/history.h"
@@ -215,6 +217,14 @@ static int backend_metrics_append(struct api *a, struct api_reply *r)
     return rc ? rc : body ? 0 : -ENOMEM;
 }
 
+/* A direction's health (health.h) as /topology and /status show it. */
+static const char *const drain_name[] = {"none", "auto", "manual"};
+static json_t *health_json(const struct state_dir *sd)
+{
+    return json_pack("{sf sb sf ss ss}", "value", sd->health, "suspect", sd->suspect, "confidence", sd->health_conf,
+                     "drain", drain_name[sd->drain < 3 ? sd->drain : 0], "evidence", sd->health_why);
+}
+
 static json_t *view_status(struct api *a, double now)
 {
     struct state *s = a->st;
@@ -222,6 +232,7 @@ static json_t *view_status(struct api *a, double now)
     json_t *plist = json_array();
     size_t alive = 0, stale = 0, total = 0, fat = 0, pinned = 0, live = 0, congested = 0, down = 0;
     double maxu = 0;
+    json_t *unhealthy = json_array();   /* suspect or drained directions */
     pthread_rwlock_rdlock(&s->lock);
     const struct topo *t = s->topo;
     for (uint32_t n = 0; n < t->nnodes; n++) {
@@ -252,11 +263,18 @@ static json_t *view_status(struct api *a, double now)
             maxu = u > maxu ? u : maxu;
             congested += u > a->cfg->util || l.ce[d] > a->cfg->ce_frac;
             down += !s->dirs[d].up;
+            if (s->dirs[d].suspect || s->dirs[d].drain != STATE_DRAIN_NONE) {
+                json_t *h = health_json(&s->dirs[d]);
+                json_object_set_new(h, "from", json_string(t->nodes[topo_dir_from(t, d)].name));
+                json_object_set_new(h, "to", json_string(t->nodes[topo_dir_to(t, d)].name));
+                json_array_append_new(unhealthy, h);
+            }
         }
     json_t *topo = json_pack("{ss sI sI}", "name", t->name, "nodes", (json_int_t)t->nnodes, "links",
                              (json_int_t)t->nlinks);
-    json_t *links = json_pack("{sI sI sI sf}", "dirs", (json_int_t)(2 * t->nlinks), "congested",
-                              (json_int_t)congested, "down", (json_int_t)down, "max_util", maxu);
+    json_t *links = json_pack("{sI sI sI sf so}", "dirs", (json_int_t)(2 * t->nlinks), "congested",
+                              (json_int_t)congested, "down", (json_int_t)down, "max_util", maxu, "unhealthy",
+                              unhealthy);
     pthread_rwlock_unlock(&s->lock);
     loads_free(&l);
 
@@ -296,12 +314,14 @@ static json_t *dir_json(struct state *s, const struct loads *l, uint32_t d, cons
     double u = state_dir_util(s, d, l->bps[d]);
     double now = tf_now_real();
     const char *why = state_dir_down_reason(s, d, now);
-    return json_pack("{sI ss ss sf sf sf sI sb so sb sI sb sf}", "dir", (json_int_t)d, "from",
+    json_t *o = json_pack("{sI ss ss sf sf sf sI sb so sb sI sb sf}", "dir", (json_int_t)d, "from",
                      t->nodes[topo_dir_from(t, d)].name, "to", t->nodes[topo_dir_to(t, d)].name, "util", u,
                      "bps", l->bps[d], "ce_frac", l->ce[d], "drops", (json_int_t)sd->drops, "up", sd->up,
                      "down_reason", why ? json_string(why) : json_null(),
                      "congested", u > cfg->util || l->ce[d] > cfg->ce_frac, "fat_flows", (json_int_t)l->nfat[d],
                      "measured", state_dir_measured(s, d, l->bps[d], now), "last_update", sd->last_update);
+    json_object_set_new(o, "health", health_json(sd));
+    return o;
 }
 
 static json_t *view_topology(struct api *a, double now)
@@ -599,6 +619,7 @@ static void do_rebalance(struct api *a, const struct api_req *q, double now, str
 }
 
 static void do_routes(struct api *a, struct api_reply *r);
+static void do_drain(struct api *a, const struct api_req *q, const char *p, double now, struct api_reply *r);
 static void dispatch(struct api *a, const struct api_req *q, const char *p, double now, struct api_reply *r);
 static void do_jobs(struct api *a, const struct api_req *q, const char *id, struct api_reply *r);
 
@@ -630,9 +651,42 @@ static bool method_in(const char *m, const char *list)
     return false;
 }
 
+/* POST /api/v1/links/{a}/{b}/drain|undrain: the direction a -> b and
+ * whether to drain it; false when p is no such path (a name is 1..63 of
+ * the characters topology names use). */
+#define API_LINK_NAME 64
+static bool link_action(const char *p, char *a, char *b, bool *on)
+{
+    static const char pre[] = "/api/v1/links/";
+    if (strncmp(p, pre, sizeof(pre) - 1))
+        return false;
+    p += sizeof(pre) - 1;
+    char *out[2] = {a, b};
+    for (int i = 0; i < 2; i++) {
+        size_t n = strcspn(p, "/");
+        if (n == 0 || n >= API_LINK_NAME || p[n] != '/')
+            return false;
+        memcpy(out[i], p, n);
+        out[i][n] = '\0';
+        for (size_t j = 0; j < n; j++)
+            if (!isalnum((unsigned char)p[j]) && !strchr("-_.:", p[j]))
+                return false;
+        p += n + 1;
+    }
+    if (!strcmp(p, "drain") || !strcmp(p, "undrain")) {
+        *on = p[0] == 'd';
+        return true;
+    }
+    return false;
+}
+
 /* The methods path takes ("GET, HEAD", ...), NULL when it is no endpoint. */
 static const char *route_allow(const char *p)
 {
+    char a[API_LINK_NAME], b[API_LINK_NAME];
+    bool on;
+    if (link_action(p, a, b, &on))
+        return "POST";
     if (strncmp(p, "/api/v1/jobs/", 13) == 0)
         return "GET, HEAD, PUT, DELETE";
     for (size_t i = 0; i < TF_ARRAY_SIZE(routes); i++)
@@ -684,6 +738,8 @@ void api_handle(struct api *a, const struct api_req *q, struct api_reply *r)
 
     if (job_id || strcmp(p, "/api/v1/jobs") == 0)
         return do_jobs(a, q, job_id, r);
+    if (strncmp(p, "/api/v1/links/", 14) == 0)
+        return do_drain(a, q, p, now, r);
     /* A read builds a document, writes it out and drops it: its values can
      * come from the thread's arena (mutations keep JSON, so they do not;
      * ingest_parse opens its own scope for a report body's tree). */
@@ -916,4 +972,23 @@ static void do_jobs(struct api *a, const struct api_req *q, const char *id, stru
     if (!o)
         return api_error(r, 404, "not_found", "no job '%s'", id);
     reply_json(r, 200, o);
+}
+
+/* ---- link drain (health.h) -------------------------------------------- */
+
+static void do_drain(struct api *a, const struct api_req *q, const char *p, double now, struct api_reply *r)
+{
+    char from[API_LINK_NAME], to[API_LINK_NAME];
+    bool on;
+    if (!link_action(p, from, to, &on))   /* api_admit let only these through */
+        return api_error(r, 404, "not_found", "no such endpoint: %.100s", p);
+    int rc = health_drain(a->st, a->ev, from, to, on, q->peer, now);
+    if (rc == -ENOENT)
+        return api_error(r, 404, "not_found", "no link direction %s -> %s in the topology", from, to);
+    if (rc == -EALREADY)
+        return api_error(r, 409, "conflict", "%s -> %s is %s", from, to,
+                         on ? "already drained by an operator" : "not drained");
+    if (rc < 0)
+        return api_error(r, 500, "internal", "%s", strerror(-rc));
+    reply_json(r, 200, json_pack("{ss ss ss}", "from", from, "to", to, "drain", on ? "manual" : "none"));
 }

@@ -78,6 +78,17 @@ static const struct config_key config_keys[] = {
     {"thresholds.backoff_max", CK_DOUBLE, F(backoff_max), "300", 0, 86400, NULL},
     {"thresholds.harm_intervals", CK_DOUBLE, F(harm_intervals), "3", 1, 1000, NULL},
     {"thresholds.harm_margin", CK_DOUBLE, F(harm_margin), "0.05", 0, 1, NULL},
+    {"thresholds.drain", CK_BOOL, F(drain), "false", 0, 0, NULL},
+    {"thresholds.gray_loss", CK_DOUBLE, F(gray_loss), "0.002", 0.00001, 1, NULL},
+    {"thresholds.gray_min_loss", CK_LONG, F(gray_min_loss), "3", 1, 1000000, NULL},
+    {"thresholds.gray_min_flows", CK_LONG, F(gray_min_flows), "2", 1, 1000, NULL},
+    {"thresholds.gray_clean_share", CK_DOUBLE, F(gray_clean_share), "0.34", 0, 1, NULL},
+    {"thresholds.gray_errors", CK_LONG, F(gray_errors), "10", 0, 1000000000, NULL},
+    {"thresholds.gray_k", CK_LONG, F(gray_k), "2", 1, 32, NULL},
+    {"thresholds.gray_n", CK_LONG, F(gray_n), "3", 1, 32, NULL},
+    {"thresholds.gray_holddown", CK_DOUBLE, F(gray_holddown), "30", 0, 86400, NULL},
+    {"thresholds.flap_count", CK_LONG, F(flap_count), "4", 0, 1000, NULL},
+    {"thresholds.flap_window", CK_DOUBLE, F(flap_window), "10", 0.1, 3600, NULL},
     {"ingest.timestamps", CK_ENUM, F(ingest_timestamps), "check", 0, 0, "check|ignore"},
     {"ingest.clock_skew", CK_DOUBLE, F(clock_skew), "5", 0, 3600, NULL},
     {"limits.max_connections", CK_LONG, F(max_connections), "1024", 1, 65536, NULL},
@@ -452,6 +463,11 @@ int config_validate(const struct config *c, char *err, size_t errlen)
     }
     if (!c->tls_cert[0] != !c->tls_key[0]) {
         snprintf(err, errlen, "tls_cert and tls_key must be given together");
+        return -EINVAL;
+    }
+    if (c->gray_k > c->gray_n) {
+        snprintf(err, errlen, "thresholds.gray_k (%ld) > thresholds.gray_n (%ld): never suspect", c->gray_k,
+                 c->gray_n);
         return -EINVAL;
     }
     if (strcmp(c->backend, "plan") == 0 && !c->plan_dir[0]) {

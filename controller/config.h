@@ -53,6 +53,17 @@ struct config {
     double backoff_max;                /* s, cap of a flow's back-off after futile moves */
     double harm_intervals;             /* intervals a group of moves is judged over after its settle */
     double harm_margin;                /* pins withdrawn when the group is this much worse than before */
+    /* gray failures (controller/health.h, docs/health.md) */
+    bool drain;                        /* a suspect direction is withheld from placement */
+    double gray_loss;                  /* a flow is lossy at this share of its packets lost */
+    long gray_min_loss;                /* ... and at least this many in an interval */
+    long gray_min_flows;               /* lossy flows a blamed direction must explain */
+    double gray_clean_share;           /* share of its flows that may be clean */
+    long gray_errors;                  /* interface errors per interval that mark a direction */
+    long gray_k, gray_n;               /* suspect after k bad rounds of the last n */
+    double gray_holddown;              /* s clean before a suspect is cleared */
+    long flap_count;                   /* carrier transitions within flap_window that mark a link */
+    double flap_window;
     /* ingest (controller/ingest.c) */
     char ingest_timestamps[8];         /* check | ignore: a report's ts against staleness and order */
     double clock_skew;                 /* s a probe's clock may be ahead of (or behind) ours */

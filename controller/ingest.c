@@ -131,7 +131,7 @@ _Static_assert(JSON_PARSER_MAX_DEPTH <= 4096, "jansson's depth bound is what bou
 struct raw_link {
     char ifname[STATE_IF_LEN];
     double tx_bps, rx_bps;       /* rx_bps -1: absent */
-    uint64_t drops, ce_pkts, errors, carrier_changes;
+    uint64_t drops, ce_pkts, errors, carrier_changes, qdisc_drops;
     char oper[8];
 };
 
@@ -170,6 +170,7 @@ static const struct field link_fields[] = {
     FINT(struct raw_link, "ce_pkts", false, 0, INGEST_MAX_COUNT, ce_pkts),
     FINT(struct raw_link, "errors", false, 0, INGEST_MAX_COUNT, errors),
     FINT(struct raw_link, "carrier_changes", false, 0, INGEST_MAX_COUNT, carrier_changes),
+    FINT(struct raw_link, "qdisc_drops", false, 0, INGEST_MAX_COUNT, qdisc_drops),
     FSTR(struct raw_link, "oper", false, oper),
 };
 
@@ -269,6 +270,7 @@ static int finish_link(const struct ctx *c, const void *raw, void *entry)
     out->ce_pkts = r->ce_pkts;
     out->errors = r->errors;
     out->carrier_changes = r->carrier_changes;
+    out->qdisc_drops = r->qdisc_drops;
     out->down = r->oper[0] == 'd';
     return 0;
 }
@@ -884,6 +886,7 @@ static const char *link_bound(const struct topo *t, uint32_t dir, const struct i
         {"rx_bps", l->rx_bps, reportspec_rate_bound(cap)},
         {"drops", (double)l->drops, pk},
         {"errors", (double)l->errors, pk},
+        {"qdisc_drops", (double)l->qdisc_drops, pk},
         {"ce_pkts", (double)l->ce_pkts, pk},
     };
     return entry_bound(t, dir, c, TF_ARRAY_SIZE(c), why, len);
@@ -986,6 +989,7 @@ static void apply_link(struct state *s, uint32_t node, const struct ingest_link 
     d->drops = l->drops;
     d->errors = l->errors;
     d->carrier_changes = l->carrier_changes;
+    d->qdisc_drops = l->qdisc_drops;
     d->ce_frac = ce;
     d->measured = true;
     d->probe = node;

@@ -81,6 +81,7 @@ struct ingest_link {
     bool has_rx;
     uint64_t drops, ce_pkts;
     uint64_t errors, carrier_changes; /* in the interval; 0 when absent */
+    uint64_t qdisc_drops;             /* the root qdisc's, in the interval (congestion) */
     bool down;
 };
 

@@ -137,6 +137,15 @@ static void links(FILE *f, struct state *s, const struct metrics *m, double now)
                         names[k], t->nodes[topo_dir_from(t, d)].name, t->nodes[topo_dir_to(t, d)].name,
                         k == 0 ? floor(s->dirs[d].tx_bytes) : k == 1 ? ce[d] : (double)s->dirs[d].up);
     }
+    /* Health: every direction exported one by one, and any other switch
+     * direction that is not healthy (few: what an operator must see). */
+    help(f, "tierflow_link_health", "gauge",
+         "Gray-failure health of a link direction (docs/health.md): 0 healthy, below 0.5 bad rounds not yet "
+         "enough, 0.5-0.9 suspect (by confidence), 1 drained.");
+    for (uint32_t d = 0; d < nd; d++)
+        if (each[d] || (topo_dir_is_switch(t, d) && s->dirs[d].health > 0))
+            fprintf(f, "tierflow_link_health{from=\"%s\",to=\"%s\"} %.3g\n", t->nodes[topo_dir_from(t, d)].name,
+                    t->nodes[topo_dir_to(t, d)].name, s->dirs[d].health);
     help(f, "tierflow_switch_links_max_utilization_ratio", "gauge",
          "Highest utilisation among a switch's link directions to the peer tier that are not exported one by "
          "one (dir=tx: leaving the switch, rx: arriving).");

@@ -575,7 +575,7 @@ bool state_dir_eval(struct state *s, uint32_t dir, double now)
     bool held = d->route_up_at > 0 && now - d->route_up_at < s->link_holddown;
     if (d->route_up_at > 0 && !held)
         d->route_up_at = 0;   /* the hold-down is over: nothing left to time */
-    bool up = d->probe_up && !d->route_down && !held;
+    bool up = d->probe_up && !d->route_down && !held && d->drain == STATE_DRAIN_NONE;
     bool changed = up != d->up;
     d->up = up;
     /* Rates from before a change describe another fabric. A return counts
@@ -613,6 +613,8 @@ const char *state_dir_down_reason(const struct state *s, uint32_t dir, double no
         return "routing";
     if (d->route_up_at > 0 && now - d->route_up_at < s->link_holddown)
         return "holddown";
+    if (d->drain != STATE_DRAIN_NONE)
+        return "drained";
     return NULL;
 }
 

@@ -56,6 +56,17 @@ struct state_dir {
      * (oper) transitions in its interval. Carrier is a property of the
      * interface: the far end's probe reports it on dir ^ 1. */
     uint64_t errors, carrier_changes;
+    /* The root qdisc's drops in that interval: the link's own queue
+     * overflowed, i.e. congestion (health.c tells it from a gray failure). */
+    uint64_t qdisc_drops;
+    /* Health (controller/health.c, docs/health.md): 0 healthy .. 1
+     * drained; suspect as of the last health round, with its confidence and
+     * evidence; drain: why it is withheld from placement (enum state_drain;
+     * state_dir_eval counts a drained direction as not up). */
+    double health, health_conf;
+    bool suspect;
+    uint8_t drain;
+    char health_why[96];
     /* up: usable for placement: a probe says it is up, routing does not
      * say it is down, and routing has said it is up for link_holddown
      * seconds (state_dir_eval). Either source saying down is enough. */
@@ -67,6 +78,11 @@ struct state_dir {
     uint32_t probe;              /* node index of the probe that measured it */
     double last_update;
 };
+
+/* Why a direction is drained: not at all, by health.c (thresholds.drain,
+ * released once clean for the hold-down), by an operator (POST .../drain,
+ * held until .../undrain). */
+enum state_drain { STATE_DRAIN_NONE = 0, STATE_DRAIN_AUTO = 1, STATE_DRAIN_MANUAL = 2 };
 
 struct state_probe {
     double last_seen;            /* 0 = never */
@@ -273,7 +289,7 @@ bool state_dir_eval(struct state *s, uint32_t dir, double now);
 /* Sets what routing says of a direction and re-evaluates it; true when
  * route_down changed. Write lock. */
 bool state_dir_set_route_down(struct state *s, uint32_t dir, bool down, double now);
-/* Why a direction is not up: "probe", "routing", "holddown", or NULL when
+/* Why a direction is not up: "probe", "routing", "holddown", "drained", or NULL when
  * it is up. Read lock. */
 const char *state_dir_down_reason(const struct state *s, uint32_t dir, double now);
 

@@ -30,6 +30,7 @@
 #include "controller/backend.h"
 #include "controller/config.h"
 #include "controller/events.h"
+#include "controller/health.h"
 #include "controller/httpd.h"
 #include "controller/history.h"
 #include "controller/leader.h"
@@ -97,6 +98,7 @@ struct daemon {
     struct events ev;
     struct metrics m;
     struct history hist;
+    struct health health;        /* gray failures: the rounds' thread's (health.h) */
     struct rebalance rb;
     struct api api;
     struct backend *be;
@@ -410,6 +412,7 @@ int main(int argc, char **argv)
     metrics_init(&d.m);
     metrics_configure(&d.m, &d.cfg);
     history_init(&d.hist);
+    health_init(&d.health, &d.cfg);
     if (state_init(&d.st, t, (size_t)d.cfg.max_flows, d.cfg.stale_intervals * d.cfg.interval, now) < 0) {
         log_err("out of memory");
         return 1;
@@ -560,6 +563,8 @@ int main(int argc, char **argv)
         now = tf_now_real();
         rebalance_routing(&d.rb, now);   /* in case a wake-up was lost */
         state_tick(&d.st, now, probe_cb, &d);
+        if (health_tick(&d.health, &d.st, &d.ev, now) < 0)
+            log_warn("health round: out of memory");
         rebalance_auto(&d.rb, now);
         history_tick(&d.hist, &d.st, &d.m, now);
     }
@@ -577,6 +582,7 @@ int main(int argc, char **argv)
     api_destroy(&d.api);
     events_destroy(&d.ev);
     history_destroy(&d.hist);
+    health_free(&d.health);
     state_free(&d.st);
     classes_free(d.cls);
     free(d.cls);

@@ -65,11 +65,15 @@ function dirText(d, gbps) {
   const parts = [`${d.from} → ${d.to}: ${pct(d.util, 1)} of ${gbps} Gb/s (${bps(d.bps)})`];
   if (d.ce_frac > 0) parts.push(`CE ${pct(d.ce_frac, 1)}`);
   if (d.fat_flows) parts.push(`${d.fat_flows} fat flow${d.fat_flows === 1 ? '' : 's'}`);
-  if (d.up === false) parts.push('DOWN');
+  if (d.up === false) parts.push(d.down_reason === 'drained' ? 'DRAINED' : 'DOWN');
+  if (isGray(d)) parts.push(`gray failure suspect (confidence ${pct(d.health.confidence)}${d.health.evidence ? `: ${d.health.evidence}` : ''})`);
   if (d.measured === false) parts.push('estimated from its flows (no probe counter)');
   if (d.congested) parts.push('congested');
   return parts.join(' · ');
 }
+
+// Suspected of silently losing packets, or drained (docs/health.md).
+export function isGray(d) { return !!d.health && (d.health.suspect || d.health.drain !== 'none'); }
 
 export function isHot(d) { return d.congested || d.up === false || d.util >= HOT_UTIL || d.ce_frac > 0; }
 
@@ -127,12 +131,12 @@ export function renderFabric(svgEl, topo, detailEl, availWidth) {
       byKey.set(key, text);
       const est = d.measured === false;
       const line = svg('line', {
-        class: `link${hot ? ' hot' : ''}${est ? ' est' : ''}${key === selected ? ' selected' : ''}`,
+        class: `link${hot ? ' hot' : ''}${est ? ' est' : ''}${isGray(d) ? ' gray' : ''}${key === selected ? ' selected' : ''}`,
         x1: s[0] + ox, y1: s[1] + oy, x2: e[0] + ox, y2: e[1] + oy,
         stroke: d.up === false ? '#000' : utilColour(d.util),
         'stroke-width': hot ? 5 : 3,
         'stroke-dasharray': d.up === false ? '2 4' : ce ? '7 3' : null,
-        'data-link': key, 'data-util': d.util, 'data-ce': ce ? 1 : 0, 'data-hot': hot ? 1 : 0, 'data-measured': est ? 'false' : 'true',
+        'data-link': key, 'data-health': d.health ? d.health.value : 0, 'data-util': d.util, 'data-ce': ce ? 1 : 0, 'data-hot': hot ? 1 : 0, 'data-measured': est ? 'false' : 'true',
         tabindex: 0, role: 'button', 'aria-label': text,
       });
       line.append(svg('title', {}, text));
@@ -147,7 +151,7 @@ export function renderFabric(svgEl, topo, detailEl, availWidth) {
         // Label sits a third of the way from the sender, on its own side.
         const t = 0.3;
         const lx = s[0] + (e[0] - s[0]) * t + nx * 9 * sgn, ly = s[1] + (e[1] - s[1]) * t + ny * 9 * sgn;
-        const label = d.up === false ? 'down' : `${est ? '~' : ''}${pct(d.util)}${ce ? ' ⚑CE' : ''}`;
+        const label = d.up === false ? (d.down_reason === 'drained' ? 'drained' : 'down') : isGray(d) ? `⚠ ${pct(d.util)}` : `${est ? '~' : ''}${pct(d.util)}${ce ? ' ⚑CE' : ''}`;
         gLabels.append(svg('text', { class: `lbl${ce ? ' ce' : ''}${est ? ' est' : ''}`, x: lx, y: ly, 'data-label': key }, label));
       }
     }

@@ -14,7 +14,7 @@
 
 import { utilStep, pct, bps, natCmp, el } from './fmt.js';
 import { flowPath } from './flows.js';
-import { isHot } from './fabric.js';
+import { isHot, isGray } from './fabric.js';
 
 let selected = null;         // {view, key} of the opened cell, kept across polls
 let pod = null;              // the pod whose leaf × spine table is shown
@@ -75,19 +75,20 @@ function podPlanes(topo, list) {
 // The cell's summary: its highest direction, whether that one is measured,
 // and whether any direction is hot, marked or down.
 function summary(links) {
-  let top = null, hot = false, ce = false, down = false;
+  let top = null, hot = false, ce = false, down = false, gray = false;
   for (const l of links) for (const d of l.dirs || []) {
     if (!top || d.util > top.util) top = d;
     hot ||= isHot(d);
     ce ||= d.ce_frac > 0;
     down ||= d.up === false;
+    gray ||= isGray(d);
   }
-  return { top, hot, ce, down };
+  return { top, hot, ce, down, gray };
 }
 
 export function cellText(s) {
   if (!s.top) return '–';
-  return `${s.top.measured === false ? '~' : ''}${pct(s.top.util)}${s.ce ? '⚑' : ''}${s.down ? '✗' : ''}`;
+  return `${s.top.measured === false ? '~' : ''}${pct(s.top.util)}${s.ce ? '⚑' : ''}${s.gray ? '⚠' : ''}${s.down ? '✗' : ''}`;
 }
 
 function table(view, m, caption, rowHead, colHead, onRow, pick) {
@@ -103,11 +104,11 @@ function table(view, m, caption, rowHead, colHead, onRow, pick) {
       if (!links) return el('td', { class: 'none' });
       const s = summary(links);
       const est = s.top && s.top.measured === false;
-      const title = `${r} · ${c}: highest ${pct(s.top && s.top.util, 1)} (${s.top ? `${s.top.from} → ${s.top.to}` : 'no data'}${est ? ', estimated from flows' : ', measured'})${s.ce ? ', CE marks' : ''}${s.down ? ', a direction is down' : ''}`;
+      const title = `${r} · ${c}: highest ${pct(s.top && s.top.util, 1)} (${s.top ? `${s.top.from} → ${s.top.to}` : 'no data'}${est ? ', estimated from flows' : ', measured'})${s.ce ? ', CE marks' : ''}${s.gray ? ', a direction is suspect of a gray failure or drained' : ''}${s.down ? ', a direction is down' : ''}`;
       return el('td', {
         class: `cell ${utilStep(s.top && s.top.util).cls}${est ? ' est' : ''}${s.hot ? ' hot' : ''}${selected && selected.view === view && selected.key === key ? ' selected' : ''}`,
         'data-cell': key, 'data-util': s.top ? s.top.util : 0, 'data-measured': est ? 'false' : 'true',
-        'data-hot': s.hot ? 1 : 0, 'data-ce': s.ce ? 1 : 0, tabindex: 0, role: 'button', title, 'aria-label': title,
+        'data-hot': s.hot ? 1 : 0, 'data-ce': s.ce ? 1 : 0, 'data-gray': s.gray ? 1 : 0, tabindex: 0, role: 'button', title, 'aria-label': title,
       }, mk(cellText(s), est ? 'est' : null));
     })));
   const t = el('table', { class: 'matrix', 'data-view': view }, el('caption', { text: caption }), el('thead', {}, head), el('tbody', {}, ...body));
@@ -144,7 +145,8 @@ function detail(box, m, key, flows) {
         el('td', { text: d.measured === false ? 'estimated (sum of flows)' : 'measured (probe counter)' }),
         el('td', { class: d.ce_frac > 0 ? 'ce' : null, text: d.ce_frac > 0 ? `⚑ ${pct(d.ce_frac, 1)}` : '–' }),
         el('td', { class: 'num', text: String(d.fat_flows || 0) }),
-        el('td', { text: d.up === false ? `down (${d.down_reason || '?'})` : d.congested ? 'congested' : 'ok' }))))),
+        el('td', { class: isGray(d) ? 'gray' : null, title: isGray(d) ? d.health.evidence : null,
+          text: `${d.up === false ? `down (${d.down_reason || '?'})` : d.congested ? 'congested' : 'ok'}${d.health && d.health.suspect ? ` · gray suspect ${pct(d.health.confidence)}` : ''}` }))))),
     el('h3', { text: on.length ? `Fat flows on them (${on.length}${flows && flows.matched > on.length ? ` among the ${(flows.flows || []).length} fetched` : ''})` : 'No fat flow on them among the flows fetched.' }),
     on.length ? el('ul', { class: 'flows' }, ...on.slice(0, 50).map((f) => el('li', { 'data-flow': f.id },
       `${f.src}:${f.sport} → ${f.dst}:${f.dport} · ${f.class} · ${f.estimated ? '≈ ' : ''}${bps(f.bps)} · ${flowPath(f)}`))) : null,

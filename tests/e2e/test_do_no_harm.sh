@@ -21,6 +21,7 @@ set -u
 TF_ROOT=${TF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 . "$TF_ROOT/tests/lib/tap.sh"
 . "$TF_ROOT/tests/lab/lib.sh"
+. "$TF_ROOT/tests/lib/gray.sh"
 t_need_root e2e_do_no_harm
 for t in iperf3 jq curl; do command -v $t >/dev/null || { t_fail "tool $t present" "scripts/deps.sh test installs it"; t_done; }; done
 PROBE=$(tf_bin tierflow-probe); CTL=$(tf_bin tierflowd)
@@ -121,4 +122,5 @@ sleep 6
 t_eq "steady: no further move once the collisions are fixed" "$m2" "$(moves)"
 echo "# moves: NIC-bound $((m1 - m0)), two collisions $((m2 - m1)), steady $(( $(moves) - m2 ))"
 stop_flows 4 5 6 7
+gray_count_false_positives "$URL"; gray_no_false_positives
 t_done

@@ -63,4 +63,5 @@ echo "# stride:$STRIDE at $MBIT Mbit/s: ECMP $(awk -v a="$E2E_ECMP" 'BEGIN{print
 echo "# 1-s aggregate bins (s:Mbit/s), tierflowd starts at 8, measured from 17 to 25: $E2E_BINS"
 t_ge "ECMP measured (> 0)" "$E2E_ECMP" 1
 t_ge "tierflow beats ECMP by >= 10% on stride:$STRIDE" "$E2E_TF" "$(awk -v e="$E2E_ECMP" 'BEGIN{print 1.1 * e}')"
+gray_no_false_positives
 t_done

@@ -22,6 +22,7 @@ set -u
 TF_ROOT=${TF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 . "$TF_ROOT/tests/lib/tap.sh"
 . "$TF_ROOT/tests/lab/lib.sh"
+. "$TF_ROOT/tests/lib/gray.sh"
 t_need_root e2e_leafspine
 for t in iperf3 jq tc ss; do command -v $t >/dev/null || { t_fail "tool $t present" "scripts/deps.sh test installs it"; t_done; }; done
 
@@ -229,6 +230,7 @@ fi
 
 # ---- 4. withdraw ------------------------------------------------------------
 curl -s "$URL/api/v1/routes" > "$LAB_TMP/routes.json" || true
+gray_count_false_positives "$URL"; gray_no_false_positives
 if [ $MANUAL -eq 1 ]; then manual_withdraw; else lab_stop tierflowd; fi
 for leaf in L1 L2; do snapshot_leaf $leaf > "$LAB_TMP/after-$leaf.txt"; done
 for leaf in L1 L2; do

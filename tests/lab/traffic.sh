@@ -9,7 +9,9 @@
 #                                TF_BACKEND: none for a dry run, default netlink;
 #                                TF_PROBE_FILTER: the probes' --filter;
 #                                TF_TOPOLOGY: tierflowd's topology, default $LAB_TOPO)
-#   tf_stop                      stop them (tierflowd withdraws its routes)
+#   tf_stop                      stop them (tierflowd withdraws its routes); first adds
+#                                tierflowd's gray-failure false positives to GRAY_FP
+#                                (tests/lib/gray.sh: suites assert gray_no_false_positives)
 #   e2e_run PAIRS_FILE ECMP_S SETTLE_S TF_S
 #        runs the pairs as iperf3 flows; ECMP for ECMP_S seconds, then tierflow
 #        (tf_start) and, after SETTLE_S, TF_S seconds of measurement. Sets
@@ -37,6 +39,7 @@
 #   e2e_run also sets E2E_EST: the demand estimate's error by tier
 #   (_e2e_est_error). Each also gives the senders' TCP retransmits per second over its window:
 #   E2E_ECMP_RETX, E2E_ORACLE_RETX, E2E_TF_RETX (iperf_retx).
+. "$TF_ROOT/tests/lib/gray.sh"
 lab_hosts() { jq -r '.nodes[] | select(.tier == "host") | .name' "$LAB_TOPO"; }
 lab_pod_of_leaf() { # leaves that reach the same spines form a pod
   jq -r --arg l "$1" '(reduce .nodes[] as $x ({}; .[$x.name] = $x.tier)) as $t
@@ -78,6 +81,7 @@ lab_pattern() {
 declare -gA TF_PROBE_IFS=()
 tf_start() {
   local url=$1 token=$2 gbps=$3 mgmt port node a u
+  TF_URL=$url
   mgmt=${url#http://}; port=${mgmt##*:}; mgmt=${mgmt%:*}
   if [ ${#TF_PROBE_IFS[@]} -eq 0 ]; then # once per lab: jq is slow next to the flows
     for node in $(jq -r '.nodes[] | select(.tier == "leaf" or .tier == "spine") | .name' "$LAB_TOPO"); do
@@ -107,6 +111,7 @@ tf_cpu() {
 }
 tf_stop() {
   local n
+  [ -n "${TF_URL:-}" ] && gray_count_false_positives "$TF_URL"
   for n in "${!LAB_PIDS[@]}"; do [[ "$n" == probe-* ]] && lab_stop "$n"; done
   lab_stop tierflowd
 }

@@ -1,0 +1,428 @@
+/*
+ * health: see health.h. The localisation is pure (health_localise,
+ * health_step); health_tick only copies the state into a round and
+ * publishes the verdicts back, so that the tests drive the first two with
+ * made-up fabrics and the lab drives the whole.
+ */
+#include "controller/health.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "controller/config.h"
+#include "controller/events.h"
+#include "controller/state.h"
+
+/* Bytes a lost packet stands for when a flow's rate is turned into packets:
+ * a full Ethernet frame. Captured GSO super-packets are fewer, but what is
+ * lost and sent again is one segment at a time. */
+#define HEALTH_PKT_BYTES 1500.0
+/* Strikes double the hold-down up to 2^3 = 8x. */
+#define HEALTH_MAX_STRIKES 3
+
+void health_cfg_from(struct health_cfg *hc, const struct config *c)
+{
+    hc->loss_frac = c->gray_loss;
+    hc->min_loss = (double)c->gray_min_loss;
+    hc->min_flows = (double)c->gray_min_flows;
+    hc->clean_share = c->gray_clean_share;
+    hc->errors = (double)c->gray_errors;
+    hc->flap_count = (double)c->flap_count;
+    hc->flap_window = c->flap_window;
+    hc->k = (double)c->gray_k;
+    hc->n = (double)c->gray_n;
+    hc->holddown = c->gray_holddown;
+    hc->util = c->util;
+    hc->interval = c->interval;
+    hc->drain = c->drain;
+}
+
+bool health_congested(const struct health_cfg *c, double util, bool measured, uint64_t qdisc_drops, uint32_t nfat)
+{
+    if (qdisc_drops > 0)
+        return true;
+    /* A direction no probe measures shows no queue: when it is full and
+     * shared, its loss may be its queue's, and we cannot tell. */
+    return !measured && util >= c->util && nfat >= 2;
+}
+
+static double flow_frac(const struct health_cfg *c, const struct health_flow *f)
+{
+    double pkts = f->bps * c->interval / 8 / HEALTH_PKT_BYTES;
+    return pkts >= 1 ? (double)f->lost / pkts : (f->lost ? 1 : 0);
+}
+
+static bool crosses(const struct health_flow *f, uint32_t d)
+{
+    for (int j = 0; j < f->ndirs; j++)
+        if (f->dirs[j] == d)
+            return true;
+    return false;
+}
+
+int health_localise(const struct health_cfg *c, const struct health_flow *f, size_t nf,
+                    const struct health_dir_in *d, uint32_t nd, struct health_verdict *out)
+{
+    memset(out, 0, nd * sizeof(*out));
+    uint8_t *lossy = calloc(nf + 1, 1), *left = calloc(nf + 1, 1);
+    uint32_t *cover = calloc(nd + 1, sizeof(uint32_t));
+    if (!lossy || !left || !cover) {
+        free(lossy);
+        free(left);
+        free(cover);
+        return -ENOMEM;
+    }
+    size_t nlossy = 0;
+    for (size_t i = 0; i < nf; i++) {
+        bool skip = f[i].ndirs <= 0;
+        for (int j = 0; j < f[i].ndirs && !skip; j++)
+            skip = f[i].dirs[j] >= nd || d[f[i].dirs[j]].down || d[f[i].dirs[j]].congested;
+        if (skip)
+            continue;   /* loss explained (or path unknown): no evidence either way */
+        lossy[i] = (double)f[i].lost >= c->min_loss && flow_frac(c, &f[i]) >= c->loss_frac ? 1 : 2;
+        left[i] = lossy[i] == 1;
+        nlossy += lossy[i] == 1;
+        for (int j = 0; j < f[i].ndirs; j++) {
+            struct health_verdict *v = &out[f[i].dirs[j]];
+            if (lossy[i] == 1)
+                v->nlossy++;
+            else
+                v->nclean++;
+        }
+    }
+    /* Greedy set cover over the lossy flows not yet explained. */
+    for (;;) {
+        memset(cover, 0, nd * sizeof(uint32_t));
+        for (size_t i = 0; i < nf; i++)
+            if (left[i])
+                for (int j = 0; j < f[i].ndirs; j++)
+                    cover[f[i].dirs[j]]++;
+        uint32_t best = TOPO_NONE;
+        for (uint32_t x = 0; x < nd; x++) {
+            const struct health_verdict *v = &out[x];
+            if (!d[x].fabric || d[x].down || (double)cover[x] < c->min_flows ||
+                (double)v->nclean > c->clean_share * (double)(v->nlossy + v->nclean))
+                continue;
+            if (best == TOPO_NONE || cover[x] > cover[best] ||
+                (cover[x] == cover[best] && v->nclean < out[best].nclean))
+                best = x;
+        }
+        /* Another direction crossed by exactly the same unexplained lossy
+         * flows, with as few clean ones, explains them as well. */
+        bool tie = false;
+        for (uint32_t x = 0; best != TOPO_NONE && x < nd && !tie; x++) {
+            if (x == best || !d[x].fabric || d[x].down || cover[x] != cover[best] || out[x].nclean != out[best].nclean)
+                continue;
+            tie = true;
+            for (size_t i = 0; i < nf && tie; i++)
+                if (left[i] && crosses(&f[i], best) != crosses(&f[i], x))
+                    tie = false;
+        }
+        if (best == TOPO_NONE || tie)
+            break;   /* nothing, or two directions explain the same: blame neither */
+        struct health_verdict *v = &out[best];
+        v->bad = true;
+        v->why = "loss";
+        v->conf = (double)v->nlossy / (double)(v->nlossy + v->nclean) * (double)cover[best] / (double)nlossy;
+        for (size_t i = 0; i < nf; i++) {
+            if (!left[i] || !crosses(&f[i], best))
+                continue;
+            if (v->nev < HEALTH_EVIDENCE) {
+                v->ev_id[v->nev] = f[i].id;
+                v->ev_frac[v->nev++] = flow_frac(c, &f[i]);
+            }
+            left[i] = 0;
+        }
+    }
+    for (uint32_t x = 0; x < nd; x++)
+        if (!out[x].bad && d[x].fabric && !d[x].down && c->errors > 0 && (double)d[x].errors >= c->errors) {
+            out[x].bad = true;
+            out[x].why = "errors";
+            out[x].conf = 1;
+        }
+    free(lossy);
+    free(left);
+    free(cover);
+    return 0;
+}
+
+double health_holddown(const struct health_cfg *c, const struct health_track *tr)
+{
+    uint32_t s = tr->strikes < HEALTH_MAX_STRIKES ? tr->strikes : HEALTH_MAX_STRIKES;
+    return c->holddown * (double)(1u << s);
+}
+
+static uint32_t popcount_n(uint32_t bits, int n)
+{
+    uint32_t m = n >= 32 ? 0xffffffffu : (1u << n) - 1, k = 0;
+    for (bits &= m; bits; bits &= bits - 1)
+        k++;
+    return k;
+}
+
+enum health_change health_step(const struct health_cfg *c, struct health_track *tr, const struct health_verdict *v,
+                               uint64_t carrier, double now, bool *flapping)
+{
+    bool bad = v && v->bad;
+    tr->bits = (tr->bits << 1) | (bad ? 1u : 0u);
+    tr->flap_ts[tr->flap_pos] = now;
+    tr->flap_n[tr->flap_pos] = (uint32_t)(carrier < UINT32_MAX ? carrier : UINT32_MAX);
+    tr->flap_pos = (uint8_t)((tr->flap_pos + 1) % HEALTH_FLAP_RING);
+    double flaps = 0;
+    for (int i = 0; i < HEALTH_FLAP_RING; i++)
+        if (tr->flap_n[i] && now - tr->flap_ts[i] < c->flap_window)
+            flaps += tr->flap_n[i];
+    bool flap = c->flap_count > 0 && flaps >= c->flap_count;
+    if (flapping)
+        *flapping = flap;
+    if (bad || carrier > 0)   /* a transition is never clean, even below the flap count */
+        tr->last_bad = now;
+    if (bad)
+        tr->conf = v->conf;
+    else if (flap)
+        tr->conf = 1;
+    bool k_of_n = (double)popcount_n(tr->bits, (int)c->n) >= c->k;
+    if (!tr->suspect && (k_of_n || flap)) {
+        if (tr->suspect_at > 0 && now - tr->suspect_at < 4 * health_holddown(c, tr))
+            tr->strikes++;
+        else
+            tr->strikes = 0;
+        tr->suspect = true;
+        tr->suspect_at = now;
+        return HEALTH_SUSPECT;
+    }
+    if (tr->suspect && now - tr->last_bad >= health_holddown(c, tr)) {
+        tr->suspect = false;
+        tr->bits = 0;
+        return HEALTH_CLEAN;
+    }
+    return HEALTH_SAME;
+}
+
+/* The value of a suspect direction: 0.5..0.9 by confidence (1 is drained). */
+static double suspect_value(double conf) { return 0.5 + 0.4 * conf; }
+
+double health_value(const struct health_cfg *c, const struct health_track *tr, uint8_t drain)
+{
+    if (drain != STATE_DRAIN_NONE)
+        return 1;
+    if (tr->suspect)
+        return suspect_value(tr->conf);
+    /* Bad rounds not yet enough to suspect it: under 0.5. */
+    double n = c->n > 0 ? c->n : 1;
+    double v = 0.5 * (double)popcount_n(tr->bits, (int)c->n) / n;
+    return v < 0.49 ? v : 0.49;
+}
+
+int health_init(struct health *h, const struct config *c)
+{
+    memset(h, 0, sizeof(*h));
+    health_cfg_from(&h->cfg, c);
+    return 0;
+}
+
+void health_free(struct health *h)
+{
+    free(h->tr);
+    h->tr = NULL;
+    h->nd = 0;
+}
+
+static const char *nm(const struct topo *t, uint32_t n) { return t->nodes[n].name; }
+
+/* The round's input, copied under the read lock. */
+static int snapshot(struct health *h, struct state *s, double now, struct health_flow **fo, size_t *nfo,
+                    struct health_dir_in *din, uint64_t *carrier)
+{
+    const struct topo *t = s->topo;
+    uint32_t nd = 2 * t->nlinks;
+    double *bps = calloc(nd + 1, sizeof(double)), *ce = calloc(nd + 1, sizeof(double));
+    uint32_t *nfat = calloc(nd + 1, sizeof(uint32_t));
+    struct health_flow *f = calloc(s->nflows + 1, sizeof(*f));
+    if (!bps || !ce || !nfat || !f) {
+        free(bps);
+        free(ce);
+        free(nfat);
+        free(f);
+        return -ENOMEM;
+    }
+    state_dir_loads(s, now, bps, ce, nfat);
+    for (uint32_t d = 0; d < nd; d++) {
+        const struct state_dir *sd = &s->dirs[d], *rv = &s->dirs[d ^ 1];
+        bool measured = sd->measured && !state_probe_stale(s, sd->probe, now);
+        din[d].fabric = topo_dir_is_switch(t, d);
+        din[d].down = !sd->probe_up || sd->route_down;
+        din[d].congested = health_congested(&h->cfg, state_dir_util(s, d, bps[d]), measured,
+                                            measured ? sd->qdisc_drops : 0, nfat[d]);
+        din[d].errors = measured ? sd->errors : 0;
+        /* Carrier is the interface's: either end's probe may report it. */
+        uint64_t c0 = measured ? sd->carrier_changes : 0;
+        uint64_t c1 = rv->measured && !state_probe_stale(s, rv->probe, now) ? rv->carrier_changes : 0;
+        carrier[d] = c0 > c1 ? c0 : c1;
+    }
+    size_t n = 0;
+    /* While the usable fabric changes (a direction down, back, drained, or
+     * in its hold-down, and two intervals after), the flows' loss is the
+     * change's: flows rerouted by routing or moved off a link resend what
+     * the old path lost, onto paths whose other hops never saw it (a
+     * failure-suite run named a spine downlink so). Such rounds bring no
+     * loss evidence; flaps and errors still count. */
+    if (s->dirs_changed_at > 0 && now - s->dirs_changed_at < s->link_holddown + 2 * h->cfg.interval) {
+        free(bps);
+        free(ce);
+        free(nfat);
+        *fo = f;
+        *nfo = 0;
+        return 0;
+    }
+    for (size_t i = 0; i < s->nflows; i++) {
+        const struct state_flow *sf = &s->flows[i];
+        /* A flow moved within the last two intervals reports loss from the
+         * path it left. */
+        if (!sf->fat || state_flow_stale(s, sf, now) || sf->ndirs <= 0 ||
+            (sf->last_moved > 0 && now - sf->last_moved < 2 * h->cfg.interval))
+            continue;
+        f[n].id = sf->id;
+        f[n].ndirs = state_flow_dirs(s, sf, f[n].dirs, TOPO_MAX_HOPS);
+        f[n].bps = sf->bps;
+        f[n].lost = sf->retx_pkts + sf->psn_oos + sf->naks;
+        n += f[n].ndirs > 0;
+    }
+    free(bps);
+    free(ce);
+    free(nfat);
+    *fo = f;
+    *nfo = n;
+    return 0;
+}
+
+static void evidence_str(const struct health_verdict *v, char *buf, size_t len)
+{
+    size_t o = (size_t)snprintf(buf, len, "%u lossy, %u clean flows", v->nlossy, v->nclean);
+    for (uint8_t i = 0; i < v->nev && o < len; i++)
+        o += (size_t)snprintf(buf + o, len - o, "%s%016llx %.2f%%", i ? ", " : "; ", (unsigned long long)v->ev_id[i],
+                              100 * v->ev_frac[i]);
+}
+
+int health_tick(struct health *h, struct state *s, struct events *ev, double now)
+{
+    pthread_rwlock_rdlock(&s->lock);
+    const struct topo *t = s->topo;
+    uint32_t nd = 2 * t->nlinks;
+    if (h->topo != t || h->nd != nd) {   /* a new topology: new tracks */
+        free(h->tr);
+        h->tr = calloc(nd + 1, sizeof(*h->tr));
+        h->nd = h->tr ? nd : 0;
+        h->topo = t;
+    }
+    struct health_dir_in *din = calloc(nd + 1, sizeof(*din));
+    uint64_t *carrier = calloc(nd + 1, sizeof(uint64_t));
+    struct health_verdict *v = calloc(nd + 1, sizeof(*v));
+    struct health_flow *f = NULL;
+    size_t nf = 0;
+    int rc = h->tr && din && carrier && v ? snapshot(h, s, now, &f, &nf, din, carrier) : -ENOMEM;
+    pthread_rwlock_unlock(&s->lock);
+    if (rc == 0)
+        rc = health_localise(&h->cfg, f, nf, din, nd, v);
+    free(f);
+    if (rc < 0) {
+        free(din);
+        free(carrier);
+        free(v);
+        return rc;
+    }
+    int changed = 0;
+    pthread_rwlock_wrlock(&s->lock);
+    if (s->topo == t) {   /* a reload in between: its state has no tracks yet */
+        for (uint32_t d = 0; d < nd; d++) {
+            struct health_track *tr = &h->tr[d];
+            struct state_dir *sd = &s->dirs[d];
+            bool flapping = false;
+            if (!din[d].fabric)
+                continue;   /* a host link has no alternative: nothing to judge or drain */
+            enum health_change ch = health_step(&h->cfg, tr, &v[d], carrier[d], now, &flapping);
+            if (v[d].bad)
+                evidence_str(&v[d], sd->health_why, sizeof(sd->health_why));
+            else if (flapping)
+                snprintf(sd->health_why, sizeof(sd->health_why), "carrier flapping (>= %.0f transitions in %.0f s)",
+                         h->cfg.flap_count, h->cfg.flap_window);
+            const char *from = nm(t, topo_dir_from(t, d)), *to = nm(t, topo_dir_to(t, d));
+            if (ch == HEALTH_SUSPECT) {
+                changed++;
+                events_add(ev, now, "link_suspect", "%s -> %s: %s (confidence %.2f): %s", from, to,
+                           v[d].bad ? v[d].why : "flaps", tr->conf, sd->health_why);
+                if (h->cfg.drain && sd->drain == STATE_DRAIN_NONE) {
+                    sd->drain = STATE_DRAIN_AUTO;
+                    state_dir_eval(s, d, now);
+                    events_add(ev, now, "link_drained", "%s -> %s: drained (thresholds.drain) until clean for %.0f s",
+                               from, to, health_holddown(&h->cfg, tr));
+                }
+            } else if (ch == HEALTH_CLEAN) {
+                changed++;
+                events_add(ev, now, "link_clean", "%s -> %s: no loss, errors or flaps for %.0f s", from, to,
+                           health_holddown(&h->cfg, tr));
+                if (sd->drain == STATE_DRAIN_AUTO) {
+                    sd->drain = STATE_DRAIN_NONE;
+                    state_dir_eval(s, d, now);
+                    events_add(ev, now, "link_undrained", "%s -> %s: usable again (clean)", from, to);
+                }
+            }
+            double hv = health_value(&h->cfg, tr, sd->drain);
+            if (hv != sd->health || tr->suspect != sd->suspect)
+                s->gen++;
+            sd->health = hv;
+            sd->suspect = tr->suspect;
+            sd->health_conf = tr->suspect ? tr->conf : 0;
+            if (!tr->suspect && !v[d].bad && !flapping && sd->drain == STATE_DRAIN_NONE)
+                sd->health_why[0] = '\0';
+        }
+    }
+    pthread_rwlock_unlock(&s->lock);
+    free(din);
+    free(carrier);
+    free(v);
+    return changed;
+}
+
+static int find_dir(const struct topo *t, const char *from, const char *to, uint32_t *dir)
+{
+    for (uint32_t d = 0; d < 2 * t->nlinks; d++)
+        if (!strcmp(nm(t, topo_dir_from(t, d)), from) && !strcmp(nm(t, topo_dir_to(t, d)), to)) {
+            *dir = d;
+            return 0;
+        }
+    return -ENOENT;
+}
+
+int health_drain(struct state *s, struct events *ev, const char *from, const char *to, bool on, const char *who,
+                 double now)
+{
+    pthread_rwlock_wrlock(&s->lock);
+    uint32_t d;
+    int rc = find_dir(s->topo, from, to, &d);
+    if (rc == 0) {
+        struct state_dir *sd = &s->dirs[d];
+        if (on ? sd->drain == STATE_DRAIN_MANUAL : sd->drain == STATE_DRAIN_NONE) {
+            rc = -EALREADY;
+        } else {
+            /* An operator's undrain also lifts health's drain: the track
+             * stays suspect, and drains again only once it was clean. */
+            sd->drain = on ? STATE_DRAIN_MANUAL : STATE_DRAIN_NONE;
+            sd->health = on ? 1 : sd->suspect ? suspect_value(sd->health_conf) : 0;
+            state_dir_eval(s, d, now);
+            s->gen++;
+        }
+    }
+    pthread_rwlock_unlock(&s->lock);
+    if (rc == 0) {
+        events_add(ev, now, on ? "link_drained" : "link_undrained", "%s -> %s: %s by the operator (%s)", from, to,
+                   on ? "drained" : "undrained", who && who[0] ? who : "API");
+        log_msg(LOG_NOTICE, "link %s -> %s %s by the operator (%s)", from, to, on ? "drained" : "undrained",
+                   who && who[0] ? who : "API");
+    }
+    return rc;
+}

@@ -1,0 +1,287 @@
+/* health: localisation by path intersection on a 3-leaf x 3-spine fabric
+ * (the lossy flows' shared direction is named, and only it; congestion's
+ * loss, one path's hops and host links blame nothing), hysteresis (K of N,
+ * hold-down, strikes), flaps, and drains through the state (an operator's
+ * drain holds; a drained direction is not up). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "controller/config.h"
+#include "controller/events.h"
+#include "controller/health.h"
+#include "controller/state.h"
+#include "policy/topo.h"
+
+static struct topo *T;
+static struct health_cfg C;
+
+static int setup(void **st)
+{
+    (void)st;
+    char err[256];
+    struct config c;
+    config_defaults(&c);
+    health_cfg_from(&C, &c);
+    return topo_load("leafspine:leaves=3,spines=3,hosts=2,gbps=0.05", &T, err, sizeof(err));
+}
+
+static int teardown(void **st)
+{
+    (void)st;
+    topo_free(T);
+    return 0;
+}
+
+static uint32_t node(const char *n) { return topo_node_by_name(T, n); }
+
+static uint32_t dir(const char *a, const char *b)
+{
+    uint32_t d;
+    assert_int_equal(topo_dir_between(T, node(a), node(b), &d), 0);
+    return d;
+}
+
+/* A 45 Mbit/s flow src -> dst through spine, losing lost packets per
+ * interval (about 3,750 packets: 1% is 37). */
+static struct health_flow flow(const char *src, const char *dst, const char *spine, uint64_t lost)
+{
+    struct health_flow f = {.bps = 45e6, .lost = lost};
+    static uint64_t id;
+    f.id = ++id;
+    uint32_t sp = node(spine);
+    for (uint64_t i = 0; i < 16; i++) {
+        int n = topo_path_dirs(T, node(src), node(dst), i, f.dirs, TOPO_MAX_HOPS);
+        if (n < 0)
+            break;
+        for (int j = 0; j < n; j++)
+            if (topo_dir_to(T, f.dirs[j]) == sp) {
+                f.ndirs = n;
+                return f;
+            }
+    }
+    fail_msg("no path %s -> %s via %s", src, dst, spine);
+    return f;
+}
+
+static void dirs_in(struct health_dir_in *d)
+{
+    for (uint32_t x = 0; x < 2 * T->nlinks; x++)
+        d[x] = (struct health_dir_in){.fabric = topo_dir_is_switch(T, x)};
+}
+
+static int nbad(const struct health_verdict *v)
+{
+    int n = 0;
+    for (uint32_t x = 0; x < 2 * T->nlinks; x++)
+        n += v[x].bad;
+    return n;
+}
+
+/* Host names of the generator: H1..H6, two a leaf (L1: H1 H2, ...). */
+static void gray_link_named(void **st)
+{
+    (void)st;
+    struct health_flow f[] = {
+        flow("H1", "H5", "S1", 40), flow("H3", "H6", "S1", 35),   /* through S1 -> L3: lossy */
+        flow("H2", "H4", "S1", 0),  flow("H4", "H1", "S1", 0),    /* L1->S1, L2->S1 clean */
+        flow("H5", "H2", "S2", 0),  flow("H6", "H3", "S3", 0),
+    };
+    struct health_dir_in d[64];
+    struct health_verdict v[64];
+    dirs_in(d);
+    assert_int_equal(health_localise(&C, f, 6, d, 2 * T->nlinks, v), 0);
+    uint32_t g = dir("S1", "L3");
+    assert_true(v[g].bad);
+    assert_string_equal(v[g].why, "loss");
+    assert_int_equal(nbad(v), 1);
+    assert_int_equal(v[g].nlossy, 2);
+    assert_int_equal(v[g].nclean, 0);
+    assert_int_equal(v[g].nev, 2);
+    assert_true(v[g].ev_frac[0] > 0.005 && v[g].ev_frac[0] < 0.02);
+    assert_true(v[g].conf > 0.99);
+}
+
+/* The same loss on a direction whose own queue dropped is congestion. */
+static void congestion_is_not_gray(void **st)
+{
+    (void)st;
+    struct health_flow f[] = {flow("H1", "H5", "S1", 40), flow("H3", "H6", "S1", 35), flow("H2", "H4", "S1", 0)};
+    struct health_dir_in d[64];
+    struct health_verdict v[64];
+    dirs_in(d);
+    d[dir("S1", "L3")].congested = health_congested(&C, 1.0, true, 120, 2);
+    assert_int_equal(health_localise(&C, f, 3, d, 2 * T->nlinks, v), 0);
+    assert_int_equal(nbad(v), 0);
+    /* Unmeasured, full and shared: cannot tell, so not blamed either. */
+    assert_true(health_congested(&C, 0.97, false, 0, 2));
+    assert_false(health_congested(&C, 0.97, false, 0, 1));
+    assert_false(health_congested(&C, 0.97, true, 0, 2));
+}
+
+/* Two lossy flows of one path: its hops explain them equally; a clean flow
+ * through one of them breaks the tie. */
+static void one_path_blames_nothing(void **st)
+{
+    (void)st;
+    struct health_flow f[] = {flow("H1", "H5", "S1", 40), flow("H2", "H6", "S1", 30), flow("H1", "H3", "S1", 0)};
+    struct health_dir_in d[64];
+    struct health_verdict v[64];
+    dirs_in(d);
+    assert_int_equal(health_localise(&C, f, 2, d, 2 * T->nlinks, v), 0);
+    assert_int_equal(nbad(v), 0);
+    assert_int_equal(health_localise(&C, f, 3, d, 2 * T->nlinks, v), 0);
+    assert_true(v[dir("S1", "L3")].bad);
+    assert_int_equal(nbad(v), 1);
+}
+
+/* Below thresholds.gray_loss, a lone lossy flow, a host link, a down
+ * direction: nothing. */
+static void no_blame_without_evidence(void **st)
+{
+    (void)st;
+    struct health_dir_in d[64];
+    struct health_verdict v[64];
+    dirs_in(d);
+    struct health_flow low[] = {flow("H1", "H5", "S1", 4), flow("H3", "H6", "S1", 4)};   /* 0.1% < 0.2% */
+    assert_int_equal(health_localise(&C, low, 2, d, 2 * T->nlinks, v), 0);
+    assert_int_equal(nbad(v), 0);
+    struct health_flow one[] = {flow("H1", "H5", "S1", 40), flow("H3", "H6", "S2", 0)};
+    assert_int_equal(health_localise(&C, one, 2, d, 2 * T->nlinks, v), 0);
+    assert_int_equal(nbad(v), 0);
+    /* H1's own link is all its two flows share: a host link is never blamed. */
+    struct health_flow host[] = {flow("H1", "H5", "S1", 40), flow("H1", "H3", "S2", 40), flow("H2", "H4", "S1", 0),
+                                 flow("H2", "H6", "S2", 0)};
+    assert_int_equal(health_localise(&C, host, 4, d, 2 * T->nlinks, v), 0);
+    assert_int_equal(nbad(v), 0);
+    struct health_flow f[] = {flow("H1", "H5", "S1", 40), flow("H3", "H6", "S1", 35), flow("H2", "H4", "S1", 0)};
+    d[dir("S1", "L3")].down = true;   /* routing's: flows across it are no evidence */
+    assert_int_equal(health_localise(&C, f, 3, d, 2 * T->nlinks, v), 0);
+    assert_int_equal(nbad(v), 0);
+}
+
+static void errors_mark_directly(void **st)
+{
+    (void)st;
+    struct health_dir_in d[64];
+    struct health_verdict v[64];
+    dirs_in(d);
+    d[dir("L2", "S3")].errors = (uint64_t)C.errors;
+    d[dir("H1", "L1")].errors = 1000;   /* a host link: not ours */
+    assert_int_equal(health_localise(&C, NULL, 0, d, 2 * T->nlinks, v), 0);
+    assert_true(v[dir("L2", "S3")].bad);
+    assert_string_equal(v[dir("L2", "S3")].why, "errors");
+    assert_int_equal(nbad(v), 1);
+}
+
+/* K of N, the hold-down, and strikes doubling it. */
+static void hysteresis(void **st)
+{
+    (void)st;
+    struct health_track tr = {0};
+    struct health_verdict bad = {.bad = true, .conf = 0.8}, good = {0};
+    double t = 100;
+    assert_int_equal(health_step(&C, &tr, &bad, 0, t++, NULL), HEALTH_SAME);
+    assert_int_equal(health_step(&C, &tr, &good, 0, t++, NULL), HEALTH_SAME);
+    assert_int_equal(health_step(&C, &tr, &good, 0, t++, NULL), HEALTH_SAME);
+    assert_int_equal(health_step(&C, &tr, &good, 0, t++, NULL), HEALTH_SAME);   /* the first bad one left the window */
+    assert_int_equal(health_step(&C, &tr, &bad, 0, t++, NULL), HEALTH_SAME);
+    assert_false(tr.suspect);
+    assert_true(health_value(&C, &tr, STATE_DRAIN_NONE) > 0 && health_value(&C, &tr, STATE_DRAIN_NONE) < 0.5);
+    assert_int_equal(health_step(&C, &tr, &bad, 0, t, NULL), HEALTH_SUSPECT);
+    double at = t;
+    assert_true(health_value(&C, &tr, STATE_DRAIN_NONE) >= 0.5);
+    assert_true(health_value(&C, &tr, STATE_DRAIN_AUTO) == 1);
+    while (t < at + C.holddown - 1)
+        assert_int_equal(health_step(&C, &tr, NULL, 0, ++t, NULL), HEALTH_SAME);
+    assert_int_equal(health_step(&C, &tr, NULL, 0, at + C.holddown, NULL), HEALTH_CLEAN);
+    assert_int_equal(health_value(&C, &tr, STATE_DRAIN_NONE), 0);
+    /* Suspect again soon: the hold-down doubles. */
+    t = at + C.holddown + 1;
+    health_step(&C, &tr, &bad, 0, t++, NULL);
+    assert_int_equal(health_step(&C, &tr, &bad, 0, t, NULL), HEALTH_SUSPECT);
+    assert_true(health_holddown(&C, &tr) == 2 * C.holddown);
+    assert_int_equal(health_step(&C, &tr, NULL, 0, t + C.holddown, NULL), HEALTH_SAME);
+    assert_int_equal(health_step(&C, &tr, NULL, 0, t + 2 * C.holddown, NULL), HEALTH_CLEAN);
+}
+
+/* Carrier transitions: flap_count within flap_window mark it at once. */
+static void flaps(void **st)
+{
+    (void)st;
+    struct health_track tr = {0};
+    bool flapping;
+    double t = 100;
+    assert_int_equal(health_step(&C, &tr, NULL, 2, t++, &flapping), HEALTH_SAME);
+    assert_false(flapping);
+    assert_int_equal(health_step(&C, &tr, NULL, 1, t++, &flapping), HEALTH_SAME);
+    assert_int_equal(health_step(&C, &tr, NULL, 1, t, &flapping), HEALTH_SUSPECT);
+    assert_true(flapping);
+    /* Held while it keeps flapping, clean a hold-down after the last one. */
+    assert_int_equal(health_step(&C, &tr, NULL, 2, t + 5, &flapping), HEALTH_SAME);
+    assert_int_equal(health_step(&C, &tr, NULL, 0, t + 5 + C.holddown - 1, &flapping), HEALTH_SAME);
+    assert_int_equal(health_step(&C, &tr, NULL, 0, t + 5 + C.holddown, &flapping), HEALTH_CLEAN);
+    /* Spread out beyond the window: never. */
+    struct health_track slow = {0};
+    for (int i = 0; i < 10; i++)
+        assert_int_equal(health_step(&C, &slow, NULL, 1, 1000 + 11.0 * i, NULL), HEALTH_SAME);
+}
+
+/* A drained direction is not up; an operator's drain holds until undrained. */
+static void drain_in_state(void **st)
+{
+    (void)st;
+    struct topo *t;
+    char err[128];
+    assert_int_equal(topo_load("leafspine:leaves=2,spines=2,hosts=1,gbps=100", &t, err, sizeof(err)), 0);
+    struct state s;
+    struct events ev;
+    events_init(&ev);
+    assert_int_equal(state_init(&s, t, 16, 3, 100), 0);
+    uint32_t d;
+    assert_int_equal(topo_dir_between(t, topo_node_by_name(t, "S1"), topo_node_by_name(t, "L2"), &d), 0);
+    assert_true(s.dirs[d].up);
+    assert_int_equal(health_drain(&s, &ev, "S1", "L2", true, "test", 101), 0);
+    assert_false(s.dirs[d].up);
+    assert_string_equal(state_dir_down_reason(&s, d, 101), "drained");
+    assert_true(s.dirs[d ^ 1].up);   /* one direction */
+    assert_int_equal(health_drain(&s, &ev, "S1", "L2", true, "test", 102), -EALREADY);
+    assert_int_equal(health_drain(&s, &ev, "S1", "L9", true, "test", 102), -ENOENT);
+    assert_int_equal(health_drain(&s, &ev, "H1", "S1", true, "test", 102), -ENOENT);   /* no such link */
+    /* health's rounds release only their own drain. */
+    struct config c;
+    config_defaults(&c);
+    c.drain = true;
+    struct health h;
+    health_init(&h, &c);
+    for (double now = 103; now < 103 + 3 * c.gray_holddown; now++)
+        health_tick(&h, &s, &ev, now);
+    assert_false(s.dirs[d].up);
+    assert_int_equal(health_drain(&s, &ev, "S1", "L2", false, "test", 200), 0);
+    assert_true(s.dirs[d].up);
+    assert_int_equal(health_drain(&s, &ev, "S1", "L2", false, "test", 201), -EALREADY);
+    health_free(&h);
+    state_free(&s);
+    events_destroy(&ev);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(gray_link_named),
+        cmocka_unit_test(congestion_is_not_gray),
+        cmocka_unit_test(one_path_blames_nothing),
+        cmocka_unit_test(no_blame_without_evidence),
+        cmocka_unit_test(errors_mark_directly),
+        cmocka_unit_test(hysteresis),
+        cmocka_unit_test(flaps),
+        cmocka_unit_test(drain_in_state),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
