@@ -25,16 +25,20 @@
 #              failure happens (fail_oracle_prepare/install, no probes): this
 #              machine's ceiling for the scenario; tf/orc, and "rec T/O" =
 #              tierflow's seconds to >= 90% of the oracle's aggregate
-# Figures are reported, not asserted. Needs root.
+# tierflow runs once per backend in BENCH_FAIL_MODES (default both: netlink,
+# "tierflow", and bgp, tierflowd driving ExaBGP peered with every switch),
+# one table each. Figures are reported, not asserted. Needs root.
 set -u
 TF_ROOT=${TF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 . "$TF_ROOT/tests/lab/lib.sh"
 . "$TF_ROOT/tests/lab/traffic.sh"
+. "$TF_ROOT/tests/lab/bgp.sh"
 . "$TF_ROOT/tests/lab/failures.sh"
 [ "$(id -u)" -eq 0 ] || { echo "55-failures: skipped, needs root for network namespaces"; exit 0; }
 MBIT=${BENCH_MBIT:-50}
 SCENARIOS=${BENCH_FAIL_SCENARIOS:-$FAIL_SCENARIOS}
 TOPOS=${BENCH_FAIL_TOPOS:-"leafspine fattree"}
+MODES=${BENCH_FAIL_MODES:-"tierflow bgp"}   # tierflowd's backends: netlink ("tierflow"), bgp
 CTL=$(tf_bin tierflowd); PROBE=$(tf_bin tierflow-probe); SIM=$(tf_bin tierflow-sim); TOPO=$(tf_bin tierflow-topo)
 if [ -z "$CTL" ] || [ -z "$PROBE" ] || [ -z "$SIM" ] || [ -z "$TOPO" ]; then
   echo "55-failures: NOT RUN: tierflowd, tierflow-probe, tierflow-sim or tierflow-topo is not built ($TF_OPT_BIN)"; exit 1
@@ -49,6 +53,8 @@ fail_bench_met() { # SCEN REC: the recovery target (restore: within its hold)
   [ "$2" -ge 1 ] 2>/dev/null || return 1
   [ "$1" = restore ] || [ "$2" -le 3 ]
 }
+
+backend_of() { [ "$1" = bgp ] && echo bgp || echo netlink; }
 
 bench_topology() {
   local name=$1 spec=$2 seed=$3 s c e t H D
@@ -65,32 +71,35 @@ bench_topology() {
   FAIL_GBPS=$(awk -v m="$MBIT" 'BEGIN{print m/1000}')
   fail_run ecmp $SCENARIOS
   fail_run oracle $SCENARIOS
-  fail_run tierflow $SCENARIOS
-  echo "$name ($spec, $MBIT Mbit/s links, routing $FAIL_ROUTING, ${#FAIL_FSRC[@]} flows, C = $(mb "$c") Mbit/s,"
-  echo "  queues bounded to $FAIL_QUEUE_BYTES bytes); ECMP collisions at the leaves: $(( ${#FAIL_FSRC[@]} - $(fail_check_collisions) )) of ${#FAIL_FSRC[@]} flows as chosen"
-  printf '%-13s %-18s %8s %8s %8s %8s %6s %6s %7s %5s %5s %5s %7s %5s %5s %5s\n' scenario links capacity ECMP oracle tierflow tf/cap tf/orc tf/ECMP \
-    "rec E" "rec O" "rec T" "rec T/O" "plc E" "plc T" moves
-  for s in none $SCENARIOS; do
-    c=${FAIL_CAP[$s]}; e=${FAIL_R[ecmp $s after]}; o=${FAIL_R[oracle $s after]}; t=${FAIL_R[tierflow $s after]}
-    printf '%-13s %-18s %8s %8s %8s %8s %6s %6s %7s %5s %5s %5s %7s %5s %5s %5s\n' "$s" "$( [ "$s" = none ] && echo - || fail_describe "$s")" \
-      "$(mb "$c")" "$(mb "$e")" "$(mb "$o")" "$(mb "$t")" "$(ratio "$t" "$c")" "$(ratio "$t" "$o")" "$(ratio "$t" "$e")" \
-      "$( [ "$s" = none ] && echo - || rec "${FAIL_R[ecmp $s rec]}")" "$( [ "$s" = none ] && echo - || rec "${FAIL_R[oracle $s rec]}")" \
-      "$( [ "$s" = none ] && echo - || rec "${FAIL_R[tierflow $s rec]}")" "$( [ "$s" = none ] && echo - || rec "${FAIL_R[tierflow $s rec_oracle]:-}")" \
-      "$(pcap "${FAIL_R[ecmp $s placement]:-}" "$c")" "$(pcap "${FAIL_R[tierflow $s placement]:-}" "$c")" "${FAIL_R[tierflow $s moves]:--}"
+  local m
+  for m in $MODES; do
+    fail_run "$m" $SCENARIOS
+    echo "$name, tierflow with the $(backend_of "$m") backend ($spec, $MBIT Mbit/s links, routing $FAIL_ROUTING, ${#FAIL_FSRC[@]} flows, C = $(mb "$c") Mbit/s,"
+    echo "  queues bounded to $FAIL_QUEUE_BYTES bytes); ECMP collisions at the leaves: $(( ${#FAIL_FSRC[@]} - $(fail_check_collisions) )) of ${#FAIL_FSRC[@]} flows as chosen"
+    printf '%-13s %-18s %8s %8s %8s %8s %6s %6s %7s %5s %5s %5s %7s %5s %5s %5s\n' scenario links capacity ECMP oracle tierflow tf/cap tf/orc tf/ECMP \
+      "rec E" "rec O" "rec T" "rec T/O" "plc E" "plc T" moves
+    for s in none $SCENARIOS; do
+      c=${FAIL_CAP[$s]}; e=${FAIL_R[ecmp $s after]}; o=${FAIL_R[oracle $s after]}; t=${FAIL_R[$m $s after]}
+      printf '%-13s %-18s %8s %8s %8s %8s %6s %6s %7s %5s %5s %5s %7s %5s %5s %5s\n' "$s" "$( [ "$s" = none ] && echo - || fail_describe "$s")" \
+        "$(mb "$c")" "$(mb "$e")" "$(mb "$o")" "$(mb "$t")" "$(ratio "$t" "$c")" "$(ratio "$t" "$o")" "$(ratio "$t" "$e")" \
+        "$( [ "$s" = none ] && echo - || rec "${FAIL_R[ecmp $s rec]}")" "$( [ "$s" = none ] && echo - || rec "${FAIL_R[oracle $s rec]}")" \
+        "$( [ "$s" = none ] && echo - || rec "${FAIL_R[$m $s rec]}")" "$( [ "$s" = none ] && echo - || rec "${FAIL_R[$m $s rec_oracle]:-}")" \
+        "$(pcap "${FAIL_R[ecmp $s placement]:-}" "$c")" "$(pcap "${FAIL_R[$m $s placement]:-}" "$c")" "${FAIL_R[$m $s moves]:--}"
+    done
+    local met="" missed="" met_o="" missed_o="" worse="" n
+    for s in $SCENARIOS; do
+      if fail_bench_met "$s" "${FAIL_R[$m $s rec]:--1}"; then met+=" $s"; else missed+=" $s"; fi
+      if fail_bench_met "$s" "${FAIL_R[$m $s rec_oracle]:--1}"; then met_o+=" $s"; else missed_o+=" $s"; fi
+      awk -v t="${FAIL_R[$m $s after]:-0}" -v e="${FAIL_R[ecmp $s after]:-0}" 'BEGIN{exit !(t < 0.97 * e)}' && worse+=" $s"
+    done
+    echo "target $( [ -z "$missed" ] && echo met || echo MISSED): tierflow >= 90% of the surviving capacity (simulator) within 3 s (restore: of the full fabric within the hold); met:${met:- none}; missed:${missed:- none}"
+    echo "target $( [ -z "$missed_o" ] && echo met || echo MISSED): tierflow >= 90% of the oracle's aggregate (this machine's ceiling) within 3 s (restore: within the hold); met:${met_o:- none}; missed:${missed_o:- none}"
+    echo "target $( [ -z "$worse" ] && echo met || echo MISSED): tierflow never below ECMP (3% tolerance) after a failure; below:${worse:- none}"
+    [ -n "${FAIL_R[ecmp flap during]:-}" ] && echo "flap, while flapping: ECMP $(mb "${FAIL_R[ecmp flap during]}"), tierflow $(mb "${FAIL_R[$m flap during]}"); after the last up: ECMP $(mb "${FAIL_R[ecmp flap after_up]}"), tierflow $(mb "${FAIL_R[$m flap after_up]}") Mbit/s"
+    echo "dead paths at the checks (ECMP / tierflow, of which steered by tierflow):$(for s in $SCENARIOS; do printf ' %s %s/%s(%s)' "$s" "${FAIL_R[ecmp $s dead]:-?}" "${FAIL_R[$m $s dead]:-?}" "${FAIL_R[$m $s dead_tf]:-?}"; done)"
+    echo "tierflow moved ${FAIL_R[$m all moves]} flows in all; tierflowd alive at the end: ${FAIL_R[$m alive]}, probes alive: ${FAIL_R[$m probes]}"
+    echo
   done
-  local met="" missed="" met_o="" missed_o="" worse="" n
-  for s in $SCENARIOS; do
-    if fail_bench_met "$s" "${FAIL_R[tierflow $s rec]:--1}"; then met+=" $s"; else missed+=" $s"; fi
-    if fail_bench_met "$s" "${FAIL_R[tierflow $s rec_oracle]:--1}"; then met_o+=" $s"; else missed_o+=" $s"; fi
-    awk -v t="${FAIL_R[tierflow $s after]:-0}" -v e="${FAIL_R[ecmp $s after]:-0}" 'BEGIN{exit !(t < 0.97 * e)}' && worse+=" $s"
-  done
-  echo "target $( [ -z "$missed" ] && echo met || echo MISSED): tierflow >= 90% of the surviving capacity (simulator) within 3 s (restore: of the full fabric within the hold); met:${met:- none}; missed:${missed:- none}"
-  echo "target $( [ -z "$missed_o" ] && echo met || echo MISSED): tierflow >= 90% of the oracle's aggregate (this machine's ceiling) within 3 s (restore: within the hold); met:${met_o:- none}; missed:${missed_o:- none}"
-  echo "target $( [ -z "$worse" ] && echo met || echo MISSED): tierflow never below ECMP (3% tolerance) after a failure; below:${worse:- none}"
-  [ -n "${FAIL_R[ecmp flap during]:-}" ] && echo "flap, while flapping: ECMP $(mb "${FAIL_R[ecmp flap during]}"), tierflow $(mb "${FAIL_R[tierflow flap during]}"); after the last up: ECMP $(mb "${FAIL_R[ecmp flap after_up]}"), tierflow $(mb "${FAIL_R[tierflow flap after_up]}") Mbit/s"
-  echo "dead paths at the checks (ECMP / tierflow, of which steered by tierflow):$(for s in $SCENARIOS; do printf ' %s %s/%s(%s)' "$s" "${FAIL_R[ecmp $s dead]:-?}" "${FAIL_R[tierflow $s dead]:-?}" "${FAIL_R[tierflow $s dead_tf]:-?}"; done)"
-  echo "tierflow moved ${FAIL_R[tierflow all moves]} flows in all; tierflowd alive at the end: ${FAIL_R[tierflow alive]}, probes alive: ${FAIL_R[tierflow probes]}"
-  echo
   lab_cleanup
 }
 
