@@ -154,8 +154,12 @@ fail_bound_queues() {
 
 # A switch's forwarding state as "prefix dev" pairs (live next hops only,
 # management network left out): equal to the baseline once routing is back.
+# A switch's routing, as "PREFIX DEV" pairs of its live next hops; host
+# routes (/32) from BGP are left out: those are the bgp backend's steering
+# (fail_bgp_steered), not the fabric's routing.
 fail_rt_sig() {
   ip -n "${FAIL_NS[$1]}" -o route show table main 2>/dev/null | awk '
+    $1 ~ /^[0-9.]+$/ && / proto bgp / { next }
     { pfx = $1; n = split($0, seg, /nexthop/)
       for (s = 1; s <= n; s++) { if (seg[s] ~ /dead|linkdown/) continue
         m = split(seg[s], w, /[ \t\\]+/)
