@@ -57,13 +57,13 @@ fail_bench_met() { # SCEN REC: the recovery target (restore: within its hold)
 backend_of() { [ "$1" = bgp ] && echo bgp || echo netlink; }
 
 bench_topology() {
-  local name=$1 spec=$2 seed=$3 s c e t H D
+  local name=$1 spec=$2 seed=$3 s c e t H D ceil
   lab_init "b55$name"
   lab_up "$spec" --mbit "$MBIT" --seed "$seed" || { echo "55-failures: $name: lab up failed"; return 1; }
   fail_init
   H=(${FAIL_HOSTS[${FAIL_LEAVES[0]}]}); D=(${FAIL_HOSTS[${FAIL_LEAVES[1]}]})
-  c=$(fail_ceiling "${H[0]}" "${D[0]}")
-  fail_flows "$c" || { echo "55-failures: $name: no colliding ports"; lab_cleanup; return 1; }
+  ceil=$(fail_ceiling "${H[0]}" "${D[0]}")
+  fail_flows "$ceil" || { echo "55-failures: $name: no colliding ports"; lab_cleanup; return 1; }
   fail_capacities $SCENARIOS
   fail_oracle_prepare $SCENARIOS || { echo "55-failures: $name: no oracle rules"; lab_cleanup; return 1; }
   FAIL_URL="http://$(jq -r '.lab.mgmt.controller' "$LAB_TOPO"):$((20000 + $$ % 2000))"
@@ -74,7 +74,7 @@ bench_topology() {
   local m
   for m in $MODES; do
     fail_run "$m" $SCENARIOS
-    echo "$name, tierflow with the $(backend_of "$m") backend ($spec, $MBIT Mbit/s links, routing $FAIL_ROUTING, ${#FAIL_FSRC[@]} flows, C = $(mb "$c") Mbit/s,"
+    echo "$name, tierflow with the $(backend_of "$m") backend ($spec, $MBIT Mbit/s links, routing $FAIL_ROUTING, ${#FAIL_FSRC[@]} flows, C = $(mb "$ceil") Mbit/s,"
     echo "  queues bounded to $FAIL_QUEUE_BYTES bytes); ECMP collisions at the leaves: $(( ${#FAIL_FSRC[@]} - $(fail_check_collisions) )) of ${#FAIL_FSRC[@]} flows as chosen"
     printf '%-13s %-18s %8s %8s %8s %8s %6s %6s %7s %5s %5s %5s %7s %5s %5s %5s\n' scenario links capacity ECMP oracle tierflow tf/cap tf/orc tf/ECMP \
       "rec E" "rec O" "rec T" "rec T/O" "plc E" "plc T" moves
