@@ -253,7 +253,7 @@ static int snapshot(struct health *h, struct state *s, double now, struct health
     state_dir_loads(s, now, bps, ce, nfat);
     for (uint32_t d = 0; d < nd; d++) {
         const struct state_dir *sd = &s->dirs[d], *rv = &s->dirs[d ^ 1];
-        bool measured = sd->measured && !state_probe_stale(s, sd->probe, now);
+        bool measured = state_dir_fresh(s, d, now);
         din[d].fabric = topo_dir_is_switch(t, d);
         din[d].down = !sd->probe_up || sd->route_down;
         din[d].congested = health_congested(&h->cfg, state_dir_util(s, d, bps[d]), measured,
@@ -261,7 +261,7 @@ static int snapshot(struct health *h, struct state *s, double now, struct health
         din[d].errors = measured ? sd->errors : 0;
         /* Carrier is the interface's: either end's probe may report it. */
         uint64_t c0 = measured ? sd->carrier_changes : 0;
-        uint64_t c1 = rv->measured && !state_probe_stale(s, rv->probe, now) ? rv->carrier_changes : 0;
+        uint64_t c1 = state_dir_fresh(s, d ^ 1, now) ? rv->carrier_changes : 0;
         carrier[d] = c0 > c1 ? c0 : c1;
     }
     size_t n = 0;
@@ -271,15 +271,8 @@ static int snapshot(struct health *h, struct state *s, double now, struct health
      * the old path lost, onto paths whose other hops never saw it (a
      * failure-suite run named a spine downlink so). Such rounds bring no
      * loss evidence; flaps and errors still count. */
-    if (s->dirs_changed_at > 0 && now - s->dirs_changed_at < s->link_holddown + 2 * h->cfg.interval) {
-        free(bps);
-        free(ce);
-        free(nfat);
-        *fo = f;
-        *nfo = 0;
-        return 0;
-    }
-    for (size_t i = 0; i < s->nflows; i++) {
+    bool changing = s->dirs_changed_at > 0 && now - s->dirs_changed_at < s->link_holddown + 2 * h->cfg.interval;
+    for (size_t i = 0; !changing && i < s->nflows; i++) {
         const struct state_flow *sf = &s->flows[i];
         /* A flow moved within the last two intervals reports loss from the
          * path it left. */
@@ -388,22 +381,13 @@ int health_tick(struct health *h, struct state *s, struct events *ev, double now
     return changed;
 }
 
-static int find_dir(const struct topo *t, const char *from, const char *to, uint32_t *dir)
-{
-    for (uint32_t d = 0; d < 2 * t->nlinks; d++)
-        if (!strcmp(nm(t, topo_dir_from(t, d)), from) && !strcmp(nm(t, topo_dir_to(t, d)), to)) {
-            *dir = d;
-            return 0;
-        }
-    return -ENOENT;
-}
-
 int health_drain(struct state *s, struct events *ev, const char *from, const char *to, bool on, const char *who,
                  double now)
 {
     pthread_rwlock_wrlock(&s->lock);
     uint32_t d;
-    int rc = find_dir(s->topo, from, to, &d);
+    uint32_t a = topo_node_by_name(s->topo, from), b = topo_node_by_name(s->topo, to);
+    int rc = a == TOPO_NONE || b == TOPO_NONE ? -ENOENT : topo_dir_between(s->topo, a, b, &d);
     if (rc == 0) {
         struct state_dir *sd = &s->dirs[d];
         if (on ? sd->drain == STATE_DRAIN_MANUAL : sd->drain == STATE_DRAIN_NONE) {

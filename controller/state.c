@@ -518,16 +518,16 @@ bool state_flow_stale(const struct state *s, const struct state_flow *f, double 
     return now - f->last_seen > s->stale_after;
 }
 
-/* A probe measured the direction and is not stale. */
-static bool dir_fresh(const struct state *s, const struct state_dir *sd, double now)
+bool state_dir_fresh(const struct state *s, uint32_t dir, double now)
 {
+    const struct state_dir *sd = &s->dirs[dir];
     return sd->measured && !state_probe_stale(s, sd->probe, now);
 }
 
 bool state_dir_measured(const struct state *s, uint32_t dir, double bps, double now)
 {
     const struct state_dir *sd = &s->dirs[dir];
-    return dir_fresh(s, sd, now) && sd->bps >= bps;
+    return state_dir_fresh(s, dir, now) && sd->bps >= bps;
 }
 
 void state_dir_loads(const struct state *s, double now, double *bps, double *ce, uint32_t *nfat)
@@ -559,7 +559,7 @@ void state_dir_loads(const struct state *s, double now, double *bps, double *ce,
     for (uint32_t d = 0; d < nd; d++) {
         const struct state_dir *sd = &s->dirs[d];
         double flow_bps = fbps ? fbps[d] : 0, flow_ce = fbps && fbps[d] > 0 ? fce[d] / fbps[d] : 0;
-        bool fresh = dir_fresh(s, sd, now);
+        bool fresh = state_dir_fresh(s, d, now);
         /* A probe's counter is the truth for its interface; the flows it did
          * not report (below the fat threshold) are in it too. */
         bps[d] = fresh && sd->bps > flow_bps ? sd->bps : flow_bps;

@@ -279,6 +279,8 @@ void state_dir_loads(const struct state *s, double now, double *bps, double *ce,
  * counter; false when it is an estimate (the sum of the flows' rates, as
  * when no fresh probe measures it or the flows claim more than the counter).
  * Views and /metrics mark estimates as such. Read lock. */
+/* A probe measured the direction and is not stale. */
+bool state_dir_fresh(const struct state *s, uint32_t dir, double now);
 bool state_dir_measured(const struct state *s, uint32_t dir, double bps, double now);
 static inline double state_dir_util(const struct state *s, uint32_t dir, double bps)
 { double g = topo_dir_gbps(s->topo, dir); return g > 0 ? bps / (g * 1e9) : 0; }

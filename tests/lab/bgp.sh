@@ -12,6 +12,9 @@
 #                            address and "asn", what tierflowd's bgp backend reads
 #   lab_bgp_routes NODE      NODE's kernel routes learned from the controller
 #                            (proto bgp, via a spine, /32), one per line
+#   lab_bgp_speaker_stop DIR the ExaBGP speaker whose PID file is in DIR (it
+#                            outlives tierflowd by design), by its PID, if it
+#                            is still that speaker
 
 lab_bgp_controller() { jq -r '.lab.mgmt.controller' "$LAB_TOPO"; }
 
@@ -39,4 +42,11 @@ lab_bgp_topology() {
 
 lab_bgp_routes() {
   "$LAB" exec "$1" -- ip -4 -o route show proto bgp | awk '$1 ~ /\/32$/ || $1 !~ /\// { print }' | grep -v ' nexthop ' || true
+}
+
+lab_bgp_speaker_stop() {
+  local p
+  p=$(cat "$1/exabgp.pid" 2>/dev/null)
+  [ -n "$p" ] && grep -q exabgp "/proc/$p/cmdline" 2>/dev/null && kill "$p" 2>/dev/null
+  return 0
 }

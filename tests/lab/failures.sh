@@ -2,7 +2,8 @@
 # the fabric's routing alone (ECMP: BGP, or the lab's static routes) and with
 # tierflow, while links and switches fail. Source after lib.sh and traffic.sh;
 # needs SIM and TOPO (tierflow-sim, tierflow-topo), and CTL and PROBE for
-# MODE tierflow (traffic.sh's tf_start, with FAIL_URL, FAIL_TOKEN, FAIL_GBPS).
+# MODE tierflow (traffic.sh's tf_start, with FAIL_URL, FAIL_TOKEN, FAIL_GBPS);
+# MODE bgp also needs bgp.sh sourced.
 #
 #   fail_init                   maps of the resolved topology ($LAB_TOPO), the
 #                               routing mode, bounded link queues (see
@@ -364,12 +365,8 @@ fail_tf_start() {
 # tierflowd withdraws and stops its speaker on exit (--withdraw-on-exit); a
 # speaker left behind (tierflowd killed) is stopped by its PID file.
 fail_tf_stop() {
-  local p
   tf_stop
-  if [ "$FAIL_STEER" = bgp ]; then
-    p=$(cat "$FAIL_SPEAKER/exabgp.pid" 2>/dev/null)
-    [ -n "$p" ] && grep -q exabgp "/proc/$p/cmdline" 2>/dev/null && kill "$p" 2>/dev/null
-  fi
+  [ "$FAIL_STEER" = bgp ] && lab_bgp_speaker_stop "$FAIL_SPEAKER"
   FAIL_STEER=rules
 }
 # Whether NODE forwards to ADDR by a /32 the controller announced (FRR
@@ -589,12 +586,7 @@ fail_rec() { # INTERVALS T0 END REF
 }
 # Aggregate goodput (bit/s) in [T1,T2] from "START END BYTES" interval lines
 # (lib.sh's _iperf_intervals), as iperf_window; fail_bins: 1-s bins, "T BPS".
-fail_window() {
-  awk -v a="$2" -v b="$3" '
-    { s = $1; e = $2; if (e <= s) next; lo = (s > a ? s : a); hi = (e < b ? e : b)
-      if (hi > lo) bytes += $3 * (hi - lo) / (e - s) }
-    END { printf "%.0f\n", (b > a ? bytes * 8 / (b - a) : 0) }' "$1"
-}
+fail_window() { _iperf_per_s "$2" "$3" 8 %.0f "$1"; }
 fail_bins() {
   awk -v a="$2" -v b="$3" '
     { s[NR] = $1; e[NR] = $2; y[NR] = $3 }

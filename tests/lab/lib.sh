@@ -111,20 +111,29 @@ iperf_wait_listen() {
   return 1
 }
 
-# Receiver-side interval reports, as "START_EPOCH END_EPOCH BYTES" lines.
-_iperf_intervals() {
-  local f
+# Interval reports as "START_EPOCH END_EPOCH VALUE" lines, VALUE being KEY
+# of each interval's sum (0 when absent).
+_iperf_field() {
+  local key=$1 f; shift
   for f in "$@"; do
     [ -s "$f" ] || continue
-    jq -r '.start.timestamp.timesecs as $t | .intervals[]?.sum | "\($t + .start) \($t + .end) \(.bytes)"' "$f" 2>/dev/null
+    jq -r --arg k "$key" '.start.timestamp.timesecs as $t | .intervals[]?.sum | "\($t + .start) \($t + .end) \(.[$k] // 0)"' "$f" 2>/dev/null
   done
+}
+# Receiver-side interval reports, as "START_EPOCH END_EPOCH BYTES" lines.
+_iperf_intervals() { _iperf_field bytes "$@"; }
+# "START END VALUE" lines (FILE, else stdin) summed over [T1, T2), each
+# prorated by its overlap, per second of the window, times MULT, printed
+# with FMT: iperf_window's bit/s, iperf_retx's retransmits/s, fail_window's.
+_iperf_per_s() { # T1 T2 MULT FMT [FILE]
+  awk -v a="$1" -v b="$2" -v m="$3" -v f="$4" '
+    { s = $1; e = $2; if (e <= s) next; lo = (s > a ? s : a); hi = (e < b ? e : b)
+      if (hi > lo) n += $3 * (hi - lo) / (e - s) }
+    END { printf f "\n", (b > a ? n * m / (b - a) : 0) }' ${5:+"$5"}
 }
 iperf_window() {
   local t1=$1 t2=$2; shift 2
-  _iperf_intervals "$@" | awk -v a="$t1" -v b="$t2" '
-    { s = $1; e = $2; if (e <= s) next; lo = (s > a ? s : a); hi = (e < b ? e : b)
-      if (hi > lo) bytes += $3 * (hi - lo) / (e - s) }
-    END { printf "%.0f\n", (b > a ? bytes * 8 / (b - a) : 0) }'
+  _iperf_intervals "$@" | _iperf_per_s "$t1" "$t2" 8 %.0f
 }
 # iperf_reach LEVEL T0 T1 STEP BASE JSON [BASE JSON ...]: seconds from T0 to
 # the end of the first STEP-long bin in [T0, T1] whose aggregate reaches
@@ -148,14 +157,8 @@ iperf_reach() {
 # iperf_retx T1 T2 CLIENT_JSON...: TCP segments the senders retransmitted
 # per second over [T1, T2) (the clients' interval reports, prorated).
 iperf_retx() {
-  local t1=$1 t2=$2 f; shift 2
-  for f in "$@"; do
-    [ -s "$f" ] || continue
-    jq -r '.start.timestamp.timesecs as $t | .intervals[]?.sum | "\($t + .start) \($t + .end) \(.retransmits // 0)"' "$f" 2>/dev/null
-  done | awk -v a="$t1" -v b="$t2" '
-    { s = $1; e = $2; if (e <= s) next; lo = (s > a ? s : a); hi = (e < b ? e : b)
-      if (hi > lo) n += $3 * (hi - lo) / (e - s) }
-    END { printf "%.1f\n", (b > a ? n / (b - a) : 0) }'
+  local t1=$1 t2=$2; shift 2
+  _iperf_field retransmits "$@" | _iperf_per_s "$t1" "$t2" 1 %.1f
 }
 iperf_bins() {
   local t1=$1 t2=$2 t; shift 2

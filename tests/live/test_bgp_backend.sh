@@ -35,11 +35,8 @@ lab_init bgp42
 SPK=$LAB_TMP/speaker
 speaker_pid() { cat "$SPK/exabgp.pid" 2>/dev/null; }
 cleanup() { # the speakers tierflowd and bgpbench started outlive them by design: stop them by their PIDs
-  local p d
-  for d in "$SPK" "$LAB_TMP/speaker-w"; do
-    p=$(cat "$d/exabgp.pid" 2>/dev/null)
-    [ -n "$p" ] && grep -q exabgp "/proc/$p/cmdline" 2>/dev/null && kill "$p" 2>/dev/null
-  done
+  local d
+  for d in "$SPK" "$LAB_TMP/speaker-w"; do lab_bgp_speaker_stop "$d"; done
   lab_cleanup
 }
 trap cleanup EXIT
