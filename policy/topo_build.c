@@ -14,7 +14,7 @@
  * compared pairwise. Both steps are bounded; beyond the bounds (documented in
  * docs/topology.md) only plain connectivity of the hosts is checked.
  */
-#include "policy/topobuild.h"
+#include "policy/topo_build.h"
 
 #include <errno.h>
 #include <math.h>

@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "common/util.h"
-#include "policy/topobuild.h"
+#include "policy/topo_build.h"
 
 struct gen_param {
     const char *key;

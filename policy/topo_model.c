@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "common/util.h"
-#include "policy/topobuild.h"
+#include "policy/topo_build.h"
 
 struct topo_index {
     uint32_t *names, names_mask, names_used;
