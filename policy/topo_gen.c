@@ -1,5 +1,5 @@
 /*
- * topogen: synthetic fabrics from a one-line spec, "KIND:key=value,...".
+ * topo_gen: synthetic fabrics from a one-line spec, "KIND:key=value,...".
  *
  *   leafspine  two tiers of switches, every leaf wired to every spine;
  *   fattree    Hedera's k-ary fat-tree (edge/agg/core as leaf/spine/superspine);
@@ -11,7 +11,7 @@
  * spine-superspine, each in ascending order (so path index order follows
  * switch numbering). Address schemes are in docs/topology.md.
  */
-#include "policy/topo.h"
+#include "policy/topo_gen.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -35,12 +35,12 @@ static int parse_params(const char *kind, const char *args, struct gen_param *p,
         p[i].val = p[i].def, p[i].set = 0;
     char buf[512];
     if (tf_strlcpy(buf, args, sizeof(buf)) >= sizeof(buf))
-        return topobuild_fail(err, errlen, -E2BIG, "%s: arguments longer than %zu bytes", kind, sizeof(buf) - 1);
+        return tf_fail(err, errlen, -E2BIG, "%s: arguments longer than %zu bytes", kind, sizeof(buf) - 1);
     char *save = NULL;
     for (char *kv = strtok_r(buf, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
         char *eq = strchr(kv, '=');
         if (!eq)
-            return topobuild_fail(err, errlen, -EINVAL, "%s: \"%s\" needs a value (key=value)", kind, kv);
+            return tf_fail(err, errlen, -EINVAL, "%s: \"%s\" needs a value (key=value)", kind, kv);
         *eq = '\0';
         int i = 0;
         while (i < np && strcmp(p[i].key, kv) != 0)
@@ -50,10 +50,10 @@ static int parse_params(const char *kind, const char *args, struct gen_param *p,
             size_t off = 0;
             for (int k = 0; k < np && off < sizeof(keys); k++)
                 off += (size_t)snprintf(keys + off, sizeof(keys) - off, "%s%s", k ? ", " : "", p[k].key);
-            return topobuild_fail(err, errlen, -EINVAL, "%s: unknown key \"%s\" (keys: %s)", kind, kv, keys);
+            return tf_fail(err, errlen, -EINVAL, "%s: unknown key \"%s\" (keys: %s)", kind, kv, keys);
         }
         if (p[i].set)
-            return topobuild_fail(err, errlen, -EINVAL, "%s: key \"%s\" given twice", kind, kv);
+            return tf_fail(err, errlen, -EINVAL, "%s: key \"%s\" given twice", kind, kv);
         int r;
         if (p[i].integer) {
             uint64_t v;
@@ -63,32 +63,32 @@ static int parse_params(const char *kind, const char *args, struct gen_param *p,
             r = tf_parse_double(eq + 1, p[i].min, p[i].max, &p[i].val);
         }
         if (r < 0)
-            return topobuild_fail(err, errlen, -EINVAL, "%s: %s=\"%s\" must be %s %g..%g", kind, kv, eq + 1,
-                                  p[i].integer ? "an integer" : "a number", p[i].min, p[i].max);
+            return tf_fail(err, errlen, -EINVAL, "%s: %s=\"%s\" must be %s %g..%g", kind, kv, eq + 1,
+                           p[i].integer ? "an integer" : "a number", p[i].min, p[i].max);
         p[i].set = 1;
     }
     return 0;
 }
 
-static int add_node(struct topobuild *b, const char *prefix, uint32_t num, int tier, uint32_t pod, uint32_t *idx)
+static int add_node(struct topo_build *b, const char *prefix, uint32_t num, int tier, uint32_t pod, uint32_t *idx)
 {
     char name[TOPO_NAME_MAX];
     snprintf(name, sizeof(name), "%s%u", prefix, num);
-    int r = topobuild_node(b, name, tier, idx);
+    int r = topo_build_node(b, name, tier, idx);
     if (r == 0)
         b->t->nodes[*idx].pod = pod;
     return r;
 }
 
-static int add_addr4(struct topobuild *b, uint32_t node, uint8_t a, uint8_t c, uint8_t d, uint8_t e, int plen)
+static int add_addr4(struct topo_build *b, uint32_t node, uint8_t a, uint8_t c, uint8_t d, uint8_t e, int plen)
 {
     const uint8_t addr[16] = {a, c, d, e};
-    return topobuild_addr(b, node, 4, addr, plen);
+    return topo_build_addr(b, node, 4, addr, plen);
 }
 
 /* Hosts H(first..) under leaf `leaf`, addressed 10.x.y.(host_base+h) where
  * x.y = the leaf's 16-bit number (net); the leaf gets 10.x.y.0/24. */
-static int add_rack(struct topobuild *b, uint32_t leaf, uint32_t net, uint32_t nhosts, uint32_t first,
+static int add_rack(struct topo_build *b, uint32_t leaf, uint32_t net, uint32_t nhosts, uint32_t first,
                     uint32_t host_base, uint32_t pod, double gbps)
 {
     int r;
@@ -99,7 +99,7 @@ static int add_rack(struct topobuild *b, uint32_t leaf, uint32_t net, uint32_t n
         uint32_t n;
         if ((r = add_node(b, "H", first + h, TOPO_HOST, pod, &n)) < 0 ||
             (r = add_addr4(b, n, 10, x, y, (uint8_t)(host_base + h), 32)) < 0 ||
-            (r = topobuild_link(b, n, leaf, gbps, NULL, NULL)) < 0)
+            (r = topo_build_link(b, n, leaf, gbps, NULL, NULL)) < 0)
             return r;
     }
     return 0;
@@ -107,7 +107,7 @@ static int add_rack(struct topobuild *b, uint32_t leaf, uint32_t net, uint32_t n
 
 /* Switch nodes PREFIX(first..first+count-1) at one tier. Node indices are
  * assigned in creation order, so each layer's indices form a range. */
-static int add_switches(struct topobuild *b, const char *prefix, uint32_t first, uint32_t count, int tier,
+static int add_switches(struct topo_build *b, const char *prefix, uint32_t first, uint32_t count, int tier,
                         uint32_t pod)
 {
     for (uint32_t i = 0; i < count; i++) {
@@ -119,17 +119,17 @@ static int add_switches(struct topobuild *b, const char *prefix, uint32_t first,
     return 0;
 }
 
-static int sized(struct topobuild *b, const char *kind, double nodes, double links)
+static int sized(struct topo_build *b, const char *kind, double nodes, double links)
 {
     if (nodes > TOPO_MAX_NODES || links > TOPO_MAX_LINKS)
-        return topobuild_fail(b->err, b->errlen, -E2BIG, "%s: %.0f nodes and %.0f links exceed the limits (%u, %u)",
-                              kind, nodes, links, TOPO_MAX_NODES, TOPO_MAX_LINKS);
-    return topobuild_reserve(b, (uint32_t)nodes, (uint32_t)links);
+        return tf_fail(b->err, b->errlen, -E2BIG, "%s: %.0f nodes and %.0f links exceed the limits (%u, %u)",
+                       kind, nodes, links, TOPO_MAX_NODES, TOPO_MAX_LINKS);
+    return topo_build_reserve(b, (uint32_t)nodes, (uint32_t)links);
 }
 
-static uint32_t next_index(const struct topobuild *b) { return b->t->nnodes; }
+static uint32_t next_index(const struct topo_build *b) { return b->t->nnodes; }
 
-static int gen_leafspine(struct topobuild *b, const char *args)
+static int gen_leafspine(struct topo_build *b, const char *args)
 {
     struct gen_param p[] = {
         {"leaves", 1, 65535, 2, 1}, {"spines", 1, 4096, 4, 1}, {"hosts", 1, 254, 4, 1}, {"gbps", 1e-3, 1e6, 100, 0},
@@ -140,7 +140,7 @@ static int gen_leafspine(struct topobuild *b, const char *args)
     uint32_t L = (uint32_t)p[0].val, S = (uint32_t)p[1].val, H = (uint32_t)p[2].val;
     double g = p[3].val;
     const uint8_t tiers[] = {TOPO_HOST, TOPO_LEAF, TOPO_SPINE};
-    if ((r = topobuild_init(b, "", tiers, 3, b->err, b->errlen)) < 0)
+    if ((r = topo_build_init(b, "", tiers, 3, b->err, b->errlen)) < 0)
         return r;
     snprintf(b->t->name, sizeof(b->t->name), "leafspine-%ux%ux%u", L, S, H);
     if ((r = sized(b, "leafspine", (double)L * H + L + S, (double)L * H + (double)L * S)) < 0)
@@ -153,12 +153,12 @@ static int gen_leafspine(struct topobuild *b, const char *args)
             return r;
     for (uint32_t l = 0; l < L; l++)
         for (uint32_t s = 0; s < S; s++)
-            if ((r = topobuild_link(b, leaf0 + l, spine0 + s, g, NULL, NULL)) < 0)
+            if ((r = topo_build_link(b, leaf0 + l, spine0 + s, g, NULL, NULL)) < 0)
                 return r;
     return 0;
 }
 
-static int gen_fattree(struct topobuild *b, const char *args)
+static int gen_fattree(struct topo_build *b, const char *args)
 {
     struct gen_param p[] = {{"k", 2, 128, 4, 1}, {"gbps", 1e-3, 1e6, 1, 0}};
     int r = parse_params("fattree", args, p, (int)TF_ARRAY_SIZE(p), b->err, b->errlen);
@@ -167,9 +167,9 @@ static int gen_fattree(struct topobuild *b, const char *args)
     uint32_t k = (uint32_t)p[0].val, h = k / 2;
     double g = p[1].val;
     if (k % 2)
-        return topobuild_fail(b->err, b->errlen, -EINVAL, "fattree: k=%u must be even", k);
+        return tf_fail(b->err, b->errlen, -EINVAL, "fattree: k=%u must be even", k);
     const uint8_t tiers[] = {TOPO_HOST, TOPO_LEAF, TOPO_SPINE, TOPO_SUPERSPINE};
-    if ((r = topobuild_init(b, "", tiers, 4, b->err, b->errlen)) < 0)
+    if ((r = topo_build_init(b, "", tiers, 4, b->err, b->errlen)) < 0)
         return r;
     snprintf(b->t->name, sizeof(b->t->name), "fattree-k%u", k);
     double hosts = (double)k * k * k / 4, cores = (double)h * h;
@@ -195,17 +195,17 @@ static int gen_fattree(struct topobuild *b, const char *args)
     for (uint32_t pod = 0; pod < k; pod++)
         for (uint32_t e = 0; e < h; e++)
             for (uint32_t a = 0; a < h; a++)
-                if ((r = topobuild_link(b, edge0 + pod * h + e, agg0 + pod * h + a, g, NULL, NULL)) < 0)
+                if ((r = topo_build_link(b, edge0 + pod * h + e, agg0 + pod * h + a, g, NULL, NULL)) < 0)
                     return r;
     for (uint32_t pod = 0; pod < k; pod++)
         for (uint32_t a = 0; a < h; a++)
             for (uint32_t c = 0; c < h; c++)
-                if ((r = topobuild_link(b, agg0 + pod * h + a, core0 + a * h + c, g, NULL, NULL)) < 0)
+                if ((r = topo_build_link(b, agg0 + pod * h + a, core0 + a * h + c, g, NULL, NULL)) < 0)
                     return r;
     return 0;
 }
 
-static int gen_clos3(struct topobuild *b, const char *args)
+static int gen_clos3(struct topo_build *b, const char *args)
 {
     struct gen_param p[] = {
         {"pods", 1, 4096, 8, 1},        {"racks", 1, 4096, 192, 1}, {"hosts", 1, 254, 16, 1},
@@ -220,18 +220,18 @@ static int gen_clos3(struct topobuild *b, const char *args)
     uint32_t SS = p[4].set ? (uint32_t)p[4].val : 4 * S;
     double g = p[5].val, oversub = p[6].val;
     if (SS % S)
-        return topobuild_fail(b->err, b->errlen, -EINVAL,
-                              "clos3: superspines=%u must be a multiple of spines=%u (one plane per spine)", SS, S);
+        return tf_fail(b->err, b->errlen, -EINVAL,
+                       "clos3: superspines=%u must be a multiple of spines=%u (one plane per spine)", SS, S);
     if ((uint64_t)P * R > 65535)
-        return topobuild_fail(b->err, b->errlen, -E2BIG,
-                              "clos3: pods*racks=%llu exceeds 65535 racks (the 10.x.y.0/24 rack addressing)",
-                              (unsigned long long)P * R);
+        return tf_fail(b->err, b->errlen, -E2BIG,
+                       "clos3: pods*racks=%llu exceeds 65535 racks (the 10.x.y.0/24 rack addressing)",
+                       (unsigned long long)P * R);
     uint32_t per_plane = SS / S;
     /* Leaves are non-blocking: H hosts at g share S uplinks. Above the pod
      * each spine's uplinks carry 1/oversub of its downlinks. */
     double leaf_g = g * H / S, ss_g = leaf_g * R / (oversub * per_plane);
     const uint8_t tiers[] = {TOPO_HOST, TOPO_LEAF, TOPO_SPINE, TOPO_SUPERSPINE};
-    if ((r = topobuild_init(b, "", tiers, 4, b->err, b->errlen)) < 0)
+    if ((r = topo_build_init(b, "", tiers, 4, b->err, b->errlen)) < 0)
         return r;
     snprintf(b->t->name, sizeof(b->t->name), "clos3-%ux%ux%u", P, R, H);
     double leaves = (double)P * R, hosts = leaves * H;
@@ -253,19 +253,19 @@ static int gen_clos3(struct topobuild *b, const char *args)
             return r;
     for (uint32_t l = 0; l < P * R; l++)
         for (uint32_t s = 0; s < S; s++)
-            if ((r = topobuild_link(b, leaf0 + l, spine0 + (l / R) * S + s, leaf_g, NULL, NULL)) < 0)
+            if ((r = topo_build_link(b, leaf0 + l, spine0 + (l / R) * S + s, leaf_g, NULL, NULL)) < 0)
                 return r;
     /* Plane s: spine s of every pod and superspines s*per_plane.. */
     for (uint32_t sp = 0; sp < P * S; sp++)
         for (uint32_t j = 0; j < per_plane; j++)
-            if ((r = topobuild_link(b, spine0 + sp, ss0 + (sp % S) * per_plane + j, ss_g, NULL, NULL)) < 0)
+            if ((r = topo_build_link(b, spine0 + sp, ss0 + (sp % S) * per_plane + j, ss_g, NULL, NULL)) < 0)
                 return r;
     return 0;
 }
 
 static const struct {
     const char *kind;
-    int (*gen)(struct topobuild *b, const char *args);
+    int (*gen)(struct topo_build *b, const char *args);
 } kinds[] = {{"leafspine", gen_leafspine}, {"fattree", gen_fattree}, {"clos3", gen_clos3}};
 
 int topo_generate(const char *spec, struct topo **out, char *err, size_t errlen)
@@ -275,14 +275,14 @@ int topo_generate(const char *spec, struct topo **out, char *err, size_t errlen)
     for (size_t i = 0; colon && i < TF_ARRAY_SIZE(kinds); i++) {
         if (strlen(kinds[i].kind) != (size_t)(colon - spec) || strncmp(spec, kinds[i].kind, (size_t)(colon - spec)))
             continue;
-        struct topobuild b = {.err = err, .errlen = errlen};
+        struct topo_build b = {.err = err, .errlen = errlen};
         int r = kinds[i].gen(&b, colon + 1);
         if (r == 0)
-            r = topobuild_finish(&b, out);
+            r = topo_build_finish(&b, out);
         if (r < 0)
-            topobuild_abort(&b);
+            topo_build_abort(&b);
         return r;
     }
-    return topobuild_fail(err, errlen, -EINVAL, "unknown generator \"%.40s\" (leafspine:, fattree:, clos3:)",
-                          spec ? spec : "");
+    return tf_fail(err, errlen, -EINVAL, "unknown generator \"%.40s\" (leafspine:, fattree:, clos3:)",
+                   spec ? spec : "");
 }

@@ -1,5 +1,5 @@
 /*
- * paths: shortest up/down (valley-free) paths between two nodes, counted and
+ * topo_paths: shortest up/down (valley-free) paths between two nodes, counted and
  * decoded without ever being listed.
  *
  * For a query (src, dst) we build the two "up cones": level j holds every
@@ -25,7 +25,7 @@
  * the general algorithm on 96 sampled host pairs; queries between nodes
  * that are not single-homed hosts always take the general algorithm.
  */
-#include "policy/topo.h"
+#include "policy/topo_paths.h"
 
 #include <errno.h>
 #include <stdbool.h>
