@@ -268,21 +268,30 @@ static const struct {
     int (*gen)(struct topo_build *b, const char *args);
 } kinds[] = {{"leafspine", gen_leafspine}, {"fattree", gen_fattree}, {"clos3", gen_clos3}};
 
+/* The kinds[] row that spec ("KIND:...") names, or -1. */
+static int kind_of(const char *spec)
+{
+    const char *colon = spec ? strchr(spec, ':') : NULL;
+    for (size_t i = 0; colon && i < TF_ARRAY_SIZE(kinds); i++)
+        if (strlen(kinds[i].kind) == (size_t)(colon - spec) && !strncmp(spec, kinds[i].kind, (size_t)(colon - spec)))
+            return (int)i;
+    return -1;
+}
+
+int topo_is_generator(const char *spec) { return kind_of(spec) >= 0; }
+
 int topo_generate(const char *spec, struct topo **out, char *err, size_t errlen)
 {
     *out = NULL;
-    const char *colon = spec ? strchr(spec, ':') : NULL;
-    for (size_t i = 0; colon && i < TF_ARRAY_SIZE(kinds); i++) {
-        if (strlen(kinds[i].kind) != (size_t)(colon - spec) || strncmp(spec, kinds[i].kind, (size_t)(colon - spec)))
-            continue;
-        struct topo_build b = {.err = err, .errlen = errlen};
-        int r = kinds[i].gen(&b, colon + 1);
-        if (r == 0)
-            r = topo_build_finish(&b, out);
-        if (r < 0)
-            topo_build_abort(&b);
-        return r;
-    }
-    return tf_fail(err, errlen, -EINVAL, "unknown generator \"%.40s\" (leafspine:, fattree:, clos3:)",
-                   spec ? spec : "");
+    int i = kind_of(spec);
+    if (i < 0)
+        return tf_fail(err, errlen, -EINVAL, "unknown generator \"%.40s\" (leafspine:, fattree:, clos3:)",
+                       spec ? spec : "");
+    struct topo_build b = {.err = err, .errlen = errlen};
+    int r = kinds[i].gen(&b, strchr(spec, ':') + 1);
+    if (r == 0)
+        r = topo_build_finish(&b, out);
+    if (r < 0)
+        topo_build_abort(&b);
+    return r;
 }

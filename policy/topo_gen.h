@@ -12,7 +12,8 @@
 #include "policy/topo_model.h"
 
 int  topo_generate(const char *spec, struct topo **out, char *err, size_t errlen);
-/* True when spec names a generator ("leafspine:", "fattree:", "clos3:"). */
+/* True when spec names a generator ("leafspine:", "fattree:", "clos3:"), by
+ * the same table topo_generate dispatches on. */
 int  topo_is_generator(const char *spec);
 
 #endif

@@ -21,15 +21,6 @@
 #include "policy/topo_build.h"
 #include "policy/topo_gen.h"
 
-static const char *const generators[] = {"leafspine:", "fattree:", "clos3:"};
-
-int topo_is_generator(const char *spec)
-{
-    for (size_t i = 0; spec && i < TF_ARRAY_SIZE(generators); i++)
-        if (strncmp(spec, generators[i], strlen(generators[i])) == 0)
-            return 1;
-    return 0;
-}
 
 /* Reads an optional string member; -EINVAL (message in err) if not a string. */
 static int opt_str(json_t *o, const char *key, const char *what, const char **out, char *err, size_t errlen)
