@@ -129,6 +129,25 @@ static int sized(struct topo_build *b, const char *kind, double nodes, double li
 
 static uint32_t next_index(const struct topo_build *b) { return b->t->nnodes; }
 
+/* The switches of a 3-tier fabric, pod-major: per pod `leaves` leaves L..,
+ * then per pod `spines` spines S.., then nss superspines SS1.. (fattree and
+ * clos3 alike, so that their names and indices follow one scheme). */
+static int add_pod_switches(struct topo_build *b, uint32_t pods, uint32_t leaves, uint32_t spines, uint32_t nss,
+                            uint32_t *leaf0, uint32_t *spine0, uint32_t *ss0)
+{
+    int r;
+    *leaf0 = next_index(b);
+    for (uint32_t pod = 0; pod < pods; pod++)
+        if ((r = add_switches(b, "L", pod * leaves + 1, leaves, TOPO_LEAF, pod + 1)) < 0)
+            return r;
+    *spine0 = next_index(b);
+    for (uint32_t pod = 0; pod < pods; pod++)
+        if ((r = add_switches(b, "S", pod * spines + 1, spines, TOPO_SPINE, pod + 1)) < 0)
+            return r;
+    *ss0 = next_index(b);
+    return add_switches(b, "SS", 1, nss, TOPO_SUPERSPINE, 0);
+}
+
 static int gen_leafspine(struct topo_build *b, const char *args)
 {
     struct gen_param p[] = {
@@ -176,16 +195,8 @@ static int gen_fattree(struct topo_build *b, const char *args)
     if ((r = sized(b, "fattree", hosts + k * k + cores, hosts * 3)) < 0)
         return r;
     /* Switches first (hosts link to an edge that must exist), per pod: edges then aggs. */
-    uint32_t edge0 = next_index(b);
-    for (uint32_t pod = 0; pod < k; pod++)
-        if ((r = add_switches(b, "L", pod * h + 1, h, TOPO_LEAF, pod + 1)) < 0)
-            return r;
-    uint32_t agg0 = next_index(b);
-    for (uint32_t pod = 0; pod < k; pod++)
-        if ((r = add_switches(b, "S", pod * h + 1, h, TOPO_SPINE, pod + 1)) < 0)
-            return r;
-    uint32_t core0 = next_index(b);
-    if ((r = add_switches(b, "SS", 1, h * h, TOPO_SUPERSPINE, 0)) < 0)
+    uint32_t edge0, agg0, core0;
+    if ((r = add_pod_switches(b, k, h, h, h * h, &edge0, &agg0, &core0)) < 0)
         return r;
     /* Hedera addressing: host 10.pod.edge.(2..k/2+1), edge prefix 10.pod.edge.0/24. */
     for (uint32_t pod = 0; pod < k; pod++)
@@ -237,16 +248,8 @@ static int gen_clos3(struct topo_build *b, const char *args)
     double leaves = (double)P * R, hosts = leaves * H;
     if ((r = sized(b, "clos3", hosts + leaves + (double)P * S + SS, hosts + leaves * S + (double)P * S * per_plane)) < 0)
         return r;
-    uint32_t leaf0 = next_index(b);
-    for (uint32_t pod = 0; pod < P; pod++)
-        if ((r = add_switches(b, "L", pod * R + 1, R, TOPO_LEAF, pod + 1)) < 0)
-            return r;
-    uint32_t spine0 = next_index(b);
-    for (uint32_t pod = 0; pod < P; pod++)
-        if ((r = add_switches(b, "S", pod * S + 1, S, TOPO_SPINE, pod + 1)) < 0)
-            return r;
-    uint32_t ss0 = next_index(b);
-    if ((r = add_switches(b, "SS", 1, SS, TOPO_SUPERSPINE, 0)) < 0)
+    uint32_t leaf0, spine0, ss0;
+    if ((r = add_pod_switches(b, P, R, S, SS, &leaf0, &spine0, &ss0)) < 0)
         return r;
     for (uint32_t l = 0; l < P * R; l++)
         if ((r = add_rack(b, leaf0 + l, l + 1, H, l * H + 1, 1, l / R + 1, g)) < 0)
