@@ -30,14 +30,6 @@
 #define MAX_BITSET_WORDS (64u << 20)   /* 512 MB would be absurd; this is the cap */
 #define MAX_DISTINCT_SETS 4096u
 
-static int tier_pos(const struct topo *t, int tier)
-{
-    for (int i = 0; i < t->ntiers; i++)
-        if (t->tiers[i] == tier)
-            return i;
-    return -1;
-}
-
 static void tiers_str(const struct topo *t, char *buf, size_t len)
 {
     size_t off = 0;
@@ -118,7 +110,7 @@ int topo_build_node(struct topo_build *b, const char *name, int tier, uint32_t *
         return tf_fail(b->err, b->errlen, -EINVAL,
                        "node \"%s\": name must be 1-%d characters of A-Z a-z 0-9 . _ : @ + -", name,
                        TOPO_NAME_MAX - 1);
-    if (tier_pos(t, tier) < 0) {
+    if (topo_tier_pos(t, tier) < 0) {
         char tl[64];
         tiers_str(t, tl, sizeof(tl));
         return tf_fail(b->err, b->errlen, -EINVAL, "node %s: tier \"%s\" is not one of the tiers (%s)", name,
@@ -208,7 +200,7 @@ int topo_build_link(struct topo_build *b, uint32_t a, uint32_t bn, double gbps,
 {
     struct topo *t = b->t;
     const struct topo_node *na = &t->nodes[a], *nb = &t->nodes[bn];
-    int pa = tier_pos(t, na->tier), pb = tier_pos(t, nb->tier);
+    int pa = topo_tier_pos(t, na->tier), pb = topo_tier_pos(t, nb->tier);
     if (pa - pb != 1 && pb - pa != 1) {
         char tl[64];
         tiers_str(t, tl, sizeof(tl));

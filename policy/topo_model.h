@@ -83,6 +83,15 @@ struct topo {
 
 void topo_free(struct topo *t);
 
+/* Where a tier sits in t->tiers (0 = host, bottom-up), or -1 if the
+ * topology has no such tier; links join tiers whose positions differ by 1. */
+static inline int topo_tier_pos(const struct topo *t, int tier)
+{
+    for (int i = 0; i < t->ntiers; i++)
+        if (t->tiers[i] == tier)
+            return i;
+    return -1;
+}
 /* "host", "leaf", "spine", "superspine"; NULL for anything else. */
 const char *topo_tier_name(int tier);
 /* The tier for a name, or -EINVAL. */
