@@ -90,14 +90,16 @@ def module_of(files):
     return mod
 
 
-def check_unresolved(files):
-    bad = []
+def includes(files):
+    """Every (file, quoted include), in a stable order."""
     for f, incs in sorted(files.items()):
         for i in incs:
-            if i not in files:
-                bad.append(f'{f}: #include "{i}" names no file under {"/".join(FOLDERS)}/ '
-                           "(write it as \"folder/file.h\")")
-    return bad
+            yield f, i
+
+
+def check_unresolved(files):
+    return [f'{f}: #include "{i}" names no file under {"/".join(FOLDERS)}/ (write it as "folder/file.h")'
+            for f, i in includes(files) if i not in files]
 
 
 def check_own(files):
@@ -115,13 +117,11 @@ def check_own(files):
 
 def check_layers(files):
     bad = []
-    for f, incs in sorted(files.items()):
-        folder = f.split("/")[0]
-        for i in incs:
-            to = i.split("/")[0]
-            if to != folder and to in MAY_INCLUDE and to not in MAY_INCLUDE[folder]:
-                allowed = ", ".join(sorted(MAY_INCLUDE[folder] | {folder}))
-                bad.append(f'{f}: includes "{i}": {folder}/ may include only {allowed}')
+    for f, i in includes(files):
+        folder, to = f.split("/")[0], i.split("/")[0]
+        if to != folder and to in MAY_INCLUDE and to not in MAY_INCLUDE[folder]:
+            allowed = ", ".join(sorted(MAY_INCLUDE[folder] | {folder}))
+            bad.append(f'{f}: includes "{i}": {folder}/ may include only {allowed}')
     return bad
 
 
