@@ -10,8 +10,9 @@
 #   policy/topo_main.c          -> tierflow-topo
 #   controller/tierflowd_main.c -> tierflowd
 # Each program links only its own layers (LIBS_<program> below), so a call
-# from the probe into the controller, say, fails the link; the include side
-# of the same rule is tests/static/test_layers.sh (docs/HACKING.md, Layout).
+# from the probe into the controller, say, fails the link
+# (tests/static/test_links.sh); the include side of the same rule is
+# tests/static/test_layers.sh (docs/HACKING.md, Layout).
 #   tests/unit/test_*.c         -> one cmocka binary each, linked with all archives
 #   tests/tools/*.c             -> one helper program each (generators, fixtures)
 #   tests/fuzz/fuzz_*.c         -> libFuzzer targets (clang), `make fuzz`
@@ -129,6 +130,9 @@ TOOL_BINS  := $(patsubst tests/tools/%.c,$(O)/tools/%,$(TOOL_SRC))
 
 san: $(SAN_PROGS) $(UNIT_BINS)
 tools: $(TOOL_BINS)
+# What a program's link line names after its object (tests/static/test_links.sh).
+print-libs-%:
+	@echo $(call prog_libs,opt,$*) $(PKG_LIBS)
 
 # make test: install what is missing, build everything with sanitizers, run
 # every suite; tests/run.sh prints the one summary line and sets the exit code.
