@@ -11,6 +11,7 @@
 set -u
 . "$TF_ROOT/tests/lib/tap.sh"
 B=${TF_BUILD:-$TF_ROOT/build}
+unset MAKEFLAGS MFLAGS MAKELEVEL   # run by make test: not a sub-make of it
 
 # The layers each program may use: the oracle, written down independently of
 # the Makefile's LIBS_<program> lists.
