@@ -49,8 +49,9 @@ MAY_INCLUDE = {
     "controller": {"common", "policy"},
 }
 # Includes that close a circle still to be cut, each with its reason. The
-# check leaves them out of the graph, and fails when one no longer exists or
-# no longer closes a circle, so the list cannot rot: delete the line with the
+# check leaves them out of the graph; one that no longer exists or no longer
+# closes a circle is reported (a skipped test in the suite, listed by
+# tests/run.sh) so that the list does not rot: delete the line with the
 # change that cuts the circle.
 KNOWN_CIRCLES = [
     # backend.c opens every kind (it includes each kind's header) and each
@@ -269,15 +270,20 @@ def check_circles(files, known=KNOWN_CIRCLES):
     bad = []
     for comp in sorted(strongly_connected(edges), key=min):
         bad.append(f"include circle between {', '.join(sorted(comp))}: {one_cycle(edges, comp)}")
+    return bad
+
+
+def stale_known(files, known=KNOWN_CIRCLES):
+    """The KNOWN_CIRCLES lines that no longer close a circle."""
+    mod = modules(files)
     every = strongly_connected(module_graph(files, mod))
+    stale = []
     for f, h in known:
         if f not in files or h not in files[f].includes:
-            bad.append(f'known circle: {f} no longer includes "{h}": delete the line from KNOWN_CIRCLES '
-                       "in tests/static/layers.py")
+            stale.append(f'{f} no longer includes "{h}"')
         elif not any(mod[f] in c and mod[h] in c for c in every):
-            bad.append(f'known circle: {f} including "{h}" closes no circle now: delete the line from '
-                       "KNOWN_CIRCLES in tests/static/layers.py")
-    return bad
+            stale.append(f'{f} including "{h}" closes no circle now')
+    return [f"known circle: {s}: delete its line from KNOWN_CIRCLES in tests/static/layers.py" for s in stale]
 
 
 def run(files, rule, known=KNOWN_CIRCLES):
@@ -386,10 +392,10 @@ def selftests():
          run(with_include(FAMILY, "policy/topo_build.c", "policy/topo.h"), "circles",
              [("policy/topo_build.c", "policy/topo.h")]), None),
         ("a known circle that is cut is reported",
-         run(FAMILY, "circles", [("policy/topo_gen.c", "policy/topo_build.h")]),
+         stale_known(FAMILY, [("policy/topo_gen.c", "policy/topo_build.h")]),
          'policy/topo_gen.c including "policy/topo_build.h" closes no circle now'),
         ("a known circle whose include is gone is reported",
-         run(FAMILY, "circles", [("policy/topo_gen.c", "policy/topo.h")]),
+         stale_known(FAMILY, [("policy/topo_gen.c", "policy/topo.h")]),
          'policy/topo_gen.c no longer includes "policy/topo.h"'),
         ("policy may not include controller", run(BREACH, "layers", []),
          'policy/assign.c: includes "controller/state.h": policy/ may include only common, policy'),
@@ -419,7 +425,12 @@ def tap(root):
             print(f"# want {'no breach' if want is None else repr(want)}, got:")
             for b in bad or ["(nothing)"]:
                 print(f"#   {b}")
-    print(f"1..{len(results)}")
+    stale, n = stale_known(files), len(results) + 1
+    if stale:
+        print(f"ok {n} # SKIP every known circle still closes one: " + "; ".join(stale))
+    else:
+        print(f"ok {n} - every known circle still closes one")
+    print(f"1..{n}")
     return 1 if failed else 0
 
 
@@ -440,6 +451,9 @@ def main(argv):
     bad = run(files, args[0])
     for b in bad:
         print(b)
+    if args[0] == "circles":
+        for s in stale_known(files):
+            print(f"note: {s}", file=sys.stderr)
     return 1 if bad else 0
 
 
