@@ -9,13 +9,14 @@
 #   sim/sim_main.c              -> tierflow-sim
 #   policy/topo_main.c          -> tierflow-topo
 #   controller/tierflowd_main.c -> tierflowd
+#   tests/unit/test_*.c         -> one cmocka binary each, linked with all archives
+#   tests/tools/*.c             -> one helper program each (generators, fixtures)
+#   tests/fuzz/fuzz_*.c         -> libFuzzer targets (clang), `make fuzz`
+#
 # Each program links only its own layers (LIBS_<program> below), so a call
 # from the probe into the controller, say, fails the link
 # (tests/static/test_links.sh); the include side of the same rule is
 # tests/static/test_layers.sh (docs/HACKING.md, Layout).
-#   tests/unit/test_*.c         -> one cmocka binary each, linked with all archives
-#   tests/tools/*.c             -> one helper program each (generators, fixtures)
-#   tests/fuzz/fuzz_*.c         -> libFuzzer targets (clang), `make fuzz`
 #
 # Variants: $(O)/opt (make), $(O)/san (ASan+UBSan, make test).
 # O may be overridden so that parallel builds do not share object files.
