@@ -15,6 +15,7 @@
 #include "common/util.h"
 #include "controller/bgp_backend.h"
 #include "controller/nl_backend.h"
+#include "controller/owner.h"
 #include "controller/plan_backend.h"
 #include "controller/planbuild.h"
 
@@ -53,25 +54,23 @@ struct backend {
 
 void backend_cfg_default(struct backend_cfg *c)
 {
-    struct plan_opts o;
-    plan_opts_default(&o);
     memset(c, 0, sizeof(*c));
-    c->prio_min = o.prio_min;
-    c->prio_max = o.prio_max;
-    c->table_base = o.table_base;
-    c->rt_proto = BACKEND_RT_PROTO_DEFAULT;
+    c->prio_min = OWNER_PRIO_MIN_DEFAULT;
+    c->prio_max = OWNER_PRIO_MAX_DEFAULT;
+    c->table_base = OWNER_TABLE_BASE_DEFAULT;
+    c->rt_proto = OWNER_PROTO_DEFAULT;
 }
 
 static int cfg_check(const struct backend_cfg *c, char *err, size_t errlen)
 {
     if (c->prio_max < c->prio_min || c->prio_min == 0 ||
-        c->prio_max - c->prio_min + 1 < PLANBUILD_PRIO_SPAN)
+        c->prio_max - c->prio_min + 1 < OWNER_PRIO_SPAN)
         snprintf(err, errlen, "rule priorities %u-%u: need 1.. and at least %d of them",
-                 c->prio_min, c->prio_max, PLANBUILD_PRIO_SPAN);
-    else if (c->table_base < 256 || c->table_base > UINT32_MAX - PLANBUILD_TABLE_SPAN)
-        snprintf(err, errlen, "table base %u: must be 256..%u", c->table_base,
-                 UINT32_MAX - PLANBUILD_TABLE_SPAN);
-    else if (c->rt_proto <= 4)   /* unspec, redirect, kernel, boot, static */
+                 c->prio_min, c->prio_max, OWNER_PRIO_SPAN);
+    else if (c->table_base < OWNER_TABLE_BASE_MIN || c->table_base > UINT32_MAX - OWNER_TABLE_SPAN)
+        snprintf(err, errlen, "table base %u: must be %u..%u", c->table_base, OWNER_TABLE_BASE_MIN,
+                 UINT32_MAX - OWNER_TABLE_SPAN);
+    else if (c->rt_proto <= OWNER_PROTO_KERNEL_MAX)
         snprintf(err, errlen, "route protocol %u is reserved by the kernel", c->rt_proto);
     else
         return 0;
@@ -128,7 +127,7 @@ int backend_open(const char *kind, const struct backend_cfg *cfg, struct backend
 
 static int check_owned(struct backend *b, const struct plan *p)
 {
-    uint32_t tmin = b->cfg.table_base, tmax = tmin + PLANBUILD_TABLE_SPAN - 1;
+    uint32_t tmin = b->cfg.table_base, tmax = tmin + OWNER_TABLE_SPAN - 1;
     for (size_t i = 0; i < p->nrules; i++) {
         const struct plan_rule *r = &p->rules[i];
         if (r->prio < b->cfg.prio_min || r->prio > b->cfg.prio_max || r->table < tmin ||

@@ -22,7 +22,7 @@
 #include "common/util.h"
 #include "controller/bgp_speaker.h"
 #include "controller/plan_backend.h"
-#include "controller/planbuild.h"
+#include "controller/owner.h"
 #include "policy/topo.h"
 
 #define BGP_QUEUE_MAX 64           /* runs of commands awaiting their acks */
@@ -209,7 +209,7 @@ static int project(const struct bgp_backend *b, const struct plan *want, struct 
         const struct plan_rule *r = &want->rules[i];
         uint32_t node = topo_node_by_name(b->t, r->sw);
         uint32_t pi = node == TOPO_NONE ? UINT32_MAX : b->peer_of[node];
-        if (r->af != 4 || r->dst_len != 32 || r->table >= b->table_base + PLANBUILD_CLASS_TABLE_OFF ||
+        if (r->af != 4 || r->dst_len != 32 || r->table >= b->table_base + OWNER_CLASS_TABLE_OFF ||
             pi == UINT32_MAX) {
             unsigned sels = plan_rule_sels(r) & (PLAN_SEL_FWMARK | PLAN_SEL_DSCP);
             if (!rf->n++) {

@@ -17,7 +17,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "controller/nlroute.h"
-#include "controller/planbuild.h"
+#include "controller/owner.h"
 #include "controller/routing_view.h"
 #include "policy/topo.h"
 
@@ -173,7 +173,7 @@ int nl_backend_open(const struct backend_cfg *cfg, struct nl_backend **out, char
     pthread_mutex_init(&b->mu, NULL);
     b->stop[0] = b->stop[1] = -1;
     b->own = (struct nlroute_own){cfg->prio_min, cfg->prio_max, cfg->table_base,
-                                  cfg->table_base + PLANBUILD_TABLE_SPAN - 1, cfg->rt_proto};
+                                  cfg->table_base + OWNER_TABLE_SPAN - 1, cfg->rt_proto};
     b->routing_table = cfg->routing_table ? cfg->routing_table : ROUTING_VIEW_MAIN;
     b->topo = cfg->topo;
     b->assumed = cfg->unsupported;
