@@ -108,8 +108,9 @@ struct backend_result {
     char error[256];           /* "" on success */
 };
 
-/* kind "netlink" | "plan" | "none". On failure err says why (unknown kind,
- * switch namespace missing, permission...). */
+/* kind "netlink" | "plan" | "bgp" | "none" (NULL: "none"). On failure err
+ * says why (an unknown kind, named with the known ones; a switch namespace
+ * missing, permission...). */
 int backend_open(const char *kind, const struct backend_cfg *cfg,
                  struct backend **out, char *err, size_t errlen);
 /* Makes the installed state equal want (whose rules/routes must lie in the
