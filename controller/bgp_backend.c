@@ -406,6 +406,60 @@ static void *watch_main(void *arg)
     return NULL;
 }
 
+/* One peer per switch of the topology with a mgmt address and an asn. */
+static int peers_from_topo(struct bgp_backend *b, char *err, size_t errlen)
+{
+    const struct topo *t = b->t;
+    b->ndirs = 2 * t->nlinks;
+    if (!(b->peer_of = malloc((t->nnodes + 1) * sizeof(*b->peer_of))) || !(b->down = calloc(b->ndirs + 1, 1)) ||
+        !(b->peers = calloc(t->nnodes + 1, sizeof(*b->peers))))
+        return -ENOMEM;
+    for (uint32_t i = 0; i < t->nnodes; i++)
+        b->peer_of[i] = UINT32_MAX;
+    for (uint32_t i = 0; i < t->nnodes; i++) {
+        const struct topo_node *nd = &t->nodes[i];
+        int af;
+        uint8_t a[16];
+        if (nd->tier == TOPO_HOST || !nd->mgmt[0] || !nd->asn)
+            continue;
+        if (tf_addr_parse(nd->mgmt, &af, a) < 0 || af != 4)
+            return tf_fail(err, errlen, -EINVAL, "node %s: \"mgmt\" '%s' is not an IPv4 address (the bgp backend "
+                           "peers with it)", nd->name, nd->mgmt);
+        struct peer *p = &b->peers[b->npeers];
+        p->node = i;
+        tf_strlcpy(p->addr, nd->mgmt, sizeof(p->addr));
+        if (!(p->reach = calloc(t->nnodes + 1, 1)))
+            return -ENOMEM;
+        b->peer_of[i] = (uint32_t)b->npeers++;
+    }
+    if (!b->npeers)
+        return tf_fail(err, errlen, -EINVAL, "bgp backend: no switch of the topology has both \"mgmt\" and \"asn\" "
+                       "(nothing to peer with)");
+    return 0;
+}
+
+/* An adopted speaker: what it announces, derived from the plan (the
+ * switches' views are not heard yet: every route counts as reachable),
+ * then checked against its Adj-RIB-Out and its sessions. */
+static int adopt(struct bgp_backend *b, char *err, size_t errlen)
+{
+    size_t narrowed = 0;
+    struct bgp_announce_refusal rf = {0};
+    struct bgp_announce_ctx cx = ann_ctx(b);
+    int rc = bgp_announce_project(&cx, &b->want, &b->ann, &b->nann, &narrowed, &rf);
+    /* The spines' routes before their sessions: a session counts (and can
+     * withdraw) only once what it announces is known. */
+    if (!rc)
+        rc = bgp_speaker_cmd(&b->spk, "show adj-rib in\n", 16, BGP_SPEAKER_RIB_IN, 1, b->gen);
+    if (!rc)
+        rc = bgp_speaker_cmd(&b->spk, "show neighbor summary\n", 22, BGP_SPEAKER_SUMMARY, 1, b->gen);
+    if (!rc)
+        rc = bgp_speaker_cmd(&b->spk, "show adj-rib out\n", 17, BGP_SPEAKER_RIB_OUT, 1, b->gen);
+    if (rc)
+        tf_fail(err, errlen, rc, "bgp backend: the adopted speaker takes no commands: %s", strerror(-rc));
+    return rc;
+}
+
 int bgp_backend_open(const struct backend_cfg *cfg, struct bgp_backend **out, char *err, size_t errlen)
 {
     const struct backend_bgp *g = &cfg->bgp;
@@ -432,32 +486,7 @@ int bgp_backend_open(const struct backend_cfg *cfg, struct bgp_backend **out, ch
     b->poke = cfg->on_routing;
     b->poke_arg = cfg->on_routing_arg;
     plan_init(&b->want);
-    const struct topo *t = b->t;
-    b->ndirs = 2 * t->nlinks;
-    int rc = 0;
-    if (!(b->peer_of = malloc((t->nnodes + 1) * sizeof(*b->peer_of))) || !(b->down = calloc(b->ndirs + 1, 1)) ||
-        !(b->peers = calloc(t->nnodes + 1, sizeof(*b->peers))))
-        rc = -ENOMEM;
-    for (uint32_t i = 0; i < t->nnodes && !rc; i++) {
-        const struct topo_node *nd = &t->nodes[i];
-        b->peer_of[i] = UINT32_MAX;
-        if (nd->tier == TOPO_HOST || !nd->mgmt[0] || !nd->asn)
-            continue;
-        if (tf_addr_parse(nd->mgmt, &af, a) < 0 || af != 4) {
-            rc = tf_fail(err, errlen, -EINVAL, "node %s: \"mgmt\" '%s' is not an IPv4 address (the bgp backend "
-                         "peers with it)", nd->name, nd->mgmt);
-            break;
-        }
-        struct peer *p = &b->peers[b->npeers];
-        p->node = i;
-        tf_strlcpy(p->addr, nd->mgmt, sizeof(p->addr));
-        if (!(p->reach = calloc(t->nnodes + 1, 1)))
-            rc = -ENOMEM;
-        b->peer_of[i] = (uint32_t)b->npeers++;
-    }
-    if (!rc && !b->npeers)
-        rc = tf_fail(err, errlen, -EINVAL, "bgp backend: no switch of the topology has both \"mgmt\" and \"asn\" "
-                     "(nothing to peer with)");
+    int rc = peers_from_topo(b, err, errlen);
     if (!rc)
         rc = bgp_speaker_open(&b->spk, g->dir, g->exabgp && g->exabgp[0] ? g->exabgp : "exabgp", err, errlen);
     if (!rc)
@@ -469,25 +498,8 @@ int bgp_backend_open(const struct backend_cfg *cfg, struct bgp_backend **out, ch
     free(conf);
     if (adopted < 0)
         rc = adopted;
-    if (!rc && adopted) {
-        /* What it announces, derived from the plan (the switches' views are
-         * not heard yet: every route counts as reachable), then checked
-         * against its Adj-RIB-Out and its sessions. */
-        size_t narrowed = 0;
-        struct bgp_announce_refusal rf = {0};
-        struct bgp_announce_ctx cx = ann_ctx(b);
-        rc = bgp_announce_project(&cx, &b->want, &b->ann, &b->nann, &narrowed, &rf);
-        /* The spines' routes before their sessions: a session counts (and
-         * can withdraw) only once what it announces is known. */
-        if (!rc)
-            rc = bgp_speaker_cmd(&b->spk, "show adj-rib in\n", 16, BGP_SPEAKER_RIB_IN, 1, b->gen);
-        if (!rc)
-            rc = bgp_speaker_cmd(&b->spk, "show neighbor summary\n", 22, BGP_SPEAKER_SUMMARY, 1, b->gen);
-        if (!rc)
-            rc = bgp_speaker_cmd(&b->spk, "show adj-rib out\n", 17, BGP_SPEAKER_RIB_OUT, 1, b->gen);
-        if (rc)
-            tf_fail(err, errlen, rc, "bgp backend: the adopted speaker takes no commands: %s", strerror(-rc));
-    }
+    if (!rc && adopted)
+        rc = adopt(b, err, errlen);
     if (!rc && pipe2(b->stop, O_CLOEXEC) < 0)
         rc = -errno;
     if (!rc && (rc = -pthread_create(&b->thr, NULL, watch_main, b)) == 0)
