@@ -64,7 +64,6 @@ struct nlsock {
 
 #define fail tf_fail
 
-
 int nlsock_errno(int e)
 {
     if (e >= 0)
@@ -206,6 +205,8 @@ void nlsock_close(struct nlsock *n)
     free(n);
 }
 
+/* ---- batches ------------------------------------------------------------ */
+
 /* Completes msg on the socket (request flag, next sequence number), asks
  * for its ack and appends it to the batch buffer. */
 static int batch_put(struct nlsock *n, struct nl_msg *msg, uint32_t *seq)
@@ -222,8 +223,6 @@ static int batch_put(struct nlsock *n, struct nl_msg *msg, uint32_t *seq)
     *seq = h->nlmsg_seq;
     return 0;
 }
-
-/* ---- transport ---------------------------------------------------------- */
 
 struct ack_ctx {
     uint32_t base;       /* sequence number of item 0 */
@@ -380,6 +379,8 @@ int nlsock_run(struct nlsock *n, size_t total, bool del, nlsock_build_fn build, 
     }
     return 0;
 }
+
+/* ---- dumps -------------------------------------------------------------- */
 
 struct dump_ctx {
     nlsock_dump_fn fn;
