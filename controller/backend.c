@@ -57,31 +57,6 @@ struct kind_def {
     void (*close)(struct backend *b);                                /* NULL: nothing of its own */
 };
 
-void backend_cfg_default(struct backend_cfg *c)
-{
-    memset(c, 0, sizeof(*c));
-    c->prio_min = OWNER_PRIO_MIN_DEFAULT;
-    c->prio_max = OWNER_PRIO_MAX_DEFAULT;
-    c->table_base = OWNER_TABLE_BASE_DEFAULT;
-    c->rt_proto = OWNER_PROTO_DEFAULT;
-}
-
-static int cfg_check(const struct backend_cfg *c, char *err, size_t errlen)
-{
-    if (c->prio_max < c->prio_min || c->prio_min == 0 ||
-        c->prio_max - c->prio_min + 1 < OWNER_PRIO_SPAN)
-        snprintf(err, errlen, "rule priorities %u-%u: need 1.. and at least %d of them",
-                 c->prio_min, c->prio_max, OWNER_PRIO_SPAN);
-    else if (c->table_base < OWNER_TABLE_BASE_MIN || c->table_base > UINT32_MAX - OWNER_TABLE_SPAN)
-        snprintf(err, errlen, "table base %u: must be %u..%u", c->table_base, OWNER_TABLE_BASE_MIN,
-                 UINT32_MAX - OWNER_TABLE_SPAN);
-    else if (c->rt_proto <= OWNER_PROTO_KERNEL_MAX)
-        snprintf(err, errlen, "route protocol %u is reserved by the kernel", c->rt_proto);
-    else
-        return 0;
-    return -EINVAL;
-}
-
 static int check_owned(struct backend *b, const struct plan *p)
 {
     uint32_t tmin = b->cfg.table_base, tmax = tmin + OWNER_TABLE_SPAN - 1;
@@ -256,7 +231,7 @@ int backend_open(const char *kind, const struct backend_cfg *cfg, struct backend
     const struct kind_def *k = kind_find(kind, err, errlen);
     if (!k)
         return -EINVAL;
-    int rc = cfg_check(cfg, err, errlen);
+    int rc = backend_cfg_check(cfg, err, errlen);
     if (rc)
         return rc;
     struct backend *b = calloc(1, sizeof(*b));
@@ -356,23 +331,6 @@ int backend_routing(struct backend *b, uint8_t *down, uint32_t ndirs, char *note
         return b->kind->routing(b, down, ndirs, notes, noteslen);
     memset(down, 0, ndirs);
     return -EOPNOTSUPP;
-}
-
-void backend_result_unsup(struct backend_result *res, const char *sw, unsigned sels, size_t refused,
-                          const char *why)
-{
-    res->refused += refused;
-    if (!res->unsupported[0])
-        tf_strlcpy(res->unsupported, why, sizeof(res->unsupported));
-    for (size_t i = 0; i < res->nunsup; i++)
-        if (!strcmp(res->unsup[i].sw, sw)) {
-            res->unsup[i].sels |= sels;
-            return;
-        }
-    if (res->nunsup < BACKEND_UNSUP_MAX) {
-        tf_strlcpy(res->unsup[res->nunsup].sw, sw, sizeof(res->unsup[0].sw));
-        res->unsup[res->nunsup++].sels = sels;
-    }
 }
 
 bool backend_healthy(struct backend *b) { return b->kind->healthy ? b->kind->healthy(b) : b->healthy; }

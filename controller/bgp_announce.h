@@ -24,7 +24,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "controller/backend.h"
+#include "controller/backend_result.h"
 
 struct topo;
 
