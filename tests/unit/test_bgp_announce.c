@@ -95,6 +95,15 @@ static void pin(struct plan *p, uint32_t k, uint16_t sport)
     assert_int_equal(plan_add_route(p, &rt), 0);
 }
 
+/* Two pins from L1 to H2 over S1, one over S2. */
+static void three_pins(struct plan *p)
+{
+    plan_init(p);
+    pin(p, 0, 1001);
+    pin(p, 0, 1002);
+    pin(p, 1, 1003);
+}
+
 static void project(const struct plan *p, struct bgp_ann **a, size_t *n, size_t *narrowed,
                     struct bgp_announce_refusal *rf)
 {
@@ -122,10 +131,7 @@ static void projection(void **state)
 {
     (void)state;
     struct plan p;
-    plan_init(&p);
-    pin(&p, 0, 1001);
-    pin(&p, 0, 1002);
-    pin(&p, 1, 1003);
+    three_pins(&p);
     struct plan_rule cls = {.sw = "L1", .prio = 20000 + OWNER_CLASS_PRIO_OFF,
                             .table = 7700 + OWNER_CLASS_TABLE_OFF, .af = 4, .fwmark = 7, .dscp = -1};
     assert_int_equal(plan_add_rule(&p, &cls), 0);
@@ -164,10 +170,7 @@ static void commands(void **state)
 {
     (void)state;
     struct plan p;
-    plan_init(&p);
-    pin(&p, 0, 1001);
-    pin(&p, 0, 1002);
-    pin(&p, 1, 1003);
+    three_pins(&p);
     struct bgp_ann *both, *one;
     size_t nboth, none, narrowed, ncmd;
     struct bgp_announce_refusal rf;
