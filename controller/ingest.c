@@ -38,20 +38,24 @@ int ingest_dir_of_if(const struct topo *t, uint32_t node, const char *ifname, ui
     return named[0] ? -ENOENT : 0;
 }
 
-static void note_unmapped(struct state_probe *p, struct ingest_result *res, const char *ifname)
+/* ifname added to a list of n unmapped interfaces unless it is there
+ * (at most STATE_UNMAPPED_MAX); the list's new length. */
+static size_t name_once(char (*names)[STATE_IF_LEN], size_t n, const char *ifname)
 {
-    bool seen = false;
-    for (unsigned i = 0; i < p->nunmapped; i++)
-        seen |= strcmp(p->unmapped[i], ifname) == 0;
-    if (!seen && p->nunmapped < STATE_UNMAPPED_MAX)
-        tf_strlcpy(p->unmapped[p->nunmapped++], ifname, STATE_IF_LEN);
-    for (size_t i = 0; i < res->nunmapped; i++)
-        if (strcmp(res->unmapped[i], ifname) == 0)
-            return;
-    if (res->nunmapped < STATE_UNMAPPED_MAX)
-        tf_strlcpy(res->unmapped[res->nunmapped++], ifname, STATE_IF_LEN);
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(names[i], ifname) == 0)
+            return n;
+    if (n < STATE_UNMAPPED_MAX)
+        tf_strlcpy(names[n++], ifname, STATE_IF_LEN);
+    return n;
 }
 
+/* In the probe's status and in the reply. */
+static void note_unmapped(struct state_probe *p, struct ingest_result *res, const char *ifname)
+{
+    p->nunmapped = (uint8_t)name_once(p->unmapped, p->nunmapped, ifname);
+    res->nunmapped = name_once(res->unmapped, res->nunmapped, ifname);
+}
 
 /* A report resolved against the topology, before the write lock: link and
  * flow directions, flow locations, CE per link (which depends on the
@@ -87,63 +91,6 @@ static uint32_t memo_dir(struct if_memo *m, const struct topo *t, uint32_t node,
     return dir;
 }
 
-/* The bounds an entry's link sets (reportspec): a rate above
- * reportspec_rate_bound of what its direction carries, a per-interval
- * packet counter (tx+rx drops and errors, captured CE packets: both
- * directions) above reportspec_pkts_bound of both directions over the
- * report's interval; and carrier changes above reportspec_carrier_bound of
- * the interval (a property of the interface, not of the link's speed).
- * Returns the member at fault and writes the reason into why (may be
- * NULL: only the verdict), or NULL when every member is within. */
-struct bound_check {
-    const char *key;
-    double v, bound;
-};
-
-static const char *entry_bound(const struct topo *t, uint32_t dir, const struct bound_check *c, size_t n,
-                               char *why, size_t len)
-{
-    for (size_t i = 0; i < n; i++) {
-        if (c[i].bound <= 0 || c[i].v <= c[i].bound)
-            continue;
-        if (why)
-            snprintf(why, len, "%g beyond the bound %g (%g times what %s -> %s carries at %g Gb/s%s)", c[i].v,
-                     c[i].bound, REPORTSPEC_LINK_SLACK, t->nodes[topo_dir_from(t, dir)].name,
-                     t->nodes[topo_dir_to(t, dir)].name, topo_dir_gbps(t, dir),
-                     strstr(c[i].key, "bps") ? "" : ", in packets of the interval, both ways");
-        return c[i].key;
-    }
-    return NULL;
-}
-
-static const char *link_bound(const struct topo *t, uint32_t dir, const struct ingest_link *l, double interval_s,
-                              char *why, size_t len)
-{
-    double cap = topo_dir_gbps(t, dir) * 1e9, pk = reportspec_pkts_bound(2 * cap, interval_s);
-    double flaps = reportspec_carrier_bound(interval_s);
-    if (flaps > 0 && (double)l->carrier_changes > flaps) {
-        if (why)
-            snprintf(why, len, "%llu beyond the bound %g (%g per second over the interval of %g s)",
-                     (unsigned long long)l->carrier_changes, flaps, REPORTSPEC_MAX_CARRIER_HZ, interval_s);
-        return "carrier_changes";
-    }
-    const struct bound_check c[] = {
-        {"tx_bps", l->tx_bps, reportspec_rate_bound(cap)},
-        {"rx_bps", l->rx_bps, reportspec_rate_bound(cap)},
-        {"drops", (double)l->drops, pk},
-        {"errors", (double)l->errors, pk},
-        {"qdisc_drops", (double)l->qdisc_drops, pk},
-        {"ce_pkts", (double)l->ce_pkts, pk},
-    };
-    return entry_bound(t, dir, c, TF_ARRAY_SIZE(c), why, len);
-}
-
-static const char *flow_bound(const struct topo *t, uint32_t dir, const struct ingest_flow *f, char *why, size_t len)
-{
-    const struct bound_check c[] = {{"bps", f->bps, reportspec_rate_bound(topo_dir_gbps(t, dir) * 1e9)}};
-    return entry_bound(t, dir, c, TF_ARRAY_SIZE(c), why, len);
-}
-
 static void resolve_report(struct state *s, const struct topo *t, uint32_t node, const struct ingest_report *r,
                            struct resolved *x)
 {
@@ -151,14 +98,14 @@ static void resolve_report(struct state *s, const struct topo *t, uint32_t node,
     x->node = node;
     for (size_t i = 0; i < r->nflows; i++) {
         x->egress[i] = memo_dir(&m, t, node, r->flows[i].ifname);
-        x->flow_bad[i] = x->egress[i] != TOPO_NONE && flow_bound(t, x->egress[i], &r->flows[i], NULL, 0);
+        x->flow_bad[i] = x->egress[i] != TOPO_NONE && ingest_flow_bound(t, x->egress[i], &r->flows[i], NULL, 0);
         if (!state_loc_cached(s, &r->flows[i].k, node, x->egress[i], &x->loc[i]))
             state_loc_resolve(t, &r->flows[i].k, node, x->egress[i], &x->loc[i]);
     }
     for (size_t j = 0; j < r->nlinks; j++) {
         x->link_dir[j] = memo_dir(&m, t, node, r->links[j].ifname);
         x->link_bad[j] = x->link_dir[j] != TOPO_NONE &&
-                         link_bound(t, x->link_dir[j], &r->links[j], r->interval_s, NULL, 0);
+                         ingest_link_bound(t, x->link_dir[j], &r->links[j], r->interval_s, NULL, 0);
         double bps = 0, ce = 0;
         for (size_t i = 0; i < r->nflows; i++)
             if (!x->flow_bad[i] && strcmp(r->flows[i].ifname, r->links[j].ifname) == 0) {
@@ -447,7 +394,7 @@ static void apply_report(struct state *s, const struct ingest_batch *b, size_t i
     char why[INGEST_WHY_LEN];
     p->nunmapped = 0;
     for (size_t j = 0; j < r->nlinks; j++) {
-        const char *key = x->link_bad[j] ? link_bound(t, x->link_dir[j], &r->links[j], r->interval_s, why,
+        const char *key = x->link_bad[j] ? ingest_link_bound(t, x->link_dir[j], &r->links[j], r->interval_s, why,
                                                       sizeof(why)) : NULL;
         if (key)
             refuse_bound(&res->refused, b, i, "links", r->links[j].idx, key, why);
@@ -455,7 +402,7 @@ static void apply_report(struct state *s, const struct ingest_batch *b, size_t i
             apply_link(s, x->node, &r->links[j], x->link_dir[j], x->link_ce[j], r->interval_s, now, ev, res);
     }
     for (size_t j = 0; j < r->nflows; j++) {
-        const char *key = x->flow_bad[j] ? flow_bound(t, x->egress[j], &r->flows[j], why, sizeof(why)) : NULL;
+        const char *key = x->flow_bad[j] ? ingest_flow_bound(t, x->egress[j], &r->flows[j], why, sizeof(why)) : NULL;
         if (key) {
             refuse_bound(&res->refused, b, i, "flows", r->flows[j].idx, key, why);
             res->refused_flows++;

@@ -16,6 +16,7 @@
 
 #include "common/reportspec.h"
 #include "common/util.h"
+#include "policy/topo.h"
 
 int ingest_error_set(struct ingest_error *e, enum ingest_err kind, const char *fmt, ...)
 {
@@ -317,6 +318,57 @@ void *ingest_list_add(struct ingest_list *l, size_t size)
     void *entry = (char *)l->a + l->n * size;
     memset(entry, 0, size);
     return entry;
+}
+
+/* ---- the bounds an entry's link sets (ingest_schema.h) ------------------ */
+
+struct bound_check {
+    const char *key;
+    double v, bound;
+};
+
+static const char *entry_bound(const struct topo *t, uint32_t dir, const struct bound_check *c, size_t n,
+                               char *why, size_t len)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (c[i].bound <= 0 || c[i].v <= c[i].bound)
+            continue;
+        if (why)
+            snprintf(why, len, "%g beyond the bound %g (%g times what %s -> %s carries at %g Gb/s%s)", c[i].v,
+                     c[i].bound, REPORTSPEC_LINK_SLACK, t->nodes[topo_dir_from(t, dir)].name,
+                     t->nodes[topo_dir_to(t, dir)].name, topo_dir_gbps(t, dir),
+                     strstr(c[i].key, "bps") ? "" : ", in packets of the interval, both ways");
+        return c[i].key;
+    }
+    return NULL;
+}
+
+const char *ingest_link_bound(const struct topo *t, uint32_t dir, const struct ingest_link *l, double interval_s,
+                              char *why, size_t len)
+{
+    double cap = topo_dir_gbps(t, dir) * 1e9, pk = reportspec_pkts_bound(2 * cap, interval_s);
+    double flaps = reportspec_carrier_bound(interval_s);
+    if (flaps > 0 && (double)l->carrier_changes > flaps) {
+        if (why)
+            snprintf(why, len, "%llu beyond the bound %g (%g per second over the interval of %g s)",
+                     (unsigned long long)l->carrier_changes, flaps, REPORTSPEC_MAX_CARRIER_HZ, interval_s);
+        return "carrier_changes";
+    }
+    const struct bound_check c[] = {
+        {"tx_bps", l->tx_bps, reportspec_rate_bound(cap)},
+        {"rx_bps", l->rx_bps, reportspec_rate_bound(cap)},
+        {"drops", (double)l->drops, pk},
+        {"errors", (double)l->errors, pk},
+        {"qdisc_drops", (double)l->qdisc_drops, pk},
+        {"ce_pkts", (double)l->ce_pkts, pk},
+    };
+    return entry_bound(t, dir, c, TF_ARRAY_SIZE(c), why, len);
+}
+
+const char *ingest_flow_bound(const struct topo *t, uint32_t dir, const struct ingest_flow *f, char *why, size_t len)
+{
+    const struct bound_check c[] = {{"bps", f->bps, reportspec_rate_bound(topo_dir_gbps(t, dir) * 1e9)}};
+    return entry_bound(t, dir, c, TF_ARRAY_SIZE(c), why, len);
 }
 
 void ingest_batch_free(struct ingest_batch *b)

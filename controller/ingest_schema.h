@@ -12,7 +12,9 @@
  * The checks are one table per object (a report's own members, a link, a
  * flow) with the bounds of common/reportspec.h, read by both of
  * ingest_parse's readers, so that a value is judged alike whichever reader
- * found it. Messages name the member by its JSON path ("flows[3].bps:
+ * found it. The bounds that depend on the link an entry is on (its
+ * capacity) are here too; ingest.c applies them once it has resolved the
+ * link. Messages name the member by its JSON path ("flows[3].bps:
  * negative -1"); the path is put together only when there is an error
  * (struct ingest_ctx).
  *
@@ -129,6 +131,20 @@ int ingest_error_set(struct ingest_error *e, enum ingest_err kind, const char *f
 /* Keeps e's message as an entry refused (counted always, named while there
  * is room) and clears e, so that the caller goes on with the next entry. */
 void ingest_refusals_add(struct ingest_refusals *r, struct ingest_error *e);
+
+/* The bounds an entry's link sets (reportspec), once the topology says
+ * which direction dir the entry is on: a rate above reportspec_rate_bound
+ * of what the direction carries, a per-interval packet counter (tx+rx
+ * drops and errors, captured CE packets: both directions) above
+ * reportspec_pkts_bound of both directions over the report's interval; and
+ * carrier changes above reportspec_carrier_bound of the interval (a
+ * property of the interface, not of the link's speed). Each returns the
+ * member at fault and writes the reason into why (may be NULL: only the
+ * verdict), or NULL when every member is within. */
+const char *ingest_link_bound(const struct topo *t, uint32_t dir, const struct ingest_link *l, double interval_s,
+                              char *why, size_t len);
+const char *ingest_flow_bound(const struct topo *t, uint32_t dir, const struct ingest_flow *f, char *why,
+                              size_t len);
 
 /* ---- for ingest_parse's two readers ------------------------------------ */
 
