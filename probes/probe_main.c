@@ -111,6 +111,91 @@ static int allow_opt(const char *val, struct probe_opts *o)
     return 0;
 }
 
+/* One option c with its value a (n: the option as written); 0, a usage
+ * error's status, or -1 after --help / --version. */
+static int one_opt(int c, const char *a, const char *n, struct probe_opts *o, bool *node_given)
+{
+    int r = 0;
+    switch (c) {
+    case 'i':
+        if (o->nifs == PROBE_MAX_IF)
+            r = bad_opt("-i", a, "too many interfaces (at most 64)");
+        else if (!reportspec_name_ok(a, REPORTSPEC_IF_MAX) || strchr(a, '/'))
+            r = bad_opt("-i", a, "not an interface name (1..15 printable characters)");
+        else
+            o->ifs[o->nifs++] = a;
+        break;
+    case 'r':
+        r = o->file ? bad_opt("-r", a, "only one file can be read") : 0;
+        o->file = a;
+        break;
+    case O_NODE:
+        if (!reportspec_name_ok(a, REPORTSPEC_PROBE_MAX))
+            r = bad_opt("--node", a, "must be 1..31 printable ASCII characters without spaces "
+                                     "(a topology node name, as the controller takes it)");
+        else
+            tf_strlcpy(o->node, a, sizeof(o->node));
+        *node_given = true;
+        break;
+    case O_CTL: {
+        char url[POST_URL_MAX];
+        if (o->nctl == PROBE_MAX_CTL) {
+            char why[48];
+            snprintf(why, sizeof(why), "at most %d controllers", PROBE_MAX_CTL);
+            return bad_opt("--controller", a, why);
+        }
+        if (post_url(a, url, sizeof(url)) < 0)
+            return bad_opt("--controller", a, "not an http:// or https:// URL with a host");
+        o->controller[o->nctl++] = a;
+        break;
+    }
+    case O_TOKEN: o->token_file = a; break;
+    case O_IVL: r = num_opt("--interval", a, 0.01, 3600, &o->interval); break;
+    case O_FAT: r = num_opt("--fat-share", a, 0.001, 1.0, &o->fat_share); break;
+    case O_GBPS: r = num_opt("--link-gbps", a, 0.000001, 100000, &o->link_gbps); break;
+    case O_IDLE: r = num_opt("--idle-timeout", a, 0, 86400, &o->idle_timeout); break;
+    case O_FILTER:
+        r = strlen(a) > 4096 ? bad_opt("--filter", "...", "longer than 4096 bytes") : 0;
+        o->filter = a;
+        break;
+    case O_FMT:
+        if (strcmp(a, "json") == 0)
+            o->fmt = REPORT_JSON;
+        else if (strcmp(a, "table") == 0)
+            o->fmt = REPORT_TABLE;
+        else
+            r = bad_opt("--format", a, "must be json or table");
+        break;
+    case O_MAXF: r = int_opt("--max-flows", a, 1, FLOWTAB_MAX_FLOWS, &o->max_flows); break;
+    case O_TOP: r = int_opt("--top", a, 0, 10000, &o->top); break;
+    case O_SNAP: r = int_opt("--snaplen", a, 64, 262144, &o->snaplen); break;
+    case O_BUF: r = int_opt("--buffer-size", a, 1, 4096, &o->buffer_mb); break;
+    case O_LOG:
+        if ((o->log_level = log_level_parse(a)) < 0)
+            r = bad_opt("--log-level", a, "must be error, warning, notice, info or debug");
+        break;
+    case O_MAP: o->mirror_map = a; o->telemetry = true; break;
+    case O_SFLOW: o->sflow_listen = a; o->telemetry = true; break;
+    case O_TEL: o->telemetry = true; break;
+    case O_INBOUND: o->inbound = true; break;
+    case O_JOURNAL: o->journal = true; break;
+    case O_ALLOW: r = allow_opt(a, o); o->telemetry = true; break;
+    case O_MAXUN:
+        r = int_opt("--telemetry-max-unmapped", a, 0, MIRROR_MAX_VIEWS, &o->max_unmapped);
+        break;
+    case O_READER:
+        if (strcmp(a, "auto") && strcmp(a, "libpcap"))
+            r = bad_opt("--file-reader", a, "must be auto or libpcap");
+        o->libpcap_reader = strcmp(a, "libpcap") == 0;
+        break;
+    case O_HELP: usage(stdout); return -1;
+    case O_VER: printf("tierflow-probe %s\n", TF_VERSION); return -1;
+    case ':': r = bad_opt(n, "", "needs a value"); break;
+    default: r = bad_opt(n, "", "unknown option"); break;
+    }
+    return r;
+}
+
 /* Returns 0 to run, 2 on a usage error, -1 after --help / --version. */
 static int parse_opts(int argc, char **argv, struct probe_opts *o)
 {
@@ -121,86 +206,8 @@ static int parse_opts(int argc, char **argv, struct probe_opts *o)
     int c, r = 0;
     bool node_given = false;
     opterr = 0;
-    while (r == 0 && (c = getopt_long(argc, argv, ":i:r:", long_opts, NULL)) != -1) {
-        const char *a = optarg, *n = argv[optind - 1];
-        switch (c) {
-        case 'i':
-            if (o->nifs == PROBE_MAX_IF)
-                r = bad_opt("-i", a, "too many interfaces (at most 64)");
-            else if (!reportspec_name_ok(a, REPORTSPEC_IF_MAX) || strchr(a, '/'))
-                r = bad_opt("-i", a, "not an interface name (1..15 printable characters)");
-            else
-                o->ifs[o->nifs++] = a;
-            break;
-        case 'r':
-            r = o->file ? bad_opt("-r", a, "only one file can be read") : 0;
-            o->file = a;
-            break;
-        case O_NODE:
-            if (!reportspec_name_ok(a, REPORTSPEC_PROBE_MAX))
-                r = bad_opt("--node", a, "must be 1..31 printable ASCII characters without spaces "
-                                         "(a topology node name, as the controller takes it)");
-            else
-                tf_strlcpy(o->node, a, sizeof(o->node));
-            node_given = true;
-            break;
-        case O_CTL: {
-            char url[POST_URL_MAX];
-            if (o->nctl == PROBE_MAX_CTL) {
-                char why[48];
-                snprintf(why, sizeof(why), "at most %d controllers", PROBE_MAX_CTL);
-                return bad_opt("--controller", a, why);
-            }
-            if (post_url(a, url, sizeof(url)) < 0)
-                return bad_opt("--controller", a, "not an http:// or https:// URL with a host");
-            o->controller[o->nctl++] = a;
-            break;
-        }
-        case O_TOKEN: o->token_file = a; break;
-        case O_IVL: r = num_opt("--interval", a, 0.01, 3600, &o->interval); break;
-        case O_FAT: r = num_opt("--fat-share", a, 0.001, 1.0, &o->fat_share); break;
-        case O_GBPS: r = num_opt("--link-gbps", a, 0.000001, 100000, &o->link_gbps); break;
-        case O_IDLE: r = num_opt("--idle-timeout", a, 0, 86400, &o->idle_timeout); break;
-        case O_FILTER:
-            r = strlen(a) > 4096 ? bad_opt("--filter", "...", "longer than 4096 bytes") : 0;
-            o->filter = a;
-            break;
-        case O_FMT:
-            if (strcmp(a, "json") == 0)
-                o->fmt = REPORT_JSON;
-            else if (strcmp(a, "table") == 0)
-                o->fmt = REPORT_TABLE;
-            else
-                r = bad_opt("--format", a, "must be json or table");
-            break;
-        case O_MAXF: r = int_opt("--max-flows", a, 1, FLOWTAB_MAX_FLOWS, &o->max_flows); break;
-        case O_TOP: r = int_opt("--top", a, 0, 10000, &o->top); break;
-        case O_SNAP: r = int_opt("--snaplen", a, 64, 262144, &o->snaplen); break;
-        case O_BUF: r = int_opt("--buffer-size", a, 1, 4096, &o->buffer_mb); break;
-        case O_LOG:
-            if ((o->log_level = log_level_parse(a)) < 0)
-                r = bad_opt("--log-level", a, "must be error, warning, notice, info or debug");
-            break;
-        case O_MAP: o->mirror_map = a; o->telemetry = true; break;
-        case O_SFLOW: o->sflow_listen = a; o->telemetry = true; break;
-        case O_TEL: o->telemetry = true; break;
-        case O_INBOUND: o->inbound = true; break;
-        case O_JOURNAL: o->journal = true; break;
-        case O_ALLOW: r = allow_opt(a, o); o->telemetry = true; break;
-        case O_MAXUN:
-            r = int_opt("--telemetry-max-unmapped", a, 0, MIRROR_MAX_VIEWS, &o->max_unmapped);
-            break;
-        case O_READER:
-            if (strcmp(a, "auto") && strcmp(a, "libpcap"))
-                r = bad_opt("--file-reader", a, "must be auto or libpcap");
-            o->libpcap_reader = strcmp(a, "libpcap") == 0;
-            break;
-        case O_HELP: usage(stdout); return -1;
-        case O_VER: printf("tierflow-probe %s\n", TF_VERSION); return -1;
-        case ':': r = bad_opt(n, "", "needs a value"); break;
-        default: r = bad_opt(n, "", "unknown option"); break;
-        }
-    }
+    while (r == 0 && (c = getopt_long(argc, argv, ":i:r:", long_opts, NULL)) != -1)
+        r = one_opt(c, optarg, argv[optind - 1], o, &node_given);
     if (r)
         return r;
     if (optind < argc)
