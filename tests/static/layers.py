@@ -54,12 +54,6 @@ MAY_INCLUDE = {
 # tests/run.sh) so that the list does not rot: delete the line with the
 # change that cuts the circle.
 KNOWN_CIRCLES = [
-    # backend.c opens every kind (it includes each kind's header) and each
-    # kind's header includes backend.h for the interface: the table of
-    # backend kinds belongs in a module of its own (issue 15).
-    ("controller/backend.c", "controller/bgp_backend.h"),
-    ("controller/backend.c", "controller/nl_backend.h"),
-    ("controller/backend.c", "controller/plan_backend.h"),
     # history.c reads struct metrics, while metrics.c calls history_summary.
     ("controller/history.c", "controller/metrics.h"),
 ]
