@@ -1,9 +1,11 @@
 /*
  * tierflowd: the controller daemon. Wires config, state, ingest, the
  * rebalance loop, the route backend and the HTTP server together, and owns
- * the process lifecycle: SIGHUP reloads topology and policy (validated
- * first; on any error the old ones stay and installed routes are kept),
- * SIGTERM/SIGINT stop gracefully (routes are withdrawn only with
+ * the process lifecycle: SIGHUP re-reads the configuration and applies
+ * what a reload may change (config.h: topology, policy, thresholds.*; any
+ * other key found changed is reported as needing a restart and kept), then
+ * reloads topology and policy (validated first; on any error the old ones
+ * stay and installed routes are kept), SIGTERM/SIGINT stop gracefully (routes are withdrawn only with
  * --withdraw-on-exit). The main thread runs the periodic rounds and handles
  * signals synchronously (sigtimedwait), so no work happens in a signal
  * handler. With ha.etcd_endpoints (docs/ha.md) it runs rounds and keeps the
@@ -11,11 +13,9 @@
  * "none" backend, so that nothing of it can touch a switch. The backend is
  * the rebalance module's (rebalance_backend_swap, _take): this file opens
  * one and hands it over, and never holds it or the module's lock. The
- * command-line flags are config.c's table's (config_flag): only --config,
- * --set, --journal, --check-config, --help and --version are this file's.
+ * configuration's sources, the command line among them: cmdline.h.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <libgen.h>
 #include <limits.h>
 #include <pthread.h>
@@ -32,6 +32,7 @@
 #include "common/util.h"
 #include "controller/api.h"
 #include "controller/backend.h"
+#include "controller/cmdline.h"
 #include "controller/config.h"
 #include "controller/events.h"
 #include "controller/health.h"
@@ -45,45 +46,6 @@
 #include "policy/topo.h"
 
 #define REBALANCE_NICE 5 /* added to the daemon's nice value for the rebalance thread */
-
-/* The daemon's own options; every other flag is a config key's (config.h). */
-enum { O_CONFIG = 256, O_SET, O_CHECK, O_VERSION, O_HELP, O_JOURNAL, O_KEY = 512 };
-static const struct own_opt {
-    const char *name;
-    int val;
-    const char *arg, *help;      /* arg NULL: no argument */
-} own_opts[] = {
-    {"config", O_CONFIG, "FILE", "the configuration (JSON); flags override it"},
-    {"journal", O_JOURNAL, NULL, "<N> priority prefixes on stderr (automatic when stderr is the journal)"},
-    {"set", O_SET, "KEY=VALUE", "any config key (see tierflowd(8))"},
-    {"check-config", O_CHECK, NULL, "validate and exit"},
-    {"version", O_VERSION, NULL, "print the version and exit"},
-    {"help", O_HELP, NULL, "print this and exit"},
-};
-
-static void usage(FILE *f)
-{
-    fprintf(f, "usage: tierflowd --config FILE | --topology FILE|GENERATOR [options]\n");
-    config_usage_line(f, own_opts[0].name, own_opts[0].arg, own_opts[0].help);   /* --config */
-    config_usage(f);
-    for (size_t i = 1; i < TF_ARRAY_SIZE(own_opts); i++)
-        config_usage_line(f, own_opts[i].name, own_opts[i].arg, own_opts[i].help);
-    config_usage_reload(f);
-}
-
-/* getopt_long's table: the daemon's options, then one per config flag
- * (val O_KEY + its index). */
-#define MAX_OPTS 64
-static void long_opts(struct option *o)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < TF_ARRAY_SIZE(own_opts); i++)
-        o[n++] = (struct option){own_opts[i].name, own_opts[i].arg ? 1 : 0, NULL, own_opts[i].val};
-    struct config_flag cf;
-    for (size_t i = 0; n < MAX_OPTS - 1 && config_flag(i, &cf); i++)
-        o[n++] = (struct option){cf.flag, cf.arg ? 1 : 0, NULL, O_KEY + (int)i};
-    o[n] = (struct option){0};
-}
 
 /* Finds a file installed under TF_SHAREDIR, or beside the source tree when
  * running from a build directory (build/bin, build/san/bin). */
@@ -125,15 +87,7 @@ struct daemon {
     struct classes *cls;
     struct leader *ld;           /* NULL without HA */
     bool be_acts;                /* the backend is the configured kind, not a standby's "none" */
-    const char *cfg_file;        /* --config, read again on SIGHUP */
-    /* The keys the command line set, in order: applied over the file at
-     * start and again on every reload, so that flags override the file
-     * whatever the order, also after a reload. */
-    struct override {
-        const char *key, *value;
-        char *own;               /* --set's copy that key and value point into */
-    } *ovr;
-    size_t novr;
+    struct cmdline cl;           /* the configuration's sources, read again on SIGHUP */
 };
 
 static int load_policy(const struct config *c, struct topo **t, struct classes **cls, char *err, size_t errlen)
@@ -197,17 +151,6 @@ static int open_backend(struct daemon *d, const struct config *c, const char *ki
     return backend_open(kind, &bc, be, err, errlen);
 }
 
-/* The command line's keys over c. 0 or -errno with err. */
-static int apply_overrides(const struct daemon *d, struct config *c, char *err, size_t errlen)
-{
-    for (size_t i = 0; i < d->novr; i++) {
-        int r = config_set_str(c, d->ovr[i].key, d->ovr[i].value, err, errlen);
-        if (r < 0)
-            return r;
-    }
-    return 0;
-}
-
 /* config_reload's report: each applied key is logged with an event
  * (reload), each that needs a restart too (reload_failed: kept). */
 static void config_changed(void *arg, const char *key, const char *from, const char *to, bool applied)
@@ -233,9 +176,7 @@ static void reload_config(struct daemon *d, double now)
 {
     static struct config next;   /* large; only this thread reloads */
     char err[512];
-    config_defaults(&next);
-    if ((d->cfg_file && config_load_file(&next, d->cfg_file, err, sizeof(err)) < 0) ||
-        apply_overrides(d, &next, err, sizeof(err)) < 0 || config_validate(&next, err, sizeof(err)) < 0) {
+    if (cmdline_reread(&d->cl, &next, err, sizeof(err)) < 0) {
         events_add(&d->ev, now, "reload_failed", "configuration: %s; keeping the old one", err);
         return;
     }
@@ -374,79 +315,6 @@ static void probe_cb(void *arg, const char *node, bool stale)
     struct daemon *d = arg;
     events_add(&d->ev, tf_now_real(), stale ? "probe_stale" : "probe_alive", "probe %s %s", node,
                stale ? "is silent: its data no longer counts" : "reports again");
-}
-
-/* Records key=value from the command line and sets it in d->cfg. */
-static int override(struct daemon *d, const char *key, const char *value, char *own, char *err, size_t errlen)
-{
-    d->ovr[d->novr++] = (struct override){key, value, own};
-    return config_set_str(&d->cfg, key, value, err, errlen);
-}
-
-/* The command line: the config file first, so that flags override it
- * whatever the order, then every flag. -1 to go on, else the exit status. */
-static int parse_args(struct daemon *d, int argc, char **argv, bool *check, bool *journal)
-{
-    struct option opts[MAX_OPTS];
-    char err[512];
-    long_opts(opts);
-    int c;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1)
-        if (c == O_CONFIG)
-            d->cfg_file = optarg;
-    config_defaults(&d->cfg);
-    if (d->cfg_file && config_load_file(&d->cfg, d->cfg_file, err, sizeof(err)) < 0) {
-        log_early_err("tierflowd", "%s", err);
-        return 2;
-    }
-    d->ovr = calloc((size_t)argc + 1, sizeof(*d->ovr));
-    if (!d->ovr)
-        return 1;
-    optind = 1;
-    opterr = 1;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        int r = 0;
-        struct config_flag cf;
-        if (c == '?') {
-            usage(stderr);
-            return TF_EXIT_USAGE;
-        } else if (c == O_HELP) {
-            usage(stdout);
-            return 0;
-        } else if (c == O_VERSION) {
-            printf("tierflowd %s\n", TF_VERSION);
-            return 0;
-        } else if (c == O_CHECK) {
-            *check = true;
-        } else if (c == O_JOURNAL) {
-            *journal = true;
-        } else if (c == O_SET) {
-            char *kv = strdup(optarg), *eq = kv ? strchr(kv, '=') : NULL;
-            if (!eq) {
-                free(kv);
-                log_early_err("tierflowd", "--set %s: expected KEY=VALUE", optarg);
-                return TF_EXIT_USAGE;
-            }
-            *eq = '\0';
-            r = override(d, kv, eq + 1, kv, err, sizeof(err));
-        } else if (c >= O_KEY && config_flag((size_t)(c - O_KEY), &cf)) {
-            r = override(d, cf.key, cf.arg ? optarg : "true", NULL, err, sizeof(err));
-        }
-        if (r < 0) {
-            log_early_err("tierflowd", "%s", err);
-            return 2;
-        }
-    }
-    if (optind < argc) {
-        log_early_err("tierflowd", "unexpected argument '%s'", argv[optind]);
-        return TF_EXIT_USAGE;
-    }
-    if (config_validate(&d->cfg, err, sizeof(err)) < 0) {
-        log_early_err("tierflowd", "%s", err);
-        return 2;
-    }
-    return -1;
 }
 
 static void free_policy(struct daemon *d, struct topo *t)
@@ -716,22 +584,19 @@ static void stop(struct daemon *d, struct httpd *h)
     state_free(&d->st);
     classes_free(d->cls);
     free(d->cls);
-    for (size_t i = 0; i < d->novr; i++)
-        free(d->ovr[i].own);
-    free(d->ovr);
+    cmdline_free(&d->cl);
 }
 
 int main(int argc, char **argv)
 {
     static struct daemon d; /* large; static keeps it off the stack */
-    bool check = false, journal = false;
     struct topo *t;
     struct httpd *h;
-    int rc = parse_args(&d, argc, argv, &check, &journal);
+    int rc = cmdline_parse(&d.cl, &d.cfg, argc, argv);
     if (rc >= 0)
         return rc;
-    log_init("tierflowd", log_level_parse(d.cfg.log_level), d.cfg.syslog, journal);
-    if ((rc = prepare(&d, check, &t)) >= 0)
+    log_init("tierflowd", log_level_parse(d.cfg.log_level), d.cfg.syslog, d.cl.journal);
+    if ((rc = prepare(&d, d.cl.check, &t)) >= 0)
         return rc;
     /* Signals are taken synchronously by the main loop; every thread started
      * from here on inherits the mask. */
