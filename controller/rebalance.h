@@ -155,7 +155,5 @@ json_t *rebalance_backend_json(struct rebalance *rb);
 /* The backend's own Prometheus series to f (none for most kinds: 0 at
  * once). 0 or -errno. */
 int rebalance_backend_metrics(struct rebalance *rb, FILE *f);
-/* At init: the backend rebalance_init was given (kind: its own). */
-void rebalance_backend_init(struct rebalance *rb, struct backend *be);
 
 #endif

@@ -158,6 +158,10 @@ void rebalance_start_settle(struct rebalance *rb, const struct round *r, const u
 double rebalance_gate_moves(const struct round *r, const struct assign_input *in, uint32_t *path, double margin,
                             double after);
 
+/* rebalance_backend.c: at init, the backend rebalance_init was given (the
+ * kind named: its own). */
+void rebalance_backend_init(struct rebalance *rb, struct backend *be);
+
 /* rebalance_pins.c */
 bool rebalance_forced(const struct round *r, size_t i);
 void rebalance_class_rules_build(const struct classes *cs, const struct topo *t, struct rebalance_class_rules *cr);
