@@ -13,10 +13,10 @@
  * The table also gives tierflowd its command-line flags (config_flag,
  * config_usage: a flag is a key's other name, as in redis) and says which
  * keys a SIGHUP reload may change (config_reload): topology, policy and
- * thresholds.*. The daemon applies those on its main thread, which runs the
- * rounds, under the state's write lock; the request threads read them under
- * the state's read lock. Any other changed key is reported as needing a
- * restart and keeps its value.
+ * thresholds.*. The daemon applies those with no round running
+ * (rebalance_between_rounds) and under the state's write lock: rounds, and
+ * request threads under the state's read lock, read them safely. Any other
+ * changed key is reported as needing a restart and keeps its value.
  */
 #ifndef TF_CONFIG_H
 #define TF_CONFIG_H

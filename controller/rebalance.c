@@ -66,6 +66,13 @@ struct rebalance_summary rebalance_last(struct rebalance *rb, bool *healthy, cha
     return s;
 }
 
+void rebalance_between_rounds(struct rebalance *rb, void (*fn)(void *arg), void *arg)
+{
+    pthread_mutex_lock(&rb->mu);
+    fn(arg);
+    pthread_mutex_unlock(&rb->mu);
+}
+
 size_t rebalance_unsupported(struct rebalance *rb, struct backend_unsup *out, size_t max)
 {
     pthread_mutex_lock(&rb->sum_mu);

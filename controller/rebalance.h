@@ -125,6 +125,9 @@ size_t rebalance_unsupported(struct rebalance *rb, struct backend_unsup *out, si
 int  rebalance_adopt(struct rebalance *rb, double now);
 /* Copy of the last summary and backend health. */
 struct rebalance_summary rebalance_last(struct rebalance *rb, bool *healthy, char *err, size_t errlen);
+/* Runs fn(arg) while no round runs (under mu): what a round reads of the
+ * configuration (thresholds.*) changes only so, on a reload. */
+void rebalance_between_rounds(struct rebalance *rb, void (*fn)(void *arg), void *arg);
 
 /* ---- The backend (rebalance_backend.c) ---- */
 

@@ -88,6 +88,7 @@ struct daemon {
     struct leader *ld;           /* NULL without HA */
     bool be_acts;                /* the backend is the configured kind, not a standby's "none" */
     struct cmdline cl;           /* the configuration's sources, read again on SIGHUP */
+    const struct config *next_cfg;   /* a reload's, for apply_config */
 };
 
 static int load_policy(const struct config *c, struct topo **t, struct classes **cls, char *err, size_t errlen)
@@ -166,29 +167,39 @@ static void config_changed(void *arg, const char *key, const char *from, const c
     events_add(&d->ev, now, "reload_failed", "%s: %s -> %s needs a restart; %s kept", key, from, to, from);
 }
 
+/* Applies next's reloadable keys to the daemon's configuration, with the
+ * copies the state keeps. Called with no round running (a round reads
+ * thresholds, also one an API request runs) and under the state's write
+ * lock (the request threads read thresholds under its read lock). */
+static void apply_config(void *arg)
+{
+    struct daemon *d = arg;
+    pthread_rwlock_wrlock(&d->st.lock);
+    config_reload(&d->cfg, d->next_cfg, NULL, NULL);
+    d->st.stale_after = d->cfg.stale_intervals * d->cfg.interval;
+    d->st.link_holddown = d->cfg.link_holddown;
+    d->st.gen++;
+    pthread_rwlock_unlock(&d->st.lock);
+}
+
 /* SIGHUP's first step: the configuration read again as at start (defaults,
  * the file, the command line over it) and validated; on any error the old
- * one stays whole. What a reload may change is applied under the state's
- * write lock (the request threads read thresholds under its read lock;
- * the rounds and the health rounds run on this thread), with the copies
- * the state and the health rounds keep. */
+ * one stays whole. What a reload may change is applied (apply_config), the
+ * rest reported; the health rounds, on this thread, take their copy. */
 static void reload_config(struct daemon *d, double now)
 {
-    static struct config next;   /* large; only this thread reloads */
+    static struct config next, cur;   /* large; only this thread reloads */
     char err[512];
     if (cmdline_reread(&d->cl, &next, err, sizeof(err)) < 0) {
         events_add(&d->ev, now, "reload_failed", "configuration: %s; keeping the old one", err);
         return;
     }
-    struct config cur = d->cfg;
+    cur = d->cfg;
     if (config_reload(&cur, &next, config_changed, d) == 0)   /* reports, changes nothing of d's */
         return;
-    pthread_rwlock_wrlock(&d->st.lock);
-    config_reload(&d->cfg, &next, NULL, NULL);
-    d->st.stale_after = d->cfg.stale_intervals * d->cfg.interval;
-    d->st.link_holddown = d->cfg.link_holddown;
-    d->st.gen++;
-    pthread_rwlock_unlock(&d->st.lock);
+    d->next_cfg = &next;
+    rebalance_between_rounds(&d->rb, apply_config, d);
+    d->next_cfg = NULL;
     health_cfg_from(&d->health.cfg, &d->cfg);
 }
 
