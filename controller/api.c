@@ -175,24 +175,24 @@ static json_t *unsupported_json(struct rebalance *rb)
                 json_array_append_new(a, json_pack("{ss ss}", "switch", u[i].sw, "feature", plan_sel_name(bit)));
     return a;
 }
-/* Whether the backend has state of its own to show (the bgp kind): only
- * then do /status and /metrics wait for rb->mu, which a round holds. */
+/* Whether the backend may have state of its own to show. The rebalance
+ * module, which owns the backend, knows (rebalance_backend_json: NULL, and
+ * no wait for a round, when it has none). */
 static bool backend_has_own(const struct api *a)
 {
-    return a->rb->be && strcmp(a->backend_name, "bgp") == 0;
+    return a->rb != NULL;
 }
 
 /* The backend's own state (the bgp kind's speaker, sessions and
- * announcements), added to /status's backend and to /routes; caller holds
- * rb->mu. */
+ * announcements), added to /status's backend. */
 static void backend_extra(struct api *a, json_t *into)
 {
-    json_t *x = a->rb->be ? backend_json(a->rb->be) : NULL;
+    json_t *x = rebalance_backend_json(a->rb);
     if (x)
         json_object_set_new(into, "bgp", x);
 }
 
-/* The backend's own series after the daemon's (rb->mu taken here). */
+/* The backend's own series after the daemon's. */
 static int backend_metrics_append(struct api *a, struct api_reply *r)
 {
     if (!backend_has_own(a))
@@ -202,9 +202,7 @@ static int backend_metrics_append(struct api *a, struct api_reply *r)
     FILE *f = open_memstream(&x, &n);
     if (!f)
         return -ENOMEM;
-    pthread_mutex_lock(&a->rb->mu);
-    int rc = backend_metrics(a->rb->be, f);
-    pthread_mutex_unlock(&a->rb->mu);
+    int rc = rebalance_backend_metrics(a->rb, f);
     if (fclose(f) && !rc)
         rc = -ENOMEM;
     char *body = rc ? NULL : realloc(r->body, r->len + n + 1);
@@ -299,11 +297,8 @@ static json_t *view_status(struct api *a, double now)
                      "backend", "name", a->backend_name, "healthy", healthy,
                      "error", berr[0] ? json_string(berr) : json_null(), "unsupported", unsupported_json(a->rb),
                      "ha", leader_status_json(a->ld));
-    if (backend_has_own(a)) {
-        pthread_mutex_lock(&a->rb->mu);
+    if (backend_has_own(a))
         backend_extra(a, json_object_get(o, "backend"));
-        pthread_mutex_unlock(&a->rb->mu);
-    }
     return o;
 }
 
@@ -804,26 +799,7 @@ static void dispatch(struct api *a, const struct api_req *q, const char *p, doub
 
 static void do_routes(struct api *a, struct api_reply *r)
 {
-    struct plan have;
-    plan_init(&have);
-    struct rebalance *rb = a->rb;
-    int rc = 0;
-    bool desired = !rb->be || strcmp(a->backend_name, "none") == 0;
-    pthread_mutex_lock(&rb->mu);
-    if (desired)
-        rc = plan_copy(&have, &rb->last);
-    else
-        rc = backend_read(rb->be, &have);
-    const char *err = rc < 0 && rb->be ? backend_error(rb->be) : NULL;
-    json_t *sw = plan_json(&have);
-    json_t *o = json_pack("{ss ss so}", "backend", a->backend_name, "source", desired ? "desired" : "installed",
-                          "error", err && err[0] ? json_string(err) : json_null());
-    backend_extra(a, o);
-    pthread_mutex_unlock(&rb->mu);
-    json_object_update(o, sw);
-    json_decref(sw);
-    plan_free(&have);
-    reply_json(r, 200, o);
+    reply_json(r, 200, rebalance_routes_json(a->rb));
 }
 
 /* A job as GET returns it: the codec's form (policy/job.h) and, per
