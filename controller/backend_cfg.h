@@ -17,10 +17,6 @@
 
 struct topo;
 
-/* owner.h's former name, kept for test_config.c (issue 15's helper B)
- * until the merge renames it there. */
-#define BACKEND_RT_PROTO_DEFAULT OWNER_PROTO_DEFAULT
-
 /* The "bgp" kind's speaker (bgp_backend.h): its folder (created), its address
  * on the management network, the ExaBGP program, its AS and hold time. */
 struct backend_bgp {

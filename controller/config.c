@@ -20,7 +20,7 @@
 
 #include "common/util.h"
 #include "controller/backend.h"
-#include "controller/planbuild.h"
+#include "controller/owner.h"
 #include "controller/state.h"
 
 enum ck_type { CK_STR, CK_LONG, CK_DOUBLE, CK_BOOL, CK_ENUM };
@@ -66,12 +66,12 @@ static const struct config_key config_keys[] = {
      * that the daemon and the backend cannot disagree; bounds are the
      * backend's (cfg_check in backend.c): priorities below the main table's
      * 32766, protocols above the kernel's reserved 0..4, tables clear of the
-     * kernel's 0..255 and with room for PLANBUILD_TABLE_SPAN of them. */
+     * kernel's 0..255 and with room for OWNER_TABLE_SPAN of them. */
     {"backend_options.rule_prio_min", CK_LONG, F(rule_prio_min), NULL, 1, 32765, NULL},
     {"backend_options.rule_prio_max", CK_LONG, F(rule_prio_max), NULL, 1, 32765, NULL},
     {"backend_options.route_proto", CK_LONG, F(route_proto), NULL, 5, 255, NULL},
     {"backend_options.table_base", CK_LONG, F(table_base), NULL, 256,
-     (double)(UINT32_MAX - PLANBUILD_TABLE_SPAN), NULL},
+     (double)(UINT32_MAX - OWNER_TABLE_SPAN), NULL},
     {"web_dir", CK_STR, F(web_dir), "", 0, 0, NULL, 0, "web-dir", "DIR", "dashboard files"},
     {"log_level", CK_ENUM, F(log_level), "info", 0, 0, "error|warning|notice|info|debug", 0,
      "log-level", "LEVEL", "error|warning|notice|info|debug"},
@@ -584,9 +584,9 @@ int config_validate(const struct config *c, char *err, size_t errlen)
                  c->rule_prio_min, c->rule_prio_max);
         return -EINVAL;
     }
-    if (c->rule_prio_max - c->rule_prio_min + 1 < PLANBUILD_PRIO_SPAN) {
+    if (c->rule_prio_max - c->rule_prio_min + 1 < OWNER_PRIO_SPAN) {
         snprintf(err, errlen, "backend_options.rule_prio_min..rule_prio_max (%ld..%ld): the backend needs at "
-                 "least %d priorities", c->rule_prio_min, c->rule_prio_max, PLANBUILD_PRIO_SPAN);
+                 "least %d priorities", c->rule_prio_min, c->rule_prio_max, OWNER_PRIO_SPAN);
         return -EINVAL;
     }
     if (!c->tls_cert[0] != !c->tls_key[0]) {

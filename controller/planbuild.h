@@ -35,14 +35,6 @@ struct topo;
 _Static_assert(PLANBUILD_MAX_CLASSES <= OWNER_PRIO_SPAN - OWNER_CLASS_PRIO_OFF,
                "every class needs a priority of its own");
 
-/* The owned spans' former names, kept only for the files of issue 15's
- * other helpers (config.c, test_rebalance.c) until the merge renames them
- * there: s/PLANBUILD_\(TABLE_SPAN\|PRIO_SPAN\|CLASS_TABLE_OFF\|CLASS_PRIO_OFF\)/OWNER_\1/. */
-#define PLANBUILD_TABLE_SPAN       OWNER_TABLE_SPAN
-#define PLANBUILD_PRIO_SPAN        OWNER_PRIO_SPAN
-#define PLANBUILD_CLASS_TABLE_OFF  OWNER_CLASS_TABLE_OFF
-#define PLANBUILD_CLASS_PRIO_OFF   OWNER_CLASS_PRIO_OFF
-
 struct plan_opts {
     uint32_t prio_min, prio_max;  /* tierflow's rule priorities (inclusive) */
     uint32_t table_base;          /* tierflow's tables: [base, base+TABLE_SPAN) */

@@ -35,7 +35,7 @@ static void backend_defaults_agree(void **st)
     config_defaults(&c);
     backend_cfg_default(&bc);
     assert_int_equal(c.route_proto, bc.rt_proto);
-    assert_int_equal(c.route_proto, BACKEND_RT_PROTO_DEFAULT);
+    assert_int_equal(c.route_proto, OWNER_PROTO_DEFAULT);
     assert_int_equal(c.table_base, bc.table_base);
     assert_int_equal(c.rule_prio_min, bc.prio_min);
     assert_int_equal(c.rule_prio_max, bc.prio_max);

@@ -648,14 +648,14 @@ static void class_via_subset(void **state)
         if (r->dscp != 26)
             continue;
         nclass++;
-        assert_int_equal(r->prio, x->cfg.rule_prio_min + PLANBUILD_CLASS_PRIO_OFF);
-        assert_int_equal(r->table, x->cfg.table_base + PLANBUILD_CLASS_TABLE_OFF);
+        assert_int_equal(r->prio, x->cfg.rule_prio_min + OWNER_CLASS_PRIO_OFF);
+        assert_int_equal(r->table, x->cfg.table_base + OWNER_CLASS_TABLE_OFF);
     }
     assert_int_equal(nclass, 2); /* L1 and L2 */
     size_t nroutes = 0;
     for (size_t i = 0; i < x->rb.last.nroutes; i++) {
         const struct plan_route *rt = &x->rb.last.routes[i];
-        if (rt->table != x->cfg.table_base + PLANBUILD_CLASS_TABLE_OFF)
+        if (rt->table != x->cfg.table_base + OWNER_CLASS_TABLE_OFF)
             continue;
         nroutes++;
         assert_int_equal(rt->nnh, 2); /* the uplinks to S1 and S2 */
