@@ -509,7 +509,7 @@ static void tick(struct daemon *d)
     if (health_tick(&d->health, &d->st, &d->ev, now) < 0)
         log_warn("health round: out of memory");
     rebalance_auto(&d->rb, now);
-    history_tick(&d->hist, &d->st, &d->m, now);
+    history_tick(&d->hist, &d->st, atomic_load(&d->m.moves), atomic_load(&d->m.backend_errors), now);
 }
 
 /* The main loop: signals, taken synchronously, and the rounds, until
