@@ -261,7 +261,7 @@ static json_t *view_status(struct api *a, double now)
         for (uint32_t d = 0; d < 2 * t->nlinks; d++) {
             double u = state_dir_util(s, d, l.bps[d]);
             maxu = u > maxu ? u : maxu;
-            congested += u > a->cfg->util || l.ce[d] > a->cfg->ce_frac;
+            congested += config_congested(a->cfg, u, l.ce[d]);
             down += !s->dirs[d].up;
             if (s->dirs[d].suspect || s->dirs[d].drain != STATE_DRAIN_NONE) {
                 json_t *h = health_json(&s->dirs[d]);
@@ -318,7 +318,7 @@ static json_t *dir_json(struct state *s, const struct loads *l, uint32_t d, cons
                      t->nodes[topo_dir_from(t, d)].name, "to", t->nodes[topo_dir_to(t, d)].name, "util", u,
                      "bps", l->bps[d], "ce_frac", l->ce[d], "drops", (json_int_t)sd->drops, "up", sd->up,
                      "down_reason", why ? json_string(why) : json_null(),
-                     "congested", u > cfg->util || l->ce[d] > cfg->ce_frac, "fat_flows", (json_int_t)l->nfat[d],
+                     "congested", config_congested(cfg, u, l->ce[d]), "fat_flows", (json_int_t)l->nfat[d],
                      "measured", state_dir_measured(s, d, l->bps[d], now), "last_update", sd->last_update);
     json_object_set_new(o, "health", health_json(sd));
     return o;
@@ -544,7 +544,7 @@ static void view_paths(struct api *a, const struct api_req *q, double now, struc
             json_array_append_new(paths, json_pack("{sI so so sf sb sf sf sb sb so}", "index", (json_int_t)p,
                                                    "hops", hops, "dirs", jd, "util", u, "measured", measured, "bps",
                                                    b, "ce_frac", ce, "up", up, "congested",
-                                                   u > a->cfg->util || ce > a->cfg->ce_frac, "fat_flows", ff));
+                                                   config_congested(a->cfg, u, ce), "fat_flows", ff));
         }
     }
     pthread_rwlock_unlock(&s->lock);

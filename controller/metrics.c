@@ -60,6 +60,11 @@ void metrics_round(struct metrics *m, double seconds, uint32_t moved)
         ;
 }
 
+uint64_t metrics_counter(const uint64_t *c)
+{
+    return __atomic_load_n(c, __ATOMIC_RELAXED);
+}
+
 #define U(x) ((unsigned long long)atomic_load(&(x)))
 
 static const char *const source_name[2] = {"estimated", "measured"};
@@ -220,7 +225,7 @@ static void fabric(FILE *f, struct state *s, const struct metrics *m, double now
             (unsigned long long)s->reports_total);
     fprintf(f, "# HELP tierflow_probe_reports_rejected_total Probe reports rejected.\n"
                "# TYPE tierflow_probe_reports_rejected_total counter\n"
-               "tierflow_probe_reports_rejected_total %llu\n", (unsigned long long)s->reports_rejected);
+               "tierflow_probe_reports_rejected_total %llu\n", (unsigned long long)metrics_counter(&s->reports_rejected));
     ingest_metrics(s, f);
 }
 
