@@ -18,6 +18,7 @@
 #include "controller/history.h"
 #include "controller/ingest.h"
 #include "controller/state.h"
+#include "controller/summary.h"
 #include "policy/classes.h"
 
 const double metrics_buckets[METRICS_NBUCKETS] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
@@ -178,40 +179,28 @@ static void fabric(FILE *f, struct state *s, const struct metrics *m, double now
 {
     const struct topo *t = s->topo;
     links(f, s, m, now);
-    struct history_summary sum;
-    history_summary(s, now, &sum);
+    struct history_summary hs;       /* switch-to-switch figures, as the history chart has them */
+    history_summary(s, now, &hs);
     fprintf(f, "# HELP tierflow_max_link_utilization_ratio Highest utilisation of a switch-to-switch link direction.\n"
                "# TYPE tierflow_max_link_utilization_ratio gauge\ntierflow_max_link_utilization_ratio %.6g\n",
-            sum.max_util);
+            hs.max_util);
     fprintf(f, "# HELP tierflow_imbalance_ratio Fat flows on the busiest switch-to-switch link direction over the "
                "mean per direction (1: even; 0: no fat flows).\n"
-               "# TYPE tierflow_imbalance_ratio gauge\ntierflow_imbalance_ratio %.6g\n", sum.imbalance);
+               "# TYPE tierflow_imbalance_ratio gauge\ntierflow_imbalance_ratio %.6g\n", hs.imbalance);
     fprintf(f, "# HELP tierflow_link_directions_down Link directions not usable for placement.\n"
-               "# TYPE tierflow_link_directions_down gauge\ntierflow_link_directions_down %u\n", sum.down);
+               "# TYPE tierflow_link_directions_down gauge\ntierflow_link_directions_down %u\n", hs.down);
 
-    uint64_t fat[CLASSES_MAX] = {0}, live = 0;
-    for (size_t i = 0; i < s->nflows; i++) {
-        const struct state_flow *fl = &s->flows[i];
-        if (state_flow_stale(s, fl, now))
-            continue;
-        live++;
-        if (fl->fat && fl->cls >= 0 && fl->cls < CLASSES_MAX)
-            fat[fl->cls]++;
-    }
+    struct summary sum;
+    summary_get(s, NULL, now, &sum);
     fprintf(f, "# HELP tierflow_flows Flows in state that are not stale.\n# TYPE tierflow_flows gauge\n"
-               "tierflow_flows %llu\n", (unsigned long long)live);
+               "tierflow_flows %llu\n", (unsigned long long)sum.flows);
     fprintf(f, "# HELP tierflow_fat_flows Fat flows per traffic class.\n# TYPE tierflow_fat_flows gauge\n");
     for (int c = 0; s->classes && c < (int)s->classes->n; c++)
-        fprintf(f, "tierflow_fat_flows{class=\"%s\"} %llu\n", s->classes->c[c].name, (unsigned long long)fat[c]);
+        fprintf(f, "tierflow_fat_flows{class=\"%s\"} %llu\n", s->classes->c[c].name,
+                (unsigned long long)sum.fat_by_class[c]);
 
-    uint64_t probes = 0, stale = 0;
-    for (uint32_t n = 0; n < t->nnodes; n++)
-        if (s->probes[n].last_seen > 0) {
-            probes++;
-            stale += state_probe_stale(s, n, now);
-        }
     fprintf(f, "# HELP tierflow_probes Probes that have reported.\n# TYPE tierflow_probes gauge\n"
-               "tierflow_probes %llu\n", (unsigned long long)probes);
+               "tierflow_probes %llu\n", (unsigned long long)sum.probes);
     help(f, "tierflow_probe_last_report_timestamp_seconds", "gauge",
          "When a probe's last report was applied (Unix time), for the probes that have reported.");
     for (uint32_t n = 0; n < t->nnodes; n++)
@@ -219,7 +208,7 @@ static void fabric(FILE *f, struct state *s, const struct metrics *m, double now
             fprintf(f, "tierflow_probe_last_report_timestamp_seconds{probe=\"%s\"} %.3f\n", t->nodes[n].name,
                     s->probes[n].last_seen);
     fprintf(f, "# HELP tierflow_probes_stale Probes silent for longer than the stale limit.\n"
-               "# TYPE tierflow_probes_stale gauge\ntierflow_probes_stale %llu\n", (unsigned long long)stale);
+               "# TYPE tierflow_probes_stale gauge\ntierflow_probes_stale %llu\n", (unsigned long long)sum.stale);
     fprintf(f, "# HELP tierflow_probe_reports_total Probe reports accepted.\n"
                "# TYPE tierflow_probe_reports_total counter\ntierflow_probe_reports_total %llu\n",
             (unsigned long long)s->reports_total);
