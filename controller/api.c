@@ -126,7 +126,6 @@ bool api_token_ok(const char *token, const char *auth)
     return diff == 0;
 }
 
-
 /* ---- query arguments -------------------------------------------------- */
 
 int api_arg_u64(const struct api_req *q, const char *name, uint64_t min, uint64_t max, uint64_t *v,
@@ -165,7 +164,6 @@ const char *api_arg_required(const struct api_req *q, const char *name, struct a
 }
 
 /* ---- status ----------------------------------------------------------- */
-
 
 /* [{"switch", "feature"}]: the rule selectors the backend refused, per
  * switch, in its last round (a kernel or iproute2 that lacks them). */
@@ -221,7 +219,6 @@ static int backend_metrics_append(struct api *a, struct api_reply *r)
     free(x);
     return rc ? rc : body ? 0 : -ENOMEM;
 }
-
 
 /* The probes that have reported, as /status lists them. Read lock. */
 static json_t *probes_json(const struct state *s, double now)

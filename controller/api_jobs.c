@@ -107,70 +107,69 @@ void api_get_jobs(struct api *a, const struct api_req *q, const struct api_match
     api_reply_json(r, 200, json_pack("{so}", "jobs", arr));
 }
 
-/* GET, PUT or DELETE /api/v1/jobs/{id}: m->rest is the id, anything the
- * path held after the slash (checked here: a bad one is 404 to a read, 400
- * to a PUT). */
-void api_job(struct api *a, const struct api_req *q, const struct api_match *m, double now, struct api_reply *r)
+/* PUT /api/v1/jobs/{id}: registered (201) or replaced (200). */
+static void job_put(struct api *a, const struct api_req *q, const char *id, struct api_reply *r)
 {
-    (void)now;
     struct state *s = a->st;
-    const char *id = m->rest;
-    bool put = strcmp(q->method, "PUT") == 0;
-    if (!job_id_ok(id))
-        return api_error(r, put ? 400 : 404, put ? "bad_request" : "not_found",
-                         "job id: 1..%d characters of A-Za-z0-9_.-", JOB_NAME_MAX - 1);
-    if (put) {
-        json_error_t je;
-        json_t *in = json_loadb(q->body ? q->body : "", q->body_len, JSON_REJECT_DUPLICATES, &je);
-        if (!in) {
-            api_reply_json(r, 400, json_pack("{s{ss ss si si si}}", "error", "code", "bad_json", "message", je.text,
+    json_error_t je;
+    json_t *in = json_loadb(q->body ? q->body : "", q->body_len, JSON_REJECT_DUPLICATES, &je);
+    if (!in) {
+        api_reply_json(r, 400, json_pack("{s{ss ss si si si}}", "error", "code", "bad_json", "message", je.text,
                                          "line", je.line, "column", je.column, "position", je.position));
-            return;
-        }
-        char err[256];
-        /* Parsed and placed against the topology under the write lock, so
-         * that a reload cannot slip in between. */
-        pthread_rwlock_wrlock(&s->lock);
-        struct job *j = job_parse(s, id, in, err, sizeof(err));
-        bool replaced = false;
-        int rc = j ? state_job_put(s, j, &replaced) : -EINVAL;
-        json_t *out = rc == 0 ? job_json(s, (size_t)state_job_find(s, id)) : NULL;
-        pthread_rwlock_unlock(&s->lock);
-        json_decref(in);
-        if (rc == 0 && a->ld && (rc = job_store(a, id, q->body ? q->body : "", q->body_len, replaced, err, sizeof(err))) < 0) {
-            json_decref(out);
-            return api_error(r, 503, "not_stored", "job '%s' %s: %s", id, replaced ? "replaced here but not in etcd "
-                             "(a new leader would have the old one)" : "not registered", err);
-        }
-        if (rc == -ENOSPC) {
+        return;
+    }
+    char err[256];
+    /* Parsed and placed against the topology under the write lock, so
+     * that a reload cannot slip in between. */
+    pthread_rwlock_wrlock(&s->lock);
+    struct job *j = job_parse(s, id, in, err, sizeof(err));
+    bool replaced = false;
+    int rc = j ? state_job_put(s, j, &replaced) : -EINVAL;
+    json_t *out = rc == 0 ? job_json(s, (size_t)state_job_find(s, id)) : NULL;
+    pthread_rwlock_unlock(&s->lock);
+    json_decref(in);
+    if (rc == 0 && a->ld && (rc = job_store(a, id, q->body ? q->body : "", q->body_len, replaced, err, sizeof(err))) < 0) {
+        json_decref(out);
+        return api_error(r, 503, "not_stored", "job '%s' %s: %s", id, replaced ? "replaced here but not in etcd "
+                         "(a new leader would have the old one)" : "not registered", err);
+    }
+    if (rc == -ENOSPC) {
+        job_free(j);
+        free(j);
+        return api_error(r, 413, "payload_too_large", "at most %d jobs", STATE_MAX_JOBS);
+    }
+    if (rc < 0) {
+        if (j) {
             job_free(j);
             free(j);
-            return api_error(r, 413, "payload_too_large", "at most %d jobs", STATE_MAX_JOBS);
+            snprintf(err, sizeof(err), "job '%s': %s", id, strerror(-rc));
         }
-        if (rc < 0) {
-            if (j) {
-                job_free(j);
-                free(j);
-                snprintf(err, sizeof(err), "job '%s': %s", id, strerror(-rc));
-            }
-            return api_error(r, 400, "bad_request", "%s", err);
-        }
-        events_add(a->ev, tf_now_real(), "job", "job %s %s", id, replaced ? "replaced" : "registered");
-        return api_reply_json(r, replaced ? 200 : 201, out);
+        return api_error(r, 400, "bad_request", "%s", err);
     }
-    if (strcmp(q->method, "DELETE") == 0) {
-        pthread_rwlock_wrlock(&s->lock);
-        int rc = state_job_del(s, id);
-        pthread_rwlock_unlock(&s->lock);
-        if (rc < 0)
-            return api_error(r, 404, "not_found", "no job '%s'", id);
-        char err[256];
-        if (a->ld && leader_job_store(a->ld, id, NULL, 0, err, sizeof(err)) < 0)
-            return api_error(r, 503, "not_stored", "job '%s' deleted here, but not in etcd: %s (a new leader "
-                             "would have it again)", id, err);
-        events_add(a->ev, tf_now_real(), "job", "job %s deleted", id);
-        return api_reply_json(r, 200, json_pack("{ss}", "deleted", id));
-    }
+    events_add(a->ev, tf_now_real(), "job", "job %s %s", id, replaced ? "replaced" : "registered");
+    api_reply_json(r, replaced ? 200 : 201, out);
+}
+
+/* DELETE /api/v1/jobs/{id}: here, then in etcd. */
+static void job_delete(struct api *a, const char *id, struct api_reply *r)
+{
+    struct state *s = a->st;
+    pthread_rwlock_wrlock(&s->lock);
+    int rc = state_job_del(s, id);
+    pthread_rwlock_unlock(&s->lock);
+    if (rc < 0)
+        return api_error(r, 404, "not_found", "no job '%s'", id);
+    char err[256];
+    if (a->ld && leader_job_store(a->ld, id, NULL, 0, err, sizeof(err)) < 0)
+        return api_error(r, 503, "not_stored", "job '%s' deleted here, but not in etcd: %s (a new leader "
+                         "would have it again)", id, err);
+    events_add(a->ev, tf_now_real(), "job", "job %s deleted", id);
+    api_reply_json(r, 200, json_pack("{ss}", "deleted", id));
+}
+
+static void job_get(struct api *a, const char *id, struct api_reply *r)
+{
+    struct state *s = a->st;
     pthread_rwlock_rdlock(&s->lock);
     int i = state_job_find(s, id);
     json_t *o = i >= 0 ? job_json(s, (size_t)i) : NULL;
@@ -178,4 +177,23 @@ void api_job(struct api *a, const struct api_req *q, const struct api_match *m, 
     if (!o)
         return api_error(r, 404, "not_found", "no job '%s'", id);
     api_reply_json(r, 200, o);
+}
+
+/* GET, PUT or DELETE /api/v1/jobs/{id}: m->rest is the id, anything the
+ * path held after the slash (checked here: a bad one is 404 to a read, 400
+ * to a PUT). */
+void api_job(struct api *a, const struct api_req *q, const struct api_match *m, double now, struct api_reply *r)
+{
+    (void)now;
+    const char *id = m->rest;
+    bool put = strcmp(q->method, "PUT") == 0;
+    if (!job_id_ok(id))
+        return api_error(r, put ? 400 : 404, put ? "bad_request" : "not_found",
+                         "job id: 1..%d characters of A-Za-z0-9_.-", JOB_NAME_MAX - 1);
+    if (put)
+        job_put(a, q, id, r);
+    else if (strcmp(q->method, "DELETE") == 0)
+        job_delete(a, id, r);
+    else
+        job_get(a, id, r);
 }

@@ -69,7 +69,6 @@ static int open_beneath(const char *root, const char *rel)
     }
 }
 
-
 int httpd_static_open(const char *root, const char *url, const char **ctype, uint64_t *size)
 {
     char rel[STATIC_PATH_MAX];
