@@ -3,8 +3,8 @@
  * /api/v1/topology (nodes, links, each direction's load, congestion and
  * health), GET /api/v1/paths (the ECMP paths between two nodes with their
  * hottest hop and fat flows) and POST /api/v1/links/{a}/{b}/drain|undrain
- * (health.h). Views are built under the state's read lock from one
- * state_dir_loads pass taken at the request's `now`.
+ * (health.h). A view is built under the state's read lock from one
+ * state_dir_loads pass (struct loads), so that its directions agree.
  */
 #include <errno.h>
 #include <jansson.h>
@@ -18,8 +18,9 @@
 #include "controller/health.h"
 #include "controller/state.h"
 
-#define API_MAX_PATHS 256
+#define API_MAX_PATHS 256 /* paths /paths lists; its count is the total */
 
+/* Every direction's load, CE fraction and fat flows (state_dir_loads). */
 struct loads {
     double *bps, *ce;
     uint32_t *nfat;
