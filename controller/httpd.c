@@ -278,51 +278,88 @@ static const char *get_arg(void *ctx, const char *key)
     return MHD_lookup_connection_value(ctx, MHD_GET_ARGUMENT_KIND, key);
 }
 
+/* The cache key of a GET: its path and exact decoded arguments; false
+ * when they do not fit (the request is then rendered, not cached). */
+static bool cache_key(struct MHD_Connection *c, const char *url, char key[CACHE_KEY])
+{
+    if (strlen(url) >= 128)
+        return false;
+    struct argbuf ab = {key, CACHE_KEY};
+    int n = snprintf(key, CACHE_KEY, "%s?", url);
+    ab.p += n;
+    ab.left -= (size_t)n;
+    MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_arg, &ab);
+    return ab.left > 0;
+}
+
+/* Serves key's rendering from the cache when it is fresh for generation
+ * gen (true, *ret the send's result). Otherwise claims its slot for this
+ * worker to render (*renderer) unless another worker already is. */
+static bool cache_serve(struct httpd *h, struct MHD_Connection *c, const char *key, uint64_t gen, unsigned *slot,
+                        bool *renderer, enum MHD_Result *ret)
+{
+    uint32_t hsh = 2166136261u;
+    for (const char *p = key; *p; p++)
+        hsh = (hsh ^ (uint8_t)*p) * 16777619u;
+    *slot = hsh % CACHE_SLOTS;
+    double now = tf_now_mono();
+    pthread_mutex_lock(&h->cache_mu);
+    struct cache_entry *e = &h->cache[*slot];
+    bool same = e->resp && strcmp(e->key, key) == 0 && now - e->made < CACHE_MAX_AGE;
+    /* Fresh; or being re-rendered by another worker, in which case the
+     * previous rendering (under a second old) is served instead of
+     * having every connection render the same view at once. */
+    if (same && (e->gen == gen || e->rendering)) {
+        *ret = send_reply(h, c, e->status, e->resp);
+        pthread_mutex_unlock(&h->cache_mu);
+        return true;
+    }
+    if (!e->rendering) {
+        e->rendering = *renderer = true;
+        if (strcmp(e->key, key)) { /* the slot changes hands */
+            if (e->resp)
+                MHD_destroy_response(e->resp);
+            e->resp = NULL;
+            tf_strlcpy(e->key, key, sizeof(e->key));
+        }
+    }
+    pthread_mutex_unlock(&h->cache_mu);
+    return false;
+}
+
+/* Ends this worker's claim on slot; keeps resp there when keep (a
+ * cacheable 200 of key, rendered at gen). Returns the reference the caller
+ * still holds: NULL when the cache took it. */
+static struct MHD_Response *cache_keep(struct httpd *h, unsigned slot, const char *key, uint64_t gen, bool keep,
+                                       unsigned status, struct MHD_Response *resp)
+{
+    pthread_mutex_lock(&h->cache_mu);
+    struct cache_entry *e = &h->cache[slot];
+    e->rendering = false;
+    if (keep && resp && strcmp(e->key, key) == 0) {
+        if (e->resp)
+            MHD_destroy_response(e->resp);
+        e->gen = gen;
+        e->made = tf_now_mono();
+        e->status = status;
+        e->resp = resp;
+        resp = NULL;
+    }
+    pthread_mutex_unlock(&h->cache_mu);
+    return resp;
+}
+
 static enum MHD_Result serve_api(struct httpd *h, struct MHD_Connection *c, const char *url, const char *method,
                                  struct conn *cn)
 {
     char key[CACHE_KEY];
     bool is_get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
-    bool keyed = false;
     uint64_t gen = __atomic_load_n(&h->api->st->gen, __ATOMIC_ACQUIRE);
-    if (is_get && strlen(url) < 128) {
-        struct argbuf ab = {key, sizeof(key)};
-        int n = snprintf(key, sizeof(key), "%s?", url);
-        ab.p += n;
-        ab.left -= (size_t)n;
-        MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_arg, &ab);
-        keyed = ab.left > 0;
-    }
     unsigned slot = 0;
     bool renderer = false;
-    if (keyed) {
-        uint32_t hsh = 2166136261u;
-        for (const char *p = key; *p; p++)
-            hsh = (hsh ^ (uint8_t)*p) * 16777619u;
-        slot = hsh % CACHE_SLOTS;
-        double now = tf_now_mono();
-        pthread_mutex_lock(&h->cache_mu);
-        struct cache_entry *e = &h->cache[slot];
-        bool same = e->resp && strcmp(e->key, key) == 0 && now - e->made < CACHE_MAX_AGE;
-        /* Fresh; or being re-rendered by another worker, in which case the
-         * previous rendering (under a second old) is served instead of
-         * having every connection render the same view at once. */
-        if (same && (e->gen == gen || e->rendering)) {
-            enum MHD_Result r = send_reply(h, c, e->status, e->resp);
-            pthread_mutex_unlock(&h->cache_mu);
-            return r;
-        }
-        if (!e->rendering) {
-            e->rendering = renderer = true;
-            if (strcmp(e->key, key)) { /* the slot changes hands */
-                if (e->resp)
-                    MHD_destroy_response(e->resp);
-                e->resp = NULL;
-                tf_strlcpy(e->key, key, sizeof(e->key));
-            }
-        }
-        pthread_mutex_unlock(&h->cache_mu);
-    }
+    enum MHD_Result ret;
+    if (is_get && cache_key(c, url, key) && cache_serve(h, c, key, gen, &slot, &renderer, &ret))
+        return ret;
     uint8_t a[16];
     char peer[INET6_ADDRSTRLEN];
     struct api_req q = {.method = method, .path = url, .body = cn->body, .body_len = cn->len,
@@ -331,25 +368,12 @@ static enum MHD_Result serve_api(struct httpd *h, struct MHD_Connection *c, cons
                         .arg = get_arg, .argctx = c};
     struct api_reply r;
     api_handle(h->api, &q, &r);
-    bool cache = renderer && r.cacheable && r.status == 200;
+    bool keep = r.cacheable && r.status == 200;
     unsigned status = r.status;
     struct MHD_Response *resp = make_resp(&r);
-    enum MHD_Result ret = resp ? send_reply(h, c, status, resp) : MHD_NO;
-    if (renderer) {
-        pthread_mutex_lock(&h->cache_mu);
-        struct cache_entry *e = &h->cache[slot];
-        e->rendering = false;
-        if (cache && resp && strcmp(e->key, key) == 0) {
-            if (e->resp)
-                MHD_destroy_response(e->resp);
-            e->gen = gen;
-            e->made = tf_now_mono();
-            e->status = status;
-            e->resp = resp; /* the cache keeps our reference */
-            resp = NULL;
-        }
-        pthread_mutex_unlock(&h->cache_mu);
-    }
+    ret = resp ? send_reply(h, c, status, resp) : MHD_NO;
+    if (renderer)
+        resp = cache_keep(h, slot, key, gen, keep, status, resp);
     if (resp)
         MHD_destroy_response(resp);
     return ret;
