@@ -97,19 +97,14 @@ static void one_ratio(FILE *f, const char *name, const char *text, double v)
     fprintf(f, "%s %.6g\n", name, v);
 }
 
-/* Per link direction: utilisation (labelled with its source), CE fraction,
- * bytes and oper state, for the directions `each` selects; the others
- * fold into per-switch aggregates (see docs/api.md, /metrics). */
-static void links(FILE *f, struct state *s, const struct metrics *m, double now)
+/* Which directions are exported one by one (each[d]; the bound and
+ * metrics.host_links decide), where each one's load comes from (src[d]:
+ * measured), and the per-switch aggregates the others fold into. */
+static void fold(const struct state *s, const struct metrics *m, double now, const double *bps, bool *each, bool *src,
+                 struct agg *agg)
 {
     const struct topo *t = s->topo;
     uint32_t nd = 2 * t->nlinks, nswitch = 0;
-    double *bps = calloc(nd + 1, sizeof(double)), *ce = calloc(nd + 1, sizeof(double));
-    bool *each = calloc(nd + 1, sizeof(bool)), *src = calloc(nd + 1, sizeof(bool));
-    struct agg *agg = calloc(AGG_KEY(t->nnodes, 0, 0, 0) + 1, sizeof(*agg));
-    if (!bps || !ce || !each || !src || !agg)
-        goto out;
-    state_dir_loads(s, now, bps, ce, NULL);
     for (uint32_t d = 0; d < nd; d++)
         nswitch += topo_dir_is_switch(t, d);
     bool switch_each = (long)nswitch <= m->max_link_series;
@@ -132,6 +127,42 @@ static void links(FILE *f, struct state *s, const struct metrics *m, double now)
             g->seen = true;
         }
     }
+}
+
+/* The per-switch aggregates fold() made, keyed by AGG_KEY. */
+static void aggregates(FILE *f, const struct topo *t, const struct agg *agg)
+{
+    help(f, "tierflow_switch_links_max_utilization_ratio", "gauge",
+         "Highest utilisation among a switch's link directions to the peer tier that are not exported one by "
+         "one (dir=tx: leaving the switch, rx: arriving).");
+    for (size_t k = 0; k < AGG_KEY(t->nnodes, 0, 0, 0); k++)
+        if (agg[k].seen)
+            fprintf(f, "tierflow_switch_links_max_utilization_ratio{switch=\"%s\",peer=\"%s\",dir=\"%s\",source=\"%s\"} %.6g\n",
+                    t->nodes[k / (TOPO_NTIERS_MAX * 4)].name, topo_tier_name((int)(k / 4 % TOPO_NTIERS_MAX)),
+                    k / 2 % 2 ? "rx" : "tx", source_name[k % 2], agg[k].max_util);
+    help(f, "tierflow_switch_links_transmit_bytes_total", "counter",
+         "Bytes probes measured on a switch's link directions to the peer tier that are not exported one by one.");
+    for (size_t k = 0; k < AGG_KEY(t->nnodes, 0, 0, 0); k++)
+        if (agg[k].seen)
+            fprintf(f, "tierflow_switch_links_transmit_bytes_total{switch=\"%s\",peer=\"%s\",dir=\"%s\",source=\"%s\"} %.17g\n",
+                    t->nodes[k / (TOPO_NTIERS_MAX * 4)].name, topo_tier_name((int)(k / 4 % TOPO_NTIERS_MAX)),
+                    k / 2 % 2 ? "rx" : "tx", source_name[k % 2], floor(agg[k].bytes));
+}
+
+/* Per link direction: utilisation (labelled with its source), CE fraction,
+ * bytes and oper state, for the directions `each` selects; the others
+ * fold into per-switch aggregates (see docs/api.md, /metrics). */
+static void links(FILE *f, struct state *s, const struct metrics *m, double now)
+{
+    const struct topo *t = s->topo;
+    uint32_t nd = 2 * t->nlinks;
+    double *bps = calloc(nd + 1, sizeof(double)), *ce = calloc(nd + 1, sizeof(double));
+    bool *each = calloc(nd + 1, sizeof(bool)), *src = calloc(nd + 1, sizeof(bool));
+    struct agg *agg = calloc(AGG_KEY(t->nnodes, 0, 0, 0) + 1, sizeof(*agg));
+    if (!bps || !ce || !each || !src || !agg)
+        goto out;
+    state_dir_loads(s, now, bps, ce, NULL);
+    fold(s, m, now, bps, each, src, agg);
 
     help(f, "tierflow_link_utilization_ratio", "gauge",
          "Load of a link direction over its rate; source=measured: a probe's counter, estimated: the sum of "
@@ -165,21 +196,7 @@ static void links(FILE *f, struct state *s, const struct metrics *m, double now)
         if (each[d] || (topo_dir_is_switch(t, d) && s->dirs[d].health > 0))
             fprintf(f, "tierflow_link_health{from=\"%s\",to=\"%s\"} %.3g\n", t->nodes[topo_dir_from(t, d)].name,
                     t->nodes[topo_dir_to(t, d)].name, s->dirs[d].health);
-    help(f, "tierflow_switch_links_max_utilization_ratio", "gauge",
-         "Highest utilisation among a switch's link directions to the peer tier that are not exported one by "
-         "one (dir=tx: leaving the switch, rx: arriving).");
-    for (size_t k = 0; k < AGG_KEY(t->nnodes, 0, 0, 0); k++)
-        if (agg[k].seen)
-            fprintf(f, "tierflow_switch_links_max_utilization_ratio{switch=\"%s\",peer=\"%s\",dir=\"%s\",source=\"%s\"} %.6g\n",
-                    t->nodes[k / (TOPO_NTIERS_MAX * 4)].name, topo_tier_name((int)(k / 4 % TOPO_NTIERS_MAX)),
-                    k / 2 % 2 ? "rx" : "tx", source_name[k % 2], agg[k].max_util);
-    help(f, "tierflow_switch_links_transmit_bytes_total", "counter",
-         "Bytes probes measured on a switch's link directions to the peer tier that are not exported one by one.");
-    for (size_t k = 0; k < AGG_KEY(t->nnodes, 0, 0, 0); k++)
-        if (agg[k].seen)
-            fprintf(f, "tierflow_switch_links_transmit_bytes_total{switch=\"%s\",peer=\"%s\",dir=\"%s\",source=\"%s\"} %.17g\n",
-                    t->nodes[k / (TOPO_NTIERS_MAX * 4)].name, topo_tier_name((int)(k / 4 % TOPO_NTIERS_MAX)),
-                    k / 2 % 2 ? "rx" : "tx", source_name[k % 2], floor(agg[k].bytes));
+    aggregates(f, t, agg);
 out:
     free(bps);
     free(ce);
