@@ -638,3 +638,8 @@ char *config_dump_json(const struct config *c)
     json_decref(o);
     return s;
 }
+
+bool config_congested(const struct config *c, double util, double ce_frac)
+{
+    return util > c->util || ce_frac > c->ce_frac;
+}

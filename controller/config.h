@@ -146,5 +146,10 @@ int config_list_next(const char **p, char *item, size_t len);
 int config_listen_addr(const struct config *c, char *host, size_t hostlen, unsigned *port);
 /* Writes the effective configuration as JSON (for --check-config -v). */
 char *config_dump_json(const struct config *c);
+/* The one congestion test (thresholds.util, thresholds.ce_frac): a link
+ * direction is congested when its utilisation or its CE fraction exceeds
+ * its threshold. Every view and the rebalance loop ask this, so that
+ * /status, /topology, /paths and a round agree on what is congested. */
+bool config_congested(const struct config *c, double util, double ce_frac);
 
 #endif
