@@ -639,7 +639,12 @@ char *config_dump_json(const struct config *c)
     return s;
 }
 
+const char *config_congestion(const struct config *c, double util, double ce_frac)
+{
+    return util > c->util ? "util" : ce_frac > c->ce_frac ? "ce" : NULL;
+}
+
 bool config_congested(const struct config *c, double util, double ce_frac)
 {
-    return util > c->util || ce_frac > c->ce_frac;
+    return config_congestion(c, util, ce_frac) != NULL;
 }

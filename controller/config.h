@@ -151,5 +151,7 @@ char *config_dump_json(const struct config *c);
  * its threshold. Every view and the rebalance loop ask this, so that
  * /status, /topology, /paths and a round agree on what is congested. */
 bool config_congested(const struct config *c, double util, double ce_frac);
+/* The same test, saying why: "util", "ce", or NULL (not congested). */
+const char *config_congestion(const struct config *c, double util, double ce_frac);
 
 #endif

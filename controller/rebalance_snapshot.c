@@ -79,7 +79,7 @@ const char *rebalance_dir_congested(const struct state *s, const struct config *
                                  double ce, uint32_t nfat, double bg, bool *hot)
 {
     double u = state_dir_util(s, d, bps);
-    const char *why = down && nfat ? "down" : u > c->util ? "util" : ce > c->ce_frac ? "ce" : NULL;
+    const char *why = down && nfat ? "down" : config_congestion(c, u, ce);
     *hot = why && (down || nfat >= 2 || (nfat == 1 && bg >= REBALANCE_HOT_BG_SHARE * topo_dir_gbps(s->topo, d)));
     return why;
 }
