@@ -3,15 +3,20 @@
 # Layout convention (so that new modules need no Makefile edits):
 #   common/*.c                  -> $(O)/<variant>/libtfcommon.a
 #   probes/*.c, policy/*.c,
-#   controller/*.c              -> one archive per folder, except files named
+#   sim/*.c, controller/*.c     -> one archive per folder, except files named
 #                                  *_main.c, which are program entry points:
 #   probes/probe_main.c         -> tierflow-probe
-#   policy/sim_main.c           -> tierflow-sim
+#   sim/sim_main.c              -> tierflow-sim
 #   policy/topo_main.c          -> tierflow-topo
 #   controller/tierflowd_main.c -> tierflowd
 #   tests/unit/test_*.c         -> one cmocka binary each, linked with all archives
 #   tests/tools/*.c             -> one helper program each (generators, fixtures)
 #   tests/fuzz/fuzz_*.c         -> libFuzzer targets (clang), `make fuzz`
+#
+# Each program links only its own layers (LIBS_<program> below), so a call
+# from the probe into the controller, say, fails the link
+# (tests/static/test_links.sh); the include side of the same rule is
+# tests/static/test_layers.sh (docs/HACKING.md, Layout).
 #
 # Variants: $(O)/opt (make), $(O)/san (ASan+UBSan, make test).
 # O may be overridden so that parallel builds do not share object files.
@@ -52,19 +57,26 @@ srcs_of   = $(filter-out $(wildcard $(1)/*_main.c),$(wildcard $(1)/*.c))
 COMMON_SRC := $(call srcs_of,common)
 PROBE_SRC  := $(call srcs_of,probes)
 POLICY_SRC := $(call srcs_of,policy)
+SIM_SRC    := $(call srcs_of,sim)
 CTL_SRC    := $(call srcs_of,controller)
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 TOOL_SRC   := $(wildcard tests/tools/*.c)
 FUZZ_SRC   := $(wildcard tests/fuzz/fuzz_*.c)
 
 # Programs: name -> entry point. Only those whose entry point exists are built.
-PROGS_ALL := tierflow-probe:probes/probe_main.c tierflow-sim:policy/sim_main.c \
+PROGS_ALL := tierflow-probe:probes/probe_main.c tierflow-sim:sim/sim_main.c \
              tierflow-topo:policy/topo_main.c tierflowd:controller/tierflowd_main.c
 PROGS     := $(foreach p,$(PROGS_ALL),$(if $(wildcard $(word 2,$(subst :, ,$(p)))),$(word 1,$(subst :, ,$(p)))))
 prog_src   = $(word 2,$(subst :, ,$(filter $(1):%,$(PROGS_ALL))))
 
-# Link order: higher layers first so that static archives resolve downwards.
-LIBS_ORDER := libtfctl.a libtfpolicy.a libtfprobe.a libtfcommon.a
+# Each program's archives, higher layers first so that static archives
+# resolve downwards. Unit tests, tools and fuzz targets link every layer.
+LIBS_tierflow-probe := libtfprobe.a libtfcommon.a
+LIBS_tierflow-sim   := libtfsim.a libtfpolicy.a libtfcommon.a
+LIBS_tierflow-topo  := libtfpolicy.a libtfcommon.a
+LIBS_tierflowd      := libtfctl.a libtfpolicy.a libtfcommon.a
+LIBS_ORDER          := libtfctl.a libtfsim.a libtfpolicy.a libtfprobe.a libtfcommon.a
+$(foreach p,$(PROGS),$(if $(LIBS_$(p)),,$(error Makefile: no LIBS_$(p): name the archives $(p) links)))
 
 .SECONDARY:
 .PHONY: all programs test bench fuzz demo install clean deps san unit-bins tools
@@ -85,6 +97,8 @@ $(O)/$(1)/libtfprobe.a: $$(PROBE_SRC:%.c=$(O)/$(1)/obj/%.o)
 	@mkdir -p $$(dir $$@); rm -f $$@; ar rcs $$@ $$^
 $(O)/$(1)/libtfpolicy.a: $$(POLICY_SRC:%.c=$(O)/$(1)/obj/%.o)
 	@mkdir -p $$(dir $$@); rm -f $$@; ar rcs $$@ $$^
+$(O)/$(1)/libtfsim.a: $$(SIM_SRC:%.c=$(O)/$(1)/obj/%.o)
+	@mkdir -p $$(dir $$@); rm -f $$@; ar rcs $$@ $$^
 $(O)/$(1)/libtfctl.a: $$(CTL_SRC:%.c=$(O)/$(1)/obj/%.o)
 	@mkdir -p $$(dir $$@); rm -f $$@; ar rcs $$@ $$^
 
@@ -93,14 +107,16 @@ endef
 $(eval $(call variant,opt,$$(OPT_CFLAGS)))
 $(eval $(call variant,san,$$(SAN_CFLAGS)))
 
-# Optimised programs land in $(O)/bin, sanitizer ones in $(O)/san/bin.
+# Optimised programs land in $(O)/bin, sanitizer ones in $(O)/san/bin, each
+# linked with its own LIBS_<program> only.
+prog_libs = $(addprefix $(O)/$(1)/,$(LIBS_$(2)))
 .SECONDEXPANSION:
-$(O)/bin/%: $(O)/opt/obj/$$(basename $$(call prog_src,$$*)).o $(opt_LIBS)
+$(O)/bin/%: $(O)/opt/obj/$$(basename $$(call prog_src,$$*)).o $$(call prog_libs,opt,$$*)
 	@mkdir -p $(dir $@)
-	$(CC) $(OPT_CFLAGS) $< $(opt_LIBS) $(PKG_LIBS) -o $@
-$(O)/san/bin/%: $(O)/san/obj/$$(basename $$(call prog_src,$$*)).o $(san_LIBS)
+	$(CC) $(OPT_CFLAGS) $< $(call prog_libs,opt,$*) $(PKG_LIBS) -o $@
+$(O)/san/bin/%: $(O)/san/obj/$$(basename $$(call prog_src,$$*)).o $$(call prog_libs,san,$$*)
 	@mkdir -p $(dir $@)
-	$(CC) $(SAN_CFLAGS) $< $(san_LIBS) $(PKG_LIBS) -o $@
+	$(CC) $(SAN_CFLAGS) $< $(call prog_libs,san,$*) $(PKG_LIBS) -o $@
 
 $(O)/san/tests/%: $(O)/san/obj/tests/unit/%.o $(san_LIBS)
 	@mkdir -p $(dir $@)
@@ -115,6 +131,9 @@ TOOL_BINS  := $(patsubst tests/tools/%.c,$(O)/tools/%,$(TOOL_SRC))
 
 san: $(SAN_PROGS) $(UNIT_BINS)
 tools: $(TOOL_BINS)
+# What a program's link line names after its object (tests/static/test_links.sh).
+print-libs-%:
+	@echo $(call prog_libs,opt,$*) $(PKG_LIBS)
 
 # make test: install what is missing, build everything with sanitizers, run
 # every suite; tests/run.sh prints the one summary line and sets the exit code.
@@ -139,7 +158,7 @@ demo:
 FUZZ_CFLAGS = -O1 -g -fsanitize=fuzzer-no-link,address,undefined $(BASE_CFLAGS)
 # Every library source: fuzz_ingest reaches policy/ and controller/. Objects
 # named on the link line are all linked in, so every target carries them all.
-FUZZ_LIB_SRC := $(COMMON_SRC) $(PROBE_SRC) $(POLICY_SRC) $(CTL_SRC)
+FUZZ_LIB_SRC := $(COMMON_SRC) $(PROBE_SRC) $(POLICY_SRC) $(SIM_SRC) $(CTL_SRC)
 $(O)/fuzz/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	clang $(FUZZ_CFLAGS) -c $< -o $@

@@ -8,7 +8,10 @@
  * only take read locks; mutating handlers check the bearer token first, in
  * constant time; replies marked cacheable depend only on the path, the query
  * and the state generation (httpd may serve them again while gen is equal).
- * Jobs live in the state (state_job_*), beside the flows they classify.
+ * Every endpoint is one row of the route table in api.c (path pattern,
+ * methods, handler, cacheable, needs-token): the Allow header, the
+ * refusals and the dispatch all read that row. Jobs live in the state
+ * (state_job_*), beside the flows they classify.
  */
 #ifndef TF_API_H
 #define TF_API_H

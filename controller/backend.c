@@ -2,7 +2,10 @@
  * backend: see backend.h. The dispatcher owns what every kind shares:
  * validation of the wanted plan against tierflow's ranges (so no kind can
  * be asked to touch state it does not own), the last applied plan (what
- * "plan" and "none" report as installed) and the error text.
+ * "plan" and "none" report as installed) and the error text. What differs
+ * between kinds is one row of kinds[] (as FRR registers its dataplane
+ * providers in a table, zebra_dplane.c): its name, what it is, and its
+ * functions, where NULL means the shared default.
  */
 #include "controller/backend.h"
 
@@ -15,33 +18,14 @@
 #include "common/util.h"
 #include "controller/bgp_backend.h"
 #include "controller/nl_backend.h"
+#include "controller/owner.h"
 #include "controller/plan_backend.h"
 #include "controller/planbuild.h"
 
-enum kind { K_NONE, K_PLAN, K_NETLINK, K_BGP };
-
-/* One row per kind: its name, whether it acts outside the daemon and
- * whether it steers per destination rather than per flow. */
-static const struct kind_def {
-    const char *name;
-    bool acts, per_dst;
-} kinds[] = {[K_NONE] = {"none", false}, [K_PLAN] = {"plan", true}, [K_NETLINK] = {"netlink", true},
-               [K_BGP] = {"bgp", true, true}};
-
-/* NULL means none (the default); -EINVAL names the unknown kind. */
-static int kind_parse(const char *kind, enum kind *k, char *err, size_t errlen)
-{
-    for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
-        if (!kind ? i == K_NONE : !strcmp(kind, kinds[i].name)) {
-            *k = (enum kind)i;
-            return 0;
-        }
-    snprintf(err, errlen, "backend '%.32s': not one of netlink, plan, bgp, none", kind);
-    return -EINVAL;
-}
+struct kind_def;
 
 struct backend {
-    enum kind kind;
+    const struct kind_def *kind;
     struct backend_cfg cfg;
     char plan_dir[4096];
     struct plan last;
@@ -51,84 +35,31 @@ struct backend {
     char err[256];
 };
 
-void backend_cfg_default(struct backend_cfg *c)
-{
-    struct plan_opts o;
-    plan_opts_default(&o);
-    memset(c, 0, sizeof(*c));
-    c->prio_min = o.prio_min;
-    c->prio_max = o.prio_max;
-    c->table_base = o.table_base;
-    c->rt_proto = BACKEND_RT_PROTO_DEFAULT;
-}
-
-static int cfg_check(const struct backend_cfg *c, char *err, size_t errlen)
-{
-    if (c->prio_max < c->prio_min || c->prio_min == 0 ||
-        c->prio_max - c->prio_min + 1 < PLANBUILD_PRIO_SPAN)
-        snprintf(err, errlen, "rule priorities %u-%u: need 1.. and at least %d of them",
-                 c->prio_min, c->prio_max, PLANBUILD_PRIO_SPAN);
-    else if (c->table_base < 256 || c->table_base > UINT32_MAX - PLANBUILD_TABLE_SPAN)
-        snprintf(err, errlen, "table base %u: must be 256..%u", c->table_base,
-                 UINT32_MAX - PLANBUILD_TABLE_SPAN);
-    else if (c->rt_proto <= 4)   /* unspec, redirect, kernel, boot, static */
-        snprintf(err, errlen, "route protocol %u is reserved by the kernel", c->rt_proto);
-    else
-        return 0;
-    return -EINVAL;
-}
-
-int backend_open(const char *kind, const struct backend_cfg *cfg, struct backend **out,
-                 char *err, size_t errlen)
-{
-    enum kind k;
-    int rc = kind_parse(kind, &k, err, errlen);
-    if (rc)
-        return rc;
-    rc = cfg_check(cfg, err, errlen);
-    if (rc)
-        return rc;
-    struct backend *b = calloc(1, sizeof(*b));
-    if (!b)
-        return -ENOMEM;
-    b->kind = k;
-    b->cfg = *cfg;
-    plan_init(&b->last);
-    if (k == K_PLAN) {
-        if (!cfg->plan_dir || tf_strlcpy(b->plan_dir, cfg->plan_dir, sizeof(b->plan_dir)) >=
-                                  sizeof(b->plan_dir) || !cfg->plan_dir[0]) {
-            snprintf(err, errlen, "plan backend: plan_dir missing or too long");
-            free(b);
-            return -EINVAL;
-        }
-    }
-    b->cfg.plan_dir = b->plan_dir;
-    /* The plan backend's transitions start from what it wrote before a
-     * restart, not from nothing. */
-    if (k == K_PLAN && (rc = plan_backend_read(b->plan_dir, &b->last, err, errlen))) {
-        free(b);
-        return rc;
-    }
-    b->cfg.local_name = NULL;   /* not kept: only used by nl_backend_open */
-    if (k == K_NETLINK && (rc = nl_backend_open(cfg, &b->nl, err, errlen))) {
-        free(b);
-        return rc;
-    }
-    /* Its transitions start from the plan the adopted speaker announces. */
-    if (k == K_BGP && ((rc = bgp_backend_open(cfg, &b->bgp, err, errlen)) ||
-                       (rc = bgp_backend_wanted(b->bgp, &b->last)))) {
-        bgp_backend_close(b->bgp);
-        free(b);
-        return rc;
-    }
-    b->healthy = true;
-    *out = b;
-    return 0;
-}
+/* One kind of backend. */
+struct kind_def {
+    const char *name;
+    bool acts;           /* changes something outside tierflowd (backend_acts) */
+    bool per_dst;        /* steers per destination host (backend_per_destination) */
+    bool needs_topo;     /* needs every hop of the topology expressible (backend_check_topo) */
+    /* After the shared part of backend_open (b->cfg is cfg with plan_dir
+     * b->plan_dir and local_name NULL); on failure close is called. */
+    int (*open)(struct backend *b, const struct backend_cfg *cfg, char *err, size_t errlen);
+    /* Installs want; fit is want less what the kind cannot express, and
+     * becomes the last applied plan. */
+    int (*apply)(struct backend *b, const struct plan *want, struct plan *fit, struct backend_result *res);
+    int (*read)(struct backend *b, struct plan *have);               /* NULL: the last applied plan */
+    int (*withdraw)(struct backend *b, struct backend_result *res);  /* NULL: apply an empty plan */
+    /* NULL: -EOPNOTSUPP, nothing down. */
+    int (*routing)(struct backend *b, uint8_t *down, uint32_t ndirs, char *notes, size_t noteslen);
+    bool (*healthy)(struct backend *b);                              /* NULL: the last apply's word */
+    json_t *(*json)(struct backend *b);                              /* NULL: none */
+    int (*metrics)(struct backend *b, FILE *f);                      /* NULL: none */
+    void (*close)(struct backend *b);                                /* NULL: nothing of its own */
+};
 
 static int check_owned(struct backend *b, const struct plan *p)
 {
-    uint32_t tmin = b->cfg.table_base, tmax = tmin + PLANBUILD_TABLE_SPAN - 1;
+    uint32_t tmin = b->cfg.table_base, tmax = tmin + OWNER_TABLE_SPAN - 1;
     for (size_t i = 0; i < p->nrules; i++) {
         const struct plan_rule *r = &p->rules[i];
         if (r->prio < b->cfg.prio_min || r->prio > b->cfg.prio_max || r->table < tmin ||
@@ -176,6 +107,150 @@ static int count_diff(const struct plan *want, const struct plan *last, struct b
     return rc;
 }
 
+/* ---- the kinds ---------------------------------------------------------- */
+
+static int none_apply(struct backend *b, const struct plan *want, struct plan *fit, struct backend_result *res)
+{
+    (void)want;
+    return count_diff(fit, &b->last, res);
+}
+
+static int plan_open(struct backend *b, const struct backend_cfg *cfg, char *err, size_t errlen)
+{
+    if (!cfg->plan_dir || tf_strlcpy(b->plan_dir, cfg->plan_dir, sizeof(b->plan_dir)) >= sizeof(b->plan_dir) ||
+        !cfg->plan_dir[0]) {
+        snprintf(err, errlen, "plan backend: plan_dir missing or too long");
+        return -EINVAL;
+    }
+    /* Its transitions start from what it wrote before a restart, not from
+     * nothing. */
+    return plan_backend_read(b->plan_dir, &b->last, err, errlen);
+}
+
+static int plan_apply(struct backend *b, const struct plan *want, struct plan *fit, struct backend_result *res)
+{
+    (void)want;
+    plan_backend_fit(b->cfg.topo, fit, res);
+    int rc = count_diff(fit, &b->last, res);
+    if (!rc) {
+        struct planbatch_opts po = {.proto = b->cfg.rt_proto, .prio_min = b->cfg.prio_min,
+                                    .table_base = b->cfg.table_base};
+        rc = plan_backend_write(b->plan_dir, fit, &b->last, &po, res->error, sizeof(res->error));
+    }
+    return rc;
+}
+
+static int nl_open(struct backend *b, const struct backend_cfg *cfg, char *err, size_t errlen)
+{
+    return nl_backend_open(cfg, &b->nl, err, errlen);   /* cfg: with local_name */
+}
+
+static int nl_apply(struct backend *b, const struct plan *want, struct plan *fit, struct backend_result *res)
+{
+    (void)fit;
+    return nl_backend_apply(b->nl, want, res);
+}
+
+static int nl_read(struct backend *b, struct plan *have) { return nl_backend_read(b->nl, have, b->err, sizeof(b->err)); }
+
+static int nl_withdraw(struct backend *b, struct backend_result *res) { return nl_backend_withdraw(b->nl, res); }
+
+static int nl_routing(struct backend *b, uint8_t *down, uint32_t ndirs, char *notes, size_t noteslen)
+{
+    return nl_backend_routing(b->nl, down, ndirs, notes, noteslen);
+}
+
+static void nl_close(struct backend *b) { nl_backend_close(b->nl); }
+
+static int bgp_open(struct backend *b, const struct backend_cfg *cfg, char *err, size_t errlen)
+{
+    /* Its transitions start from the plan the adopted speaker announces. */
+    int rc = bgp_backend_open(cfg, &b->bgp, err, errlen);
+    return rc ? rc : bgp_backend_wanted(b->bgp, &b->last);
+}
+
+static int bgp_apply(struct backend *b, const struct plan *want, struct plan *fit, struct backend_result *res)
+{
+    (void)fit;
+    return bgp_backend_apply(b->bgp, want, res);
+}
+
+static int bgp_withdraw(struct backend *b, struct backend_result *res) { return bgp_backend_withdraw(b->bgp, res); }
+
+static int bgp_routing(struct backend *b, uint8_t *down, uint32_t ndirs, char *notes, size_t noteslen)
+{
+    return bgp_backend_routing(b->bgp, down, ndirs, notes, noteslen);
+}
+
+/* The speaker and its sessions change between rounds. */
+static bool bgp_healthy(struct backend *b)
+{
+    return b->healthy && bgp_backend_healthy(b->bgp, b->err, sizeof(b->err));
+}
+
+static json_t *bgp_json(struct backend *b) { return bgp_backend_json(b->bgp); }
+
+static int bgp_metrics(struct backend *b, FILE *f) { return bgp_backend_metrics(b->bgp, f); }
+
+static void bgp_close(struct backend *b) { bgp_backend_close(b->bgp); }
+
+/* One row per kind, in the order an unknown kind's error lists them; the
+ * last row (none) is the default. */
+static const struct kind_def kinds[] = {
+    {.name = "netlink", .acts = true, .needs_topo = true, .open = nl_open, .apply = nl_apply, .read = nl_read,
+     .withdraw = nl_withdraw, .routing = nl_routing, .close = nl_close},
+    {.name = "plan", .acts = true, .needs_topo = true, .open = plan_open, .apply = plan_apply},
+    {.name = "bgp", .acts = true, .per_dst = true, .needs_topo = true, .open = bgp_open, .apply = bgp_apply,
+     .withdraw = bgp_withdraw, .routing = bgp_routing, .healthy = bgp_healthy, .json = bgp_json,
+     .metrics = bgp_metrics, .close = bgp_close},
+    {.name = "none", .apply = none_apply},
+};
+#define NKINDS (sizeof(kinds) / sizeof(kinds[0]))
+
+/* NULL means the default (none); -EINVAL (NULL) names the unknown kind
+ * and lists the known ones. */
+static const struct kind_def *kind_find(const char *name, char *err, size_t errlen)
+{
+    if (!name)
+        return &kinds[NKINDS - 1];
+    for (size_t i = 0; i < NKINDS; i++)
+        if (!strcmp(name, kinds[i].name))
+            return &kinds[i];
+    char list[128] = "";
+    for (size_t i = 0, u = 0; i < NKINDS; i++, u = strlen(list))
+        snprintf(list + u, sizeof(list) - u, "%s%s", i ? ", " : "", kinds[i].name);
+    snprintf(err, errlen, "backend '%.32s': not one of %s", name, list);
+    return NULL;
+}
+
+/* ---- the interface ------------------------------------------------------ */
+
+int backend_open(const char *kind, const struct backend_cfg *cfg, struct backend **out,
+                 char *err, size_t errlen)
+{
+    const struct kind_def *k = kind_find(kind, err, errlen);
+    if (!k)
+        return -EINVAL;
+    int rc = backend_cfg_check(cfg, err, errlen);
+    if (rc)
+        return rc;
+    struct backend *b = calloc(1, sizeof(*b));
+    if (!b)
+        return -ENOMEM;
+    b->kind = k;
+    b->cfg = *cfg;
+    plan_init(&b->last);
+    b->cfg.plan_dir = b->plan_dir;
+    b->cfg.local_name = NULL;   /* not kept: only used by nl_backend_open */
+    if (k->open && (rc = k->open(b, cfg, err, errlen))) {
+        backend_close(b);
+        return rc;
+    }
+    b->healthy = true;
+    *out = b;
+    return 0;
+}
+
 int backend_apply(struct backend *b, const struct plan *want, struct backend_result *res)
 {
     struct backend_result scratch;
@@ -196,20 +271,7 @@ int backend_apply(struct backend *b, const struct plan *want, struct backend_res
     struct plan fit;   /* what this kind can express of want */
     if ((rc = plan_copy(&fit, want)))
         return rc;
-    if (b->kind == K_NETLINK) {
-        rc = nl_backend_apply(b->nl, want, res);
-    } else if (b->kind == K_BGP) {
-        rc = bgp_backend_apply(b->bgp, want, res);
-    } else {
-        if (b->kind == K_PLAN)
-            plan_backend_fit(b->cfg.topo, &fit, res);
-        rc = count_diff(&fit, &b->last, res);
-        if (!rc && b->kind == K_PLAN) {
-            struct planbatch_opts po = {.proto = b->cfg.rt_proto, .prio_min = b->cfg.prio_min,
-                                        .table_base = b->cfg.table_base};
-            rc = plan_backend_write(b->plan_dir, &fit, &b->last, &po, res->error, sizeof(res->error));
-        }
-    }
+    rc = b->kind->apply(b, want, &fit, res);
     if (!rc) {
         struct plan copy;
         if (!(rc = plan_copy(&copy, &fit))) {
@@ -226,7 +288,7 @@ int backend_apply(struct backend *b, const struct plan *want, struct backend_res
     tf_strlcpy(b->err, rc ? res->error : res->unsupported, sizeof(b->err));
     b->healthy = rc == 0 && !res->unsupported[0];
     if (b->healthy && !was_healthy)
-        log_info("backend %s: working again (it had failed: %s)", kinds[b->kind].name,
+        log_info("backend %s: working again (it had failed: %s)", b->kind->name,
                  was_err[0] ? was_err : "reading its state");
     return rc;
 }
@@ -234,8 +296,7 @@ int backend_apply(struct backend *b, const struct plan *want, struct backend_res
 int backend_read(struct backend *b, struct plan *have)
 {
     plan_init(have);
-    int rc = b->kind == K_NETLINK ? nl_backend_read(b->nl, have, b->err, sizeof(b->err))
-                                  : plan_append(have, &b->last, NULL);
+    int rc = b->kind->read ? b->kind->read(b, have) : plan_append(have, &b->last, NULL);
     if (rc) {
         b->healthy = false;
         plan_free(have);
@@ -249,13 +310,13 @@ int backend_withdraw(struct backend *b, struct backend_result *res)
 {
     struct plan empty;
     plan_init(&empty);
-    if (b->kind != K_NETLINK && b->kind != K_BGP)
+    if (!b->kind->withdraw)
         return backend_apply(b, &empty, res);
     struct backend_result scratch;
     if (!res)
         res = &scratch;
     memset(res, 0, sizeof(*res));
-    int rc = b->kind == K_BGP ? bgp_backend_withdraw(b->bgp, res) : nl_backend_withdraw(b->nl, res);
+    int rc = b->kind->withdraw(b, res);
     plan_clear(&b->last);
     tf_strlcpy(b->err, res->error, sizeof(b->err));
     b->healthy = rc == 0;
@@ -266,74 +327,46 @@ int backend_routing(struct backend *b, uint8_t *down, uint32_t ndirs, char *note
 {
     if (notes && noteslen)
         notes[0] = '\0';
-    if (b->kind == K_BGP)
-        return bgp_backend_routing(b->bgp, down, ndirs, notes, noteslen);
-    if (b->kind != K_NETLINK) {
-        memset(down, 0, ndirs);
-        return -EOPNOTSUPP;
-    }
-    return nl_backend_routing(b->nl, down, ndirs, notes, noteslen);
+    if (b->kind->routing)
+        return b->kind->routing(b, down, ndirs, notes, noteslen);
+    memset(down, 0, ndirs);
+    return -EOPNOTSUPP;
 }
 
-void backend_result_unsup(struct backend_result *res, const char *sw, unsigned sels, size_t refused,
-                          const char *why)
-{
-    res->refused += refused;
-    if (!res->unsupported[0])
-        tf_strlcpy(res->unsupported, why, sizeof(res->unsupported));
-    for (size_t i = 0; i < res->nunsup; i++)
-        if (!strcmp(res->unsup[i].sw, sw)) {
-            res->unsup[i].sels |= sels;
-            return;
-        }
-    if (res->nunsup < BACKEND_UNSUP_MAX) {
-        tf_strlcpy(res->unsup[res->nunsup].sw, sw, sizeof(res->unsup[0].sw));
-        res->unsup[res->nunsup++].sels = sels;
-    }
-}
+bool backend_healthy(struct backend *b) { return b->kind->healthy ? b->kind->healthy(b) : b->healthy; }
 
-bool backend_healthy(struct backend *b)
-{
-    /* The speaker and its sessions change between rounds. */
-    if (b->kind == K_BGP && b->healthy && !bgp_backend_healthy(b->bgp, b->err, sizeof(b->err)))
-        return false;
-    return b->healthy;
-}
+json_t *backend_json(struct backend *b) { return b->kind->json ? b->kind->json(b) : NULL; }
 
-json_t *backend_json(struct backend *b)
-{
-    return b->kind == K_BGP ? bgp_backend_json(b->bgp) : NULL;
-}
+int backend_metrics(struct backend *b, FILE *f) { return b->kind->metrics ? b->kind->metrics(b, f) : 0; }
 
-int backend_metrics(struct backend *b, FILE *f)
-{
-    return b->kind == K_BGP ? bgp_backend_metrics(b->bgp, f) : 0;
-}
-bool backend_acts(const struct backend *b) { return kinds[b->kind].acts; }
+bool backend_acts(const struct backend *b) { return b->kind->acts; }
 
-bool backend_per_destination(const struct backend *b) { return kinds[b->kind].per_dst; }
+bool backend_per_destination(const struct backend *b) { return b->kind->per_dst; }
 
 int backend_check_topo(const char *kind, const struct topo *t, char *err, size_t errlen)
 {
-    enum kind k;
-    int rc = kind_parse(kind, &k, err, errlen);
-    if (rc || !kinds[k].acts)
-        return rc;
+    const struct kind_def *k = kind_find(kind, err, errlen);
+    if (!k)
+        return -EINVAL;
+    if (!k->needs_topo)
+        return 0;
     char why[200];
-    if ((rc = planbuild_check_topo(t, why, sizeof(why))))
-        snprintf(err, errlen, "backend %s cannot program this topology: %s", kinds[k].name, why);
+    int rc = planbuild_check_topo(t, why, sizeof(why));
+    if (rc)
+        snprintf(err, errlen, "backend %s cannot program this topology: %s", k->name, why);
     return rc;
 }
+
 const char *backend_error(const struct backend *b) { return b->err; }
 
-const char *backend_kind(const struct backend *b) { return kinds[b->kind].name; }
+const char *backend_kind(const struct backend *b) { return b->kind->name; }
 
 void backend_close(struct backend *b)
 {
     if (!b)
         return;
-    nl_backend_close(b->nl);
-    bgp_backend_close(b->bgp);
+    if (b->kind->close)
+        b->kind->close(b);
     plan_free(&b->last);
     free(b);
 }

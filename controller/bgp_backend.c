@@ -1,13 +1,13 @@
 /*
  * bgp_backend: see bgp_backend.h. The speaker process and the channel to it
- * are bgp_speaker.h's; its folder also holds plan.json (the plan asked for,
- * plan_backend's form). ExaBGP acks every command ("done"/"error"), so the
- * text answers of the show commands are told apart by a queue of what was
- * sent, in order.
+ * are bgp_speaker.h's, what to announce and the commands that do it
+ * bgp_announce.h's; here are the sessions, what the speaker says (its
+ * messages and the answers to show commands) and the watcher thread. The
+ * speaker's folder also holds plan.json (the plan asked for,
+ * plan_backend's form).
  */
 #include "controller/bgp_backend.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -20,25 +20,12 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "controller/bgp_announce.h"
 #include "controller/bgp_speaker.h"
 #include "controller/plan_backend.h"
-#include "controller/planbuild.h"
 #include "policy/topo.h"
 
-#define BGP_QUEUE_MAX 64           /* runs of commands awaiting their acks */
 #define BGP_READBACK_S 5.0         /* the Adj-RIB-Out is read back at least this often */
-
-enum answer { A_ACK, A_SUMMARY, A_RIB_IN, A_RIB_OUT };
-
-struct ann {                       /* one announced route (path) */
-    uint32_t peer;                 /* index into peers (a leaf) */
-    uint8_t dst[4], via[4];
-    uint32_t link;                 /* the leaf's uplink to the spine of via: its
-                                      path id is link + 1 */
-    uint32_t weight;               /* the pins through it when the plan splits
-                                      this (leaf, destination) over several
-                                      spines (its link bandwidth), else 0 */
-};
 
 struct peer {
     uint32_t node;
@@ -59,15 +46,13 @@ struct bgp_backend {
     size_t npeers;
     uint32_t *peer_of;             /* topology node -> peer index, UINT32_MAX none */
     struct plan want;
-    struct ann *ann, *seen;        /* announced; read back from the Adj-RIB-Out */
+    struct bgp_ann *ann, *seen;    /* announced; read back from the Adj-RIB-Out */
     size_t nann, nseen;
     char mismatch[200];            /* the last read-back's first difference, "" none */
     char found[200];               /* ... of the read-back under way */
     double readback_at;            /* when the last one was asked for (monotonic) */
     uint32_t gen;                  /* bumped by every change: a read-back counts only
                                       when it answers the latest */
-    struct { uint8_t kind; uint32_t n, gen; } q[BGP_QUEUE_MAX];
-    unsigned qh, qn;
     uint8_t *down;
     uint32_t ndirs;
     char notes[1024];
@@ -104,52 +89,13 @@ static int conf_text(const struct bgp_backend *b, char **out)
     return 0;
 }
 
-static void enqueue(struct bgp_backend *b, enum answer kind, uint32_t n)
-{
-    unsigned last = (b->qh + b->qn - 1) % BGP_QUEUE_MAX;
-    if (b->qn && kind == A_ACK && b->q[last].kind == A_ACK) {
-        b->q[last].n += n;
-        return;
-    }
-    if (b->qn == BGP_QUEUE_MAX)   /* answers beyond it are taken as acks */
-        return;
-    unsigned i = (b->qh + b->qn++) % BGP_QUEUE_MAX;
-    b->q[i].kind = (uint8_t)kind;
-    b->q[i].n = n;
-    b->q[i].gen = b->gen;
-}
-
-/* Sends text (whole lines) to the speaker; answers counts its commands. */
-static int send_cmds(struct bgp_backend *b, const char *text, size_t len, enum answer kind, uint32_t n)
-{
-    int rc = bgp_speaker_send(&b->spk, text, len);
-    if (!rc && n)
-        enqueue(b, kind, n);
-    return rc;
-}
-
 static const char *ip4(const uint8_t a[4], char *buf, size_t len) { return tf_addr_str(4, a, buf, len); }
-
-static int ann_cmp(const void *x, const void *y)
-{
-    const struct ann *a = x, *c = y;
-    if (a->peer != c->peer)
-        return a->peer < c->peer ? -1 : 1;
-    return memcmp(a->dst, c->dst, 4);
-}
-
-/* One path: (leaf, destination, next hop). The order announcements keep. */
-static int path_cmp(const void *x, const void *y)
-{
-    const struct ann *a = x, *c = y;
-    int r = ann_cmp(a, c);
-    return r ? r : memcmp(a->via, c->via, 4);
-}
 
 /* Whether the spine at the far end of link still reaches dst's leaf: true
  * when the controller does not hear that spine (nothing to go by). */
-static bool reaches(const struct bgp_backend *b, uint32_t link, const uint8_t dst[4])
+static bool reaches(const void *arg, uint32_t link, const uint8_t dst[4])
 {
+    const struct bgp_backend *b = arg;
     uint32_t spine = b->t->links[link].hi, pi = b->peer_of[spine];
     if (pi == UINT32_MAX || !b->peers[pi].known)
         return true;
@@ -158,146 +104,15 @@ static bool reaches(const struct bgp_backend *b, uint32_t link, const uint8_t ds
     return b->peers[pi].up && (leaf == TOPO_NONE || b->peers[pi].reach[leaf]);
 }
 
-/* The leaf's uplink whose far end's address is via, or UINT32_MAX. */
-static uint32_t uplink_by_via(const struct bgp_backend *b, uint32_t node, const uint8_t via[4])
+static const char *peer_addr(const void *arg, uint32_t peer)
 {
-    const struct topo_node *nd = &b->t->nodes[node];
-    for (uint32_t k = 0; k < nd->up_count; k++) {
-        uint32_t l = b->t->up_links[nd->up_first + k];
-        int af;
-        uint8_t a[16];
-        if (tf_addr_parse(b->t->links[l].hi_ip, &af, a) == 0 && af == 4 && !memcmp(a, via, 4))
-            return l;
-    }
-    return UINT32_MAX;
+    return ((const struct bgp_backend *)arg)->peers[peer].addr;
 }
 
-struct vote { struct ann a; size_t n; };
-
-static int vote_cmp(const void *x, const void *y)
+static struct bgp_announce_ctx ann_ctx(const struct bgp_backend *b)
 {
-    const struct vote *a = x, *c = y;
-    int r = ann_cmp(&a->a, &c->a);
-    if (r)
-        return r;
-    if (a->n != c->n)
-        return a->n > c->n ? -1 : 1;   /* most votes first */
-    return memcmp(a->a.via, c->a.via, 4);
-}
-
-/* What a refused rule is refused for: its mark or DSCP selector, or the
- * rule as a whole (IPv6, not a host destination, a switch not peered). */
-struct refusal {
-    size_t n;
-    char sw[PLAN_SW_LEN];
-    unsigned sels;
-    char why[256];
-};
-
-/* want -> the paths to announce (sorted by path_cmp): per leaf and
- * destination one per next hop its pins use, weighted by their number when
- * there are several; narrowed counts the pins given up, rf the rules no BGP
- * route expresses (the first named). */
-static int project(const struct bgp_backend *b, const struct plan *want, struct ann **out, size_t *nout,
-                   size_t *narrowed, struct refusal *rf)
-{
-    struct vote *v = calloc(want->nrules + 1, sizeof(*v));
-    if (!v)
-        return -ENOMEM;
-    size_t nv = 0;
-    for (size_t i = 0; i < want->nrules; i++) {
-        const struct plan_rule *r = &want->rules[i];
-        uint32_t node = topo_node_by_name(b->t, r->sw);
-        uint32_t pi = node == TOPO_NONE ? UINT32_MAX : b->peer_of[node];
-        if (r->af != 4 || r->dst_len != 32 || r->table >= b->table_base + PLANBUILD_CLASS_TABLE_OFF ||
-            pi == UINT32_MAX) {
-            unsigned sels = plan_rule_sels(r) & (PLAN_SEL_FWMARK | PLAN_SEL_DSCP);
-            if (!rf->n++) {
-                char rs[200];
-                tf_strlcpy(rf->sw, r->sw, sizeof(rf->sw));
-                rf->sels = sels ? sels : PLAN_SEL_OTHER;
-                snprintf(rf->why, sizeof(rf->why), "switch %s: rule '%s' has no BGP form (the bgp backend steers "
-                         "IPv4 destination hosts on switches it peers with)", r->sw, plan_rule_str(r, rs, sizeof(rs)));
-            }
-            continue;
-        }
-        const struct plan_route *rt = NULL;
-        for (size_t j = 0; j < want->nroutes && !rt; j++) {
-            const struct plan_route *x = &want->routes[j];
-            uint32_t mask = x->dst_len ? ~0u << (32 - x->dst_len) : 0, d, p;
-            memcpy(&d, r->dst, 4);
-            memcpy(&p, x->dst, 4);
-            if (!strcmp(x->sw, r->sw) && x->table == r->table && x->af == 4 && x->nnh == 1 && x->nh[0].af == 4 &&
-                ((ntohl(d) ^ ntohl(p)) & mask) == 0)
-                rt = x;
-        }
-        uint32_t link = rt ? uplink_by_via(b, node, rt->nh[0].via) : UINT32_MAX;
-        if (link == UINT32_MAX || !reaches(b, link, r->dst)) {
-            (*narrowed)++;
-            continue;
-        }
-        struct vote *x = &v[nv++];
-        x->a.peer = pi;
-        memcpy(x->a.dst, r->dst, 4);
-        memcpy(x->a.via, rt->nh[0].via, 4);
-        x->a.link = link;
-        x->n = 1;
-    }
-    /* Count per (leaf, destination, next hop): a (leaf, destination) with
-     * several gets each as an add-path route weighted by its pins. */
-    qsort(v, nv, sizeof(*v), vote_cmp);
-    size_t w = 0;
-    for (size_t i = 0; i < nv; i++) {
-        if (w && !path_cmp(&v[w - 1].a, &v[i].a))
-            v[w - 1].n++;
-        else
-            v[w++] = v[i];
-    }
-    struct ann *a = calloc(w + 1, sizeof(*a));
-    if (!a) {
-        free(v);
-        return -ENOMEM;
-    }
-    for (size_t i = 0, j; i < w; i = j) {
-        for (j = i + 1; j < w && !ann_cmp(&v[i].a, &v[j].a); j++)
-            ;
-        for (size_t k = i; k < j; k++) {
-            a[k] = v[k].a;
-            a[k].weight = j - i > 1 ? (uint32_t)v[k].n : 0;
-        }
-    }
-    size_t na = w;
-    qsort(a, na, sizeof(*a), path_cmp);
-    free(v);
-    *out = a;
-    *nout = na;
-    return 0;
-}
-
-/* Link bandwidth a pin stands for in the extended community (bytes/s):
- * only the ratios matter, the switch weighs its paths by them. */
-#define BGP_PIN_BANDWIDTH 125000.0
-
-/* A path's id (add-path): its uplink's, so a next hop keeps its id. */
-static void path_id(const struct ann *a, char *buf, size_t len)
-{
-    uint32_t id = a->link + 1;
-    snprintf(buf, len, "%u.%u.%u.%u", id >> 24, id >> 16 & 0xff, id >> 8 & 0xff, id & 0xff);
-}
-
-static int put_ann(FILE *f, const struct bgp_backend *b, const struct ann *a, bool withdraw)
-{
-    char d[48], nh[48], id[20], lb[64] = "";
-    path_id(a, id, sizeof(id));
-    if (withdraw)
-        return fprintf(f, "neighbor %s withdraw route %s/32 path-information %s\n", b->peers[a->peer].addr,
-                       ip4(a->dst, d, sizeof(d)), id) < 0 ? -EIO : 0;
-    /* The community's AS is 2 bytes: AS_TRANS stands for a 4-byte one. */
-    if (a->weight)
-        snprintf(lb, sizeof(lb), " extended-community [bandwidth:%u:%.0f]", b->local_as <= 65535 ? b->local_as : 23456,
-                 a->weight * BGP_PIN_BANDWIDTH);
-    return fprintf(f, "neighbor %s announce route %s/32 path-information %s next-hop %s community [no-advertise]%s\n",
-                   b->peers[a->peer].addr, ip4(a->dst, d, sizeof(d)), id, ip4(a->via, nh, sizeof(nh)), lb) < 0 ? -EIO : 0;
+    return (struct bgp_announce_ctx){.t = b->t, .peer_of = b->peer_of, .table_base = b->table_base,
+                                     .local_as = b->local_as, .reaches = reaches, .peer_addr = peer_addr, .arg = b};
 }
 
 /* Asks for the speaker's Adj-RIB-Out; rib_out_done compares it. */
@@ -306,11 +121,11 @@ static int readback(struct bgp_backend *b)
     b->nseen = 0;
     b->found[0] = '\0';
     b->readback_at = tf_now_mono();
-    return send_cmds(b, "show adj-rib out\n", 17, A_RIB_OUT, 1);
+    return bgp_speaker_cmd(&b->spk, "show adj-rib out\n", 17, BGP_SPEAKER_RIB_OUT, 1, b->gen);
 }
 
 /* Moves the speaker from b->ann to next (both sorted); takes next. */
-static int transition(struct bgp_backend *b, struct ann *next, size_t nnext, struct backend_result *res)
+static int transition(struct bgp_backend *b, struct bgp_ann *next, size_t nnext, struct backend_result *res)
 {
     char *text = NULL;
     size_t len = 0, ncmd = 0;
@@ -319,31 +134,12 @@ static int transition(struct bgp_backend *b, struct ann *next, size_t nnext, str
         free(next);
         return -ENOMEM;
     }
-    /* Make-before-break: every announcement, then the withdrawals. */
-    for (int pass = 0; pass < 2; pass++) {
-        size_t i = 0, j = 0;
-        while (i < b->nann || j < nnext) {
-            int c = i == b->nann ? 1 : j == nnext ? -1 : path_cmp(&b->ann[i], &next[j]);
-            const struct ann *x = c < 0 ? &b->ann[i++] : &next[j++];
-            if (c == 0)
-                i++;
-            bool out = pass == 0 ? c > 0 || (c == 0 && b->ann[i - 1].weight != x->weight) : c < 0;
-            if (!out)
-                continue;
-            put_ann(f, b, x, pass == 1);
-            ncmd++;
-            if (pass == 1)
-                res->routes_deleted++;
-            else if (c > 0)
-                res->routes_added++;
-            else
-                res->routes_replaced++;
-        }
-    }
+    struct bgp_announce_ctx cx = ann_ctx(b);
+    bgp_announce_diff(&cx, b->ann, b->nann, next, nnext, f, &ncmd, res);
     int rc = fclose(f) ? -ENOMEM : 0;
     if (!rc && ncmd) {
         b->gen++;
-        rc = send_cmds(b, text, len, A_ACK, (uint32_t)ncmd);
+        rc = bgp_speaker_cmd(&b->spk, text, len, BGP_SPEAKER_ACK, (uint32_t)ncmd, b->gen);
         if (!rc)
             rc = readback(b);
         res->round_trips++;
@@ -398,7 +194,7 @@ static bool down_refresh(struct bgp_backend *b)
 static bool drop_unreachable(struct bgp_backend *b)
 {
     size_t w = 0, n = 0;
-    struct ann *keep = calloc(b->nann + 1, sizeof(*keep));
+    struct bgp_ann *keep = calloc(b->nann + 1, sizeof(*keep));
     if (!keep)
         return false;
     for (size_t i = 0; i < b->nann; i++) {
@@ -503,13 +299,13 @@ static void on_rib_line(struct bgp_backend *b, const char *line, bool out)
         return;
     }
     int af, plen, naf;
-    struct ann a = {.peer = (uint32_t)(p - b->peers)};
+    struct bgp_ann a = {.peer = (uint32_t)(p - b->peers)};
     uint8_t d[16], v[16] = {0};
     bool ok = tf_prefix_parse(pfx, &af, d, &plen) == 0 && af == 4 && plen == 32 &&
               tf_addr_parse(nh, &naf, v) == 0 && naf == 4;
     memcpy(a.dst, d, 4);
     memcpy(a.via, v, 4);
-    const struct ann *want = ok ? bsearch(&a, b->ann, b->nann, sizeof(a), path_cmp) : NULL;
+    const struct bgp_ann *want = ok ? bsearch(&a, b->ann, b->nann, sizeof(a), bgp_announce_path_cmp) : NULL;
     if (!want && !b->found[0])
         snprintf(b->found, sizeof(b->found), "the speaker announces %.43s next-hop %.43s to %.31s, not what was asked",
                  pfx, nh, b->t->nodes[p->node].name);
@@ -517,7 +313,7 @@ static void on_rib_line(struct bgp_backend *b, const char *line, bool out)
      * the read-back holds at most the announcements. */
     if (!want)
         return;
-    struct ann *s = b->nseen < b->nann ? realloc(b->seen, (b->nseen + 1) * sizeof(*s)) : NULL;
+    struct bgp_ann *s = b->nseen < b->nann ? realloc(b->seen, (b->nseen + 1) * sizeof(*s)) : NULL;
     if (s) {
         b->seen = s;
         b->seen[b->nseen++] = a;
@@ -528,9 +324,9 @@ static void on_rib_line(struct bgp_backend *b, const char *line, bool out)
 static void rib_out_done(struct bgp_backend *b)
 {
     if (b->nseen)   /* seen is NULL until a route was read back */
-        qsort(b->seen, b->nseen, sizeof(*b->seen), path_cmp);
+        qsort(b->seen, b->nseen, sizeof(*b->seen), bgp_announce_path_cmp);
     for (size_t i = 0; i < b->nann && !b->found[0]; i++)
-        if (!b->seen || !bsearch(&b->ann[i], b->seen, b->nseen, sizeof(b->ann[i]), path_cmp)) {
+        if (!b->seen || !bsearch(&b->ann[i], b->seen, b->nseen, sizeof(b->ann[i]), bgp_announce_path_cmp)) {
             char d[48];
             snprintf(b->found, sizeof(b->found), "%s/32 to %s: not in the speaker's Adj-RIB-Out",
                      ip4(b->ann[i].dst, d, sizeof(d)), b->t->nodes[b->peers[b->ann[i].peer].node].name);
@@ -557,36 +353,31 @@ static void on_summary_line(struct bgp_backend *b, const char *line)
     }
 }
 
-static void on_line(void *arg, const char *line)
+static void on_line(void *arg, const struct bgp_speaker_said *w)
 {
     struct bgp_backend *b = arg;
-    if (line[0] == '{') {
-        json_t *m = json_loads(line, 0, NULL);
+    if (w->json) {
+        json_t *m = json_loads(w->line, 0, NULL);
         if (m)
             on_json(b, m);
         json_decref(m);
         return;
     }
-    bool done = !strcmp(line, "done"), error = !strcmp(line, "error");
-    enum answer k = b->qn ? (enum answer)b->q[b->qh].kind : A_ACK;
+    enum bgp_speaker_answer k = w->kind;
     /* A read-back of an Adj-RIB-Out that changed since is not compared. */
-    if (k == A_RIB_OUT && b->q[b->qh].gen != b->gen)
-        k = A_ACK;
-    if (done || error) {
-        if (error)
+    if (k == BGP_SPEAKER_RIB_OUT && w->tag != b->gen)
+        k = BGP_SPEAKER_ACK;
+    if (w->done || w->error) {
+        if (w->error)
             log_warn("bgp backend: the speaker refused a command (see %s/exabgp.log)", b->spk.dir);
-        if (k == A_RIB_OUT)
+        if (k == BGP_SPEAKER_RIB_OUT)
             rib_out_done(b);
-        if (b->qn && !--b->q[b->qh].n) {
-            b->qh = (b->qh + 1) % BGP_QUEUE_MAX;
-            b->qn--;
-        }
         return;
     }
-    if (k == A_SUMMARY)
-        on_summary_line(b, line);
-    else if (k == A_RIB_IN || k == A_RIB_OUT)
-        on_rib_line(b, line, k == A_RIB_OUT);
+    if (k == BGP_SPEAKER_SUMMARY)
+        on_summary_line(b, w->line);
+    else if (k == BGP_SPEAKER_RIB_IN || k == BGP_SPEAKER_RIB_OUT)
+        on_rib_line(b, w->line, k == BGP_SPEAKER_RIB_OUT);
 }
 
 /* Reads what the speaker said; returns whether routing changed. */
@@ -615,13 +406,57 @@ static void *watch_main(void *arg)
     return NULL;
 }
 
-/* Adopts a running speaker whose configuration is conf (1), else starts
- * one (0): no answer is then awaited. */
-static int speaker_up(struct bgp_backend *b, const char *conf, char *err, size_t errlen)
+/* One peer per switch of the topology with a mgmt address and an asn. */
+static int peers_from_topo(struct bgp_backend *b, char *err, size_t errlen)
 {
-    int rc = bgp_speaker_up(&b->spk, conf, err, errlen);
-    if (rc == 0)
-        b->qn = 0;
+    const struct topo *t = b->t;
+    b->ndirs = 2 * t->nlinks;
+    if (!(b->peer_of = malloc((t->nnodes + 1) * sizeof(*b->peer_of))) || !(b->down = calloc(b->ndirs + 1, 1)) ||
+        !(b->peers = calloc(t->nnodes + 1, sizeof(*b->peers))))
+        return -ENOMEM;
+    for (uint32_t i = 0; i < t->nnodes; i++)
+        b->peer_of[i] = UINT32_MAX;
+    for (uint32_t i = 0; i < t->nnodes; i++) {
+        const struct topo_node *nd = &t->nodes[i];
+        int af;
+        uint8_t a[16];
+        if (nd->tier == TOPO_HOST || !nd->mgmt[0] || !nd->asn)
+            continue;
+        if (tf_addr_parse(nd->mgmt, &af, a) < 0 || af != 4)
+            return tf_fail(err, errlen, -EINVAL, "node %s: \"mgmt\" '%s' is not an IPv4 address (the bgp backend "
+                           "peers with it)", nd->name, nd->mgmt);
+        struct peer *p = &b->peers[b->npeers];
+        p->node = i;
+        tf_strlcpy(p->addr, nd->mgmt, sizeof(p->addr));
+        if (!(p->reach = calloc(t->nnodes + 1, 1)))
+            return -ENOMEM;
+        b->peer_of[i] = (uint32_t)b->npeers++;
+    }
+    if (!b->npeers)
+        return tf_fail(err, errlen, -EINVAL, "bgp backend: no switch of the topology has both \"mgmt\" and \"asn\" "
+                       "(nothing to peer with)");
+    return 0;
+}
+
+/* An adopted speaker: what it announces, derived from the plan (the
+ * switches' views are not heard yet: every route counts as reachable),
+ * then checked against its Adj-RIB-Out and its sessions. */
+static int adopt(struct bgp_backend *b, char *err, size_t errlen)
+{
+    size_t narrowed = 0;
+    struct bgp_announce_refusal rf = {0};
+    struct bgp_announce_ctx cx = ann_ctx(b);
+    int rc = bgp_announce_project(&cx, &b->want, &b->ann, &b->nann, &narrowed, &rf);
+    /* The spines' routes before their sessions: a session counts (and can
+     * withdraw) only once what it announces is known. */
+    if (!rc)
+        rc = bgp_speaker_cmd(&b->spk, "show adj-rib in\n", 16, BGP_SPEAKER_RIB_IN, 1, b->gen);
+    if (!rc)
+        rc = bgp_speaker_cmd(&b->spk, "show neighbor summary\n", 22, BGP_SPEAKER_SUMMARY, 1, b->gen);
+    if (!rc)
+        rc = bgp_speaker_cmd(&b->spk, "show adj-rib out\n", 17, BGP_SPEAKER_RIB_OUT, 1, b->gen);
+    if (rc)
+        tf_fail(err, errlen, rc, "bgp backend: the adopted speaker takes no commands: %s", strerror(-rc));
     return rc;
 }
 
@@ -651,32 +486,7 @@ int bgp_backend_open(const struct backend_cfg *cfg, struct bgp_backend **out, ch
     b->poke = cfg->on_routing;
     b->poke_arg = cfg->on_routing_arg;
     plan_init(&b->want);
-    const struct topo *t = b->t;
-    b->ndirs = 2 * t->nlinks;
-    int rc = 0;
-    if (!(b->peer_of = malloc((t->nnodes + 1) * sizeof(*b->peer_of))) || !(b->down = calloc(b->ndirs + 1, 1)) ||
-        !(b->peers = calloc(t->nnodes + 1, sizeof(*b->peers))))
-        rc = -ENOMEM;
-    for (uint32_t i = 0; i < t->nnodes && !rc; i++) {
-        const struct topo_node *nd = &t->nodes[i];
-        b->peer_of[i] = UINT32_MAX;
-        if (nd->tier == TOPO_HOST || !nd->mgmt[0] || !nd->asn)
-            continue;
-        if (tf_addr_parse(nd->mgmt, &af, a) < 0 || af != 4) {
-            rc = tf_fail(err, errlen, -EINVAL, "node %s: \"mgmt\" '%s' is not an IPv4 address (the bgp backend "
-                         "peers with it)", nd->name, nd->mgmt);
-            break;
-        }
-        struct peer *p = &b->peers[b->npeers];
-        p->node = i;
-        tf_strlcpy(p->addr, nd->mgmt, sizeof(p->addr));
-        if (!(p->reach = calloc(t->nnodes + 1, 1)))
-            rc = -ENOMEM;
-        b->peer_of[i] = (uint32_t)b->npeers++;
-    }
-    if (!rc && !b->npeers)
-        rc = tf_fail(err, errlen, -EINVAL, "bgp backend: no switch of the topology has both \"mgmt\" and \"asn\" "
-                     "(nothing to peer with)");
+    int rc = peers_from_topo(b, err, errlen);
     if (!rc)
         rc = bgp_speaker_open(&b->spk, g->dir, g->exabgp && g->exabgp[0] ? g->exabgp : "exabgp", err, errlen);
     if (!rc)
@@ -684,28 +494,12 @@ int bgp_backend_open(const struct backend_cfg *cfg, struct bgp_backend **out, ch
     char *conf = NULL;
     if (!rc)
         rc = conf_text(b, &conf);
-    int adopted = rc ? 0 : speaker_up(b, conf, err, errlen);
+    int adopted = rc ? 0 : bgp_speaker_up(&b->spk, conf, err, errlen);
     free(conf);
     if (adopted < 0)
         rc = adopted;
-    if (!rc && adopted) {
-        /* What it announces, derived from the plan (the switches' views are
-         * not heard yet: every route counts as reachable), then checked
-         * against its Adj-RIB-Out and its sessions. */
-        size_t narrowed = 0;
-        struct refusal rf = {0};
-        rc = project(b, &b->want, &b->ann, &b->nann, &narrowed, &rf);
-        /* The spines' routes before their sessions: a session counts (and
-         * can withdraw) only once what it announces is known. */
-        if (!rc)
-            rc = send_cmds(b, "show adj-rib in\n", 16, A_RIB_IN, 1);
-        if (!rc)
-            rc = send_cmds(b, "show neighbor summary\n", 22, A_SUMMARY, 1);
-        if (!rc)
-            rc = send_cmds(b, "show adj-rib out\n", 17, A_RIB_OUT, 1);
-        if (rc)
-            tf_fail(err, errlen, rc, "bgp backend: the adopted speaker takes no commands: %s", strerror(-rc));
-    }
+    if (!rc && adopted)
+        rc = adopt(b, err, errlen);
     if (!rc && pipe2(b->stop, O_CLOEXEC) < 0)
         rc = -errno;
     if (!rc && (rc = -pthread_create(&b->thr, NULL, watch_main, b)) == 0)
@@ -741,22 +535,23 @@ int bgp_backend_apply(struct bgp_backend *b, const struct plan *want, struct bac
             b->peers[i].known = b->peers[i].up = b->peers[i].was_up = false;
         rc = conf_text(b, &conf);
         if (!rc) {
-            int st = speaker_up(b, conf, err, sizeof(err));
+            int st = bgp_speaker_up(&b->spk, conf, err, sizeof(err));
             rc = st < 0 ? st : 0;
         }
         free(conf);
     }
-    struct ann *next = NULL;
+    struct bgp_ann *next = NULL;
     size_t nnext = 0;
-    struct refusal rf = {0};
+    struct bgp_announce_refusal rf = {0};
+    struct bgp_announce_ctx cx = ann_ctx(b);
     if (!rc)
-        rc = project(b, want, &next, &nnext, &res->narrowed, &rf);
+        rc = bgp_announce_project(&cx, want, &next, &nnext, &res->narrowed, &rf);
     if (!rc && rf.n)
         backend_result_unsup(res, rf.sw, rf.sels, rf.n, rf.why);
     if (!rc)
         rc = transition(b, next, nnext, res);
     /* Also when nothing changed: what else may have reached the speaker. */
-    if (!rc && !b->qn && tf_now_mono() - b->readback_at >= BGP_READBACK_S)
+    if (!rc && !bgp_speaker_pending(&b->spk) && tf_now_mono() - b->readback_at >= BGP_READBACK_S)
         rc = readback(b);
     if (rc && !err[0])
         snprintf(err, sizeof(err), "bgp backend: the speaker (pid %d) takes no commands: %s", (int)b->spk.pid,
@@ -785,7 +580,7 @@ int bgp_backend_withdraw(struct bgp_backend *b, struct backend_result *res)
     int rc = bgp_speaker_alive(&b->spk) ? transition(b, NULL, 0, res) : 0;
     if (!rc) {
         /* Let the speaker send the withdrawals before it goes. */
-        for (int ms = 0; ms < 2000 && b->qn; ms += 50) {
+        for (int ms = 0; ms < 2000 && bgp_speaker_pending(&b->spk); ms += 50) {
             nanosleep(&(struct timespec){0, 50 * 1000000L}, NULL);
             drain(b);
         }

@@ -40,7 +40,8 @@
 
 #include <jansson.h>
 
-#include "controller/backend.h"
+#include "controller/backend_cfg.h"
+#include "controller/backend_result.h"
 
 struct bgp_backend;
 

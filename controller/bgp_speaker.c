@@ -194,7 +194,9 @@ int bgp_speaker_up(struct bgp_speaker *s, const char *conf, char *err, size_t er
     int rc = write_file(s, "helper.sh", helper, err, errlen);
     if (!rc)
         rc = write_file(s, "exabgp.conf", conf, err, errlen);
-    return rc ? rc : start(s, err, errlen);
+    if (!rc && !(rc = start(s, err, errlen)))
+        s->qn = 0;
+    return rc;
 }
 
 int bgp_speaker_send(struct bgp_speaker *s, const char *text, size_t len)
@@ -217,7 +219,51 @@ int bgp_speaker_send(struct bgp_speaker *s, const char *text, size_t len)
     return 0;
 }
 
-void bgp_speaker_read(struct bgp_speaker *s, void (*fn)(void *arg, const char *line), void *arg)
+static void enqueue(struct bgp_speaker *s, enum bgp_speaker_answer kind, uint32_t n, uint32_t tag)
+{
+    unsigned last = (s->qh + s->qn - 1) % BGP_SPEAKER_QUEUE_MAX;
+    if (s->qn && kind == BGP_SPEAKER_ACK && s->q[last].kind == BGP_SPEAKER_ACK) {
+        s->q[last].n += n;
+        return;
+    }
+    if (s->qn == BGP_SPEAKER_QUEUE_MAX)   /* answers beyond it are taken as acks */
+        return;
+    unsigned i = (s->qh + s->qn++) % BGP_SPEAKER_QUEUE_MAX;
+    s->q[i].kind = (uint8_t)kind;
+    s->q[i].n = n;
+    s->q[i].tag = tag;
+}
+
+int bgp_speaker_cmd(struct bgp_speaker *s, const char *text, size_t len, enum bgp_speaker_answer kind, uint32_t n,
+                    uint32_t tag)
+{
+    int rc = bgp_speaker_send(s, text, len);
+    if (!rc && n)
+        enqueue(s, kind, n, tag);
+    return rc;
+}
+
+unsigned bgp_speaker_pending(const struct bgp_speaker *s) { return s->qn; }
+
+/* One whole line: handed to fn with the command it answers; an ack ends
+ * that command. */
+static void said(struct bgp_speaker *s, void (*fn)(void *arg, const struct bgp_speaker_said *w), void *arg)
+{
+    struct bgp_speaker_said w = {.line = s->line, .json = s->line[0] == '{'};
+    if (!w.json && s->qn) {
+        w.kind = (enum bgp_speaker_answer)s->q[s->qh].kind;
+        w.tag = s->q[s->qh].tag;
+    }
+    w.done = !w.json && !strcmp(s->line, "done");
+    w.error = !w.json && !strcmp(s->line, "error");
+    fn(arg, &w);
+    if ((w.done || w.error) && s->qn && !--s->q[s->qh].n) {
+        s->qh = (s->qh + 1) % BGP_SPEAKER_QUEUE_MAX;
+        s->qn--;
+    }
+}
+
+void bgp_speaker_read(struct bgp_speaker *s, void (*fn)(void *arg, const struct bgp_speaker_said *w), void *arg)
 {
     char buf[4096];
     ssize_t n;
@@ -230,7 +276,7 @@ void bgp_speaker_read(struct bgp_speaker *s, void (*fn)(void *arg, const char *l
             }
             s->line[s->linelen] = '\0';
             s->linelen = 0;
-            fn(arg, s->line);
+            said(s, fn, arg);
         }
 }
 

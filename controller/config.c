@@ -1,7 +1,10 @@
 /*
  * config: see config.h. One table (config_keys) holds every key's type,
- * place, default and bounds; defaults are applied through the same setter as
- * file and command-line values so that a default can never violate a bound.
+ * place, default and bounds, its command-line flag with the flag's help, and
+ * whether a SIGHUP reload may change it; defaults are applied through the
+ * same setter as file and command-line values so that a default can never
+ * violate a bound, and the flags, --help and the reload rule all read the
+ * same rows (redis' config.c: one table, MODIFIABLE_CONFIG or not).
  */
 #include "controller/config.h"
 
@@ -17,7 +20,7 @@
 
 #include "common/util.h"
 #include "controller/backend.h"
-#include "controller/planbuild.h"
+#include "controller/owner.h"
 #include "controller/state.h"
 
 enum ck_type { CK_STR, CK_LONG, CK_DOUBLE, CK_BOOL, CK_ENUM };
@@ -29,16 +32,28 @@ struct config_key {
     const char *def;
     double min, max;       /* numbers: inclusive bounds; strings: max length */
     const char *choices;   /* CK_ENUM: "a|b|c" */
+    unsigned fl;           /* CK_RELOAD: a SIGHUP reload may change it */
+    /* Its command-line flag (NULL: none, --set only), the flag's argument as
+     * --help names it (NULL: a switch, which sets "true") and its help. */
+    const char *opt, *arg, *help;
 };
+
+/* The value a reload applies: it is read where it is used, on the main
+ * thread or under the state's lock (config.h). */
+#define CK_RELOAD 1u
 
 #define F(field) offsetof(struct config, field), sizeof(((struct config *)0)->field)
 static const struct config_key config_keys[] = {
-    {"listen", CK_STR, F(listen), "127.0.0.1:8080", 0, 0, NULL},
-    {"token_file", CK_STR, F(token_file), "", 0, 0, NULL},
-    {"topology", CK_STR, F(topology), "", 0, 0, NULL},
-    {"policy", CK_STR, F(policy), "", 0, 0, NULL},
-    {"backend", CK_ENUM, F(backend), "none", 0, 0, "netlink|plan|bgp|none"},
-    {"backend_options.plan_dir", CK_STR, F(plan_dir), "/var/lib/tierflow/plan", 0, 0, NULL},
+    {"listen", CK_STR, F(listen), "127.0.0.1:8080", 0, 0, NULL, 0,
+     "listen", "ADDR:PORT", "the API, /metrics and the dashboard"},
+    {"token_file", CK_STR, F(token_file), "", 0, 0, NULL, 0, "token-file", "F", "bearer token for mutating calls"},
+    {"topology", CK_STR, F(topology), "", 0, 0, NULL, CK_RELOAD,
+     "topology", "FILE|GENERATOR", "the fabric (required)"},
+    {"policy", CK_STR, F(policy), "", 0, 0, NULL, CK_RELOAD, "policy", "FILE", "traffic classes"},
+    {"backend", CK_ENUM, F(backend), "none", 0, 0, "netlink|plan|bgp|none", 0,
+     "backend", "netlink|plan|bgp|none", "how plans reach the switches"},
+    {"backend_options.plan_dir", CK_STR, F(plan_dir), "/var/lib/tierflow/plan", 0, 0, NULL, 0,
+     "plan-dir", "DIR", "output of the plan backend"},
     /* bgp (bgp_backend.h): the speaker's folder, its AS and address on the
      * management network (the switches peer with it), its hold time (how
      * long the switches keep its routes after it dies) and its program. */
@@ -51,44 +66,46 @@ static const struct config_key config_keys[] = {
      * that the daemon and the backend cannot disagree; bounds are the
      * backend's (cfg_check in backend.c): priorities below the main table's
      * 32766, protocols above the kernel's reserved 0..4, tables clear of the
-     * kernel's 0..255 and with room for PLANBUILD_TABLE_SPAN of them. */
+     * kernel's 0..255 and with room for OWNER_TABLE_SPAN of them. */
     {"backend_options.rule_prio_min", CK_LONG, F(rule_prio_min), NULL, 1, 32765, NULL},
     {"backend_options.rule_prio_max", CK_LONG, F(rule_prio_max), NULL, 1, 32765, NULL},
     {"backend_options.route_proto", CK_LONG, F(route_proto), NULL, 5, 255, NULL},
     {"backend_options.table_base", CK_LONG, F(table_base), NULL, 256,
-     (double)(UINT32_MAX - PLANBUILD_TABLE_SPAN), NULL},
-    {"web_dir", CK_STR, F(web_dir), "", 0, 0, NULL},
-    {"log_level", CK_ENUM, F(log_level), "info", 0, 0, "error|warning|notice|info|debug"},
-    {"syslog", CK_BOOL, F(syslog), "false", 0, 0, NULL},
-    {"withdraw_on_exit", CK_BOOL, F(withdraw_on_exit), "false", 0, 0, NULL},
-    {"tls_cert", CK_STR, F(tls_cert), "", 0, 0, NULL},
-    {"tls_key", CK_STR, F(tls_key), "", 0, 0, NULL},
-    {"interval", CK_DOUBLE, F(interval), "1", 0.05, 3600, NULL},
-    {"thresholds.util", CK_DOUBLE, F(util), "0.8", 0.01, 10, NULL},
-    {"thresholds.ce_frac", CK_DOUBLE, F(ce_frac), "0.05", 0, 1, NULL},
-    {"thresholds.hysteresis", CK_DOUBLE, F(hysteresis), "0.05", 0, 0.99, NULL}, /* assign: margin < 1 */
-    {"thresholds.min_move_interval", CK_DOUBLE, F(min_move_interval), "10", 0, 86400, NULL},
-    {"thresholds.max_moves", CK_LONG, F(max_moves), "16", 0, 100000, NULL},
-    {"thresholds.stale_intervals", CK_DOUBLE, F(stale_intervals), "3", 1, 1000, NULL},
-    {"thresholds.settle_intervals", CK_DOUBLE, F(settle_intervals), "2", 0, 1000, NULL},
-    {"thresholds.link_holddown", CK_DOUBLE, F(link_holddown), "3", 0, 3600, NULL},
-    {"thresholds.pin_grace", CK_DOUBLE, F(pin_grace), "120", 0, 86400, NULL},
-    {"thresholds.react_window", CK_DOUBLE, F(react_window), "0.1", 0, 10, NULL},
-    {"thresholds.move_gain", CK_DOUBLE, F(move_gain), "0.1", 0, 10, NULL},
-    {"thresholds.backoff_max", CK_DOUBLE, F(backoff_max), "300", 0, 86400, NULL},
-    {"thresholds.harm_intervals", CK_DOUBLE, F(harm_intervals), "3", 1, 1000, NULL},
-    {"thresholds.harm_margin", CK_DOUBLE, F(harm_margin), "0.05", 0, 1, NULL},
-    {"thresholds.drain", CK_BOOL, F(drain), "false", 0, 0, NULL},
-    {"thresholds.gray_loss", CK_DOUBLE, F(gray_loss), "0.002", 0.00001, 1, NULL},
-    {"thresholds.gray_min_loss", CK_LONG, F(gray_min_loss), "3", 1, 1000000, NULL},
-    {"thresholds.gray_min_flows", CK_LONG, F(gray_min_flows), "2", 1, 1000, NULL},
-    {"thresholds.gray_clean_share", CK_DOUBLE, F(gray_clean_share), "0.34", 0, 1, NULL},
-    {"thresholds.gray_errors", CK_LONG, F(gray_errors), "10", 0, 1000000000, NULL},
-    {"thresholds.gray_k", CK_LONG, F(gray_k), "2", 1, 32, NULL},
-    {"thresholds.gray_n", CK_LONG, F(gray_n), "3", 1, 32, NULL},
-    {"thresholds.gray_holddown", CK_DOUBLE, F(gray_holddown), "30", 0, 86400, NULL},
-    {"thresholds.flap_count", CK_LONG, F(flap_count), "4", 0, 1000, NULL},
-    {"thresholds.flap_window", CK_DOUBLE, F(flap_window), "10", 0.1, 3600, NULL},
+     (double)(UINT32_MAX - OWNER_TABLE_SPAN), NULL},
+    {"web_dir", CK_STR, F(web_dir), "", 0, 0, NULL, 0, "web-dir", "DIR", "dashboard files"},
+    {"log_level", CK_ENUM, F(log_level), "info", 0, 0, "error|warning|notice|info|debug", 0,
+     "log-level", "LEVEL", "error|warning|notice|info|debug"},
+    {"syslog", CK_BOOL, F(syslog), "false", 0, 0, NULL, 0, "syslog", NULL, "log to syslog instead of stderr"},
+    {"withdraw_on_exit", CK_BOOL, F(withdraw_on_exit), "false", 0, 0, NULL, 0,
+     "withdraw-on-exit", NULL, "remove installed routes on SIGTERM"},
+    {"tls_cert", CK_STR, F(tls_cert), "", 0, 0, NULL, 0, "tls-cert", "F", "serve HTTPS with this certificate"},
+    {"tls_key", CK_STR, F(tls_key), "", 0, 0, NULL, 0, "tls-key", "F", "its key (with --tls-cert)"},
+    {"interval", CK_DOUBLE, F(interval), "1", 0.05, 3600, NULL, 0, "interval", "SEC", "rebalance period"},
+    {"thresholds.util", CK_DOUBLE, F(util), "0.8", 0.01, 10, NULL, CK_RELOAD},
+    {"thresholds.ce_frac", CK_DOUBLE, F(ce_frac), "0.05", 0, 1, NULL, CK_RELOAD},
+    {"thresholds.hysteresis", CK_DOUBLE, F(hysteresis), "0.05", 0, 0.99, NULL, CK_RELOAD}, /* assign: margin < 1 */
+    {"thresholds.min_move_interval", CK_DOUBLE, F(min_move_interval), "10", 0, 86400, NULL, CK_RELOAD},
+    {"thresholds.max_moves", CK_LONG, F(max_moves), "16", 0, 100000, NULL, CK_RELOAD},
+    {"thresholds.stale_intervals", CK_DOUBLE, F(stale_intervals), "3", 1, 1000, NULL, CK_RELOAD},
+    {"thresholds.settle_intervals", CK_DOUBLE, F(settle_intervals), "2", 0, 1000, NULL, CK_RELOAD},
+    {"thresholds.link_holddown", CK_DOUBLE, F(link_holddown), "3", 0, 3600, NULL, CK_RELOAD},
+    {"thresholds.pin_grace", CK_DOUBLE, F(pin_grace), "120", 0, 86400, NULL, CK_RELOAD},
+    {"thresholds.react_window", CK_DOUBLE, F(react_window), "0.1", 0, 10, NULL, CK_RELOAD},
+    {"thresholds.move_gain", CK_DOUBLE, F(move_gain), "0.1", 0, 10, NULL, CK_RELOAD},
+    {"thresholds.backoff_max", CK_DOUBLE, F(backoff_max), "300", 0, 86400, NULL, CK_RELOAD},
+    {"thresholds.harm_intervals", CK_DOUBLE, F(harm_intervals), "3", 1, 1000, NULL, CK_RELOAD},
+    {"thresholds.harm_margin", CK_DOUBLE, F(harm_margin), "0.05", 0, 1, NULL, CK_RELOAD},
+    {"thresholds.drain", CK_BOOL, F(drain), "false", 0, 0, NULL, CK_RELOAD},
+    {"thresholds.gray_loss", CK_DOUBLE, F(gray_loss), "0.002", 0.00001, 1, NULL, CK_RELOAD},
+    {"thresholds.gray_min_loss", CK_LONG, F(gray_min_loss), "3", 1, 1000000, NULL, CK_RELOAD},
+    {"thresholds.gray_min_flows", CK_LONG, F(gray_min_flows), "2", 1, 1000, NULL, CK_RELOAD},
+    {"thresholds.gray_clean_share", CK_DOUBLE, F(gray_clean_share), "0.34", 0, 1, NULL, CK_RELOAD},
+    {"thresholds.gray_errors", CK_LONG, F(gray_errors), "10", 0, 1000000000, NULL, CK_RELOAD},
+    {"thresholds.gray_k", CK_LONG, F(gray_k), "2", 1, 32, NULL, CK_RELOAD},
+    {"thresholds.gray_n", CK_LONG, F(gray_n), "3", 1, 32, NULL, CK_RELOAD},
+    {"thresholds.gray_holddown", CK_DOUBLE, F(gray_holddown), "30", 0, 86400, NULL, CK_RELOAD},
+    {"thresholds.flap_count", CK_LONG, F(flap_count), "4", 0, 1000, NULL, CK_RELOAD},
+    {"thresholds.flap_window", CK_DOUBLE, F(flap_window), "10", 0.1, 3600, NULL, CK_RELOAD},
     {"ingest.timestamps", CK_ENUM, F(ingest_timestamps), "check", 0, 0, "check|ignore"},
     {"ingest.clock_skew", CK_DOUBLE, F(clock_skew), "5", 0, 3600, NULL},
     {"limits.max_connections", CK_LONG, F(max_connections), "1024", 1, 65536, NULL},
@@ -214,6 +231,117 @@ int config_set_str(struct config *c, const char *key, const char *value, char *e
         return set_number(c, k, v, err, errlen);
     }
     }
+}
+
+bool config_flag(size_t i, struct config_flag *out)
+{
+    for (size_t k = 0, n = 0; k < TF_ARRAY_SIZE(config_keys); k++)
+        if (config_keys[k].opt && n++ == i) {
+            *out = (struct config_flag){config_keys[k].opt, config_keys[k].name, config_keys[k].arg};
+            return true;
+        }
+    return false;
+}
+
+void config_usage_line(FILE *f, const char *flag, const char *arg, const char *help)
+{
+    char left[96];
+    snprintf(left, sizeof(left), "--%s%s%s", flag, arg ? " " : "", arg ? arg : "");
+    if (!help || !*help)
+        fprintf(f, "  %s\n", left);
+    else if (strlen(left) < 25)
+        fprintf(f, "  %-25s%s\n", left, help);
+    else
+        fprintf(f, "  %s\n  %-25s%s\n", left, "", help);
+}
+
+/* Whether every key of name's section ("thresholds" of "thresholds.util")
+ * may be reloaded: --help then names the section once. */
+static bool section_reloads(const char *name, size_t len)
+{
+    for (size_t k = 0; k < TF_ARRAY_SIZE(config_keys); k++)
+        if (!strncmp(config_keys[k].name, name, len) && config_keys[k].name[len] == '.' &&
+            !(config_keys[k].fl & CK_RELOAD))
+            return false;
+    return true;
+}
+
+void config_usage(FILE *f)
+{
+    for (size_t k = 0; k < TF_ARRAY_SIZE(config_keys); k++) {
+        const struct config_key *c = &config_keys[k];
+        if (!c->opt)
+            continue;
+        char help[192];
+        bool def = c->def && c->def[0] && c->type != CK_BOOL;
+        snprintf(help, sizeof(help), "%s%s%s%s", c->help, def ? " (default " : "", def ? c->def : "", def ? ")" : "");
+        config_usage_line(f, c->opt, c->arg, help);
+    }
+}
+
+void config_usage_reload(FILE *f)
+{
+    fprintf(f, "SIGHUP re-reads the configuration and applies");
+    const char *sep = " ", *last = "";
+    size_t lastlen = 0;
+    for (size_t k = 0; k < TF_ARRAY_SIZE(config_keys); k++) {
+        const char *name = config_keys[k].name, *dot = strchr(name, '.');
+        if (!(config_keys[k].fl & CK_RELOAD))
+            continue;
+        size_t len = dot ? (size_t)(dot - name) : 0;
+        if (dot && section_reloads(name, len)) {
+            if (len == lastlen && !strncmp(name, last, len))
+                continue;   /* the section is named already */
+            fprintf(f, "%s%.*s.*", sep, (int)len, name);
+            last = name;
+            lastlen = len;
+        } else {
+            fprintf(f, "%s%s", sep, name);
+        }
+        sep = ", ";
+    }
+    fprintf(f, ";\nany other key it finds changed needs a restart\n");
+}
+
+bool config_reloadable(const char *key)
+{
+    const struct config_key *k = config_find(key);
+    return k && (k->fl & CK_RELOAD);
+}
+
+/* A key's value as the reload's messages show it. */
+static void value_str(const struct config_key *k, const void *p, char *buf, size_t len)
+{
+    switch (k->type) {
+    case CK_STR:
+    case CK_ENUM: snprintf(buf, len, "'%s'", (const char *)p); break;
+    case CK_BOOL: snprintf(buf, len, "%s", *(const bool *)p ? "true" : "false"); break;
+    case CK_LONG: snprintf(buf, len, "%ld", *(const long *)p); break;
+    default: snprintf(buf, len, "%g", *(const double *)p); break;
+    }
+}
+
+int config_reload(struct config *cur, const struct config *next, config_change_fn cb, void *arg)
+{
+    int n = 0;
+    for (size_t i = 0; i < TF_ARRAY_SIZE(config_keys); i++) {
+        const struct config_key *k = &config_keys[i];
+        char *a = (char *)cur + k->off;
+        const char *b = (const char *)next + k->off;
+        if (k->type == CK_STR || k->type == CK_ENUM ? !strcmp(a, b) : !memcmp(a, b, k->size))
+            continue;
+        char from[CONFIG_STR_MAX + 8], to[CONFIG_STR_MAX + 8];
+        value_str(k, a, from, sizeof(from));
+        value_str(k, b, to, sizeof(to));
+        bool apply = k->fl & CK_RELOAD;
+        if (apply) {
+            memcpy(a, b, k->size);
+            n++;
+        }
+        if (cb)
+            cb(arg, k->name, from, to, apply);
+    }
+    return n;
 }
 
 /* The default of a key whose table entry has none: the backend's. */
@@ -456,9 +584,9 @@ int config_validate(const struct config *c, char *err, size_t errlen)
                  c->rule_prio_min, c->rule_prio_max);
         return -EINVAL;
     }
-    if (c->rule_prio_max - c->rule_prio_min + 1 < PLANBUILD_PRIO_SPAN) {
+    if (c->rule_prio_max - c->rule_prio_min + 1 < OWNER_PRIO_SPAN) {
         snprintf(err, errlen, "backend_options.rule_prio_min..rule_prio_max (%ld..%ld): the backend needs at "
-                 "least %d priorities", c->rule_prio_min, c->rule_prio_max, PLANBUILD_PRIO_SPAN);
+                 "least %d priorities", c->rule_prio_min, c->rule_prio_max, OWNER_PRIO_SPAN);
         return -EINVAL;
     }
     if (!c->tls_cert[0] != !c->tls_key[0]) {
@@ -509,4 +637,14 @@ char *config_dump_json(const struct config *c)
     char *s = json_dumps(o, JSON_INDENT(2) | JSON_SORT_KEYS);
     json_decref(o);
     return s;
+}
+
+const char *config_congestion(const struct config *c, double util, double ce_frac)
+{
+    return util > c->util ? "util" : ce_frac > c->ce_frac ? "ce" : NULL;
+}
+
+bool config_congested(const struct config *c, double util, double ce_frac)
+{
+    return config_congestion(c, util, ce_frac) != NULL;
 }

@@ -9,12 +9,21 @@
  * only when the new value has the right type and lies within the key's
  * bounds, and otherwise leave it alone and name the key and the problem.
  * Unknown keys are errors, never ignored.
+ *
+ * The table also gives tierflowd its command-line flags (config_flag,
+ * config_usage: a flag is a key's other name, as in redis) and says which
+ * keys a SIGHUP reload may change (config_reload): topology, policy and
+ * thresholds.*. The daemon applies those with no round running
+ * (rebalance_between_rounds) and under the state's write lock: rounds, and
+ * request threads under the state's read lock, read them safely. Any other
+ * changed key is reported as needing a restart and keeps its value.
  */
 #ifndef TF_CONFIG_H
 #define TF_CONFIG_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #define CONFIG_STR_MAX 256
 
@@ -94,6 +103,29 @@ struct config {
     long metrics_max_link_series;      /* switch-to-switch directions exported one by one */
 };
 
+/* A key's command-line flag: --flag sets key (arg NULL: a switch, which
+ * sets "true"; else the argument's name in --help). */
+struct config_flag {
+    const char *flag, *key, *arg;
+};
+/* The i-th flag of the table (0, 1, ...); false past the last. */
+bool config_flag(size_t i, struct config_flag *out);
+/* --help's lines for every flag of the table (help, default). */
+void config_usage(FILE *f);
+/* --help's lines saying which keys a SIGHUP reload applies. */
+void config_usage_reload(FILE *f);
+/* One --help line in config_usage's layout (for the daemon's own options). */
+void config_usage_line(FILE *f, const char *flag, const char *arg, const char *help);
+/* Whether a reload may change key. */
+bool config_reloadable(const char *key);
+/* Called by config_reload per changed key, with the old and new values as
+ * text and whether it was applied (false: it needs a restart). */
+typedef void (*config_change_fn)(void *arg, const char *key, const char *from, const char *to, bool applied);
+/* Takes next (a configuration read again and validated) into cur: a changed
+ * key a reload may change is copied, any other changed key keeps cur's
+ * value; cb (may be NULL) hears of each. Returns how many were applied. */
+int config_reload(struct config *cur, const struct config *next, config_change_fn cb, void *arg);
+
 void config_defaults(struct config *c);
 /* Loads a JSON config file over the current values. */
 int config_load_file(struct config *c, const char *path, char *err, size_t errlen);
@@ -114,5 +146,12 @@ int config_list_next(const char **p, char *item, size_t len);
 int config_listen_addr(const struct config *c, char *host, size_t hostlen, unsigned *port);
 /* Writes the effective configuration as JSON (for --check-config -v). */
 char *config_dump_json(const struct config *c);
+/* The one congestion test (thresholds.util, thresholds.ce_frac): a link
+ * direction is congested when its utilisation or its CE fraction exceeds
+ * its threshold. Every view and the rebalance loop ask this, so that
+ * /status, /topology, /paths and a round agree on what is congested. */
+bool config_congested(const struct config *c, double util, double ce_frac);
+/* The same test, saying why: "util", "ce", or NULL (not congested). */
+const char *config_congestion(const struct config *c, double util, double ce_frac);
 
 #endif

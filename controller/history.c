@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "controller/events.h"
-#include "controller/metrics.h"
 #include "controller/state.h"
 
 void history_init(struct history *h)
@@ -54,13 +53,12 @@ void history_summary(const struct state *s, double now, struct history_summary *
     free(nfat);
 }
 
-void history_tick(struct history *h, struct state *s, const struct metrics *m, double now)
+void history_tick(struct history *h, struct state *s, uint64_t moves, uint64_t errors, double now)
 {
     struct history_summary sum;
     pthread_rwlock_rdlock(&s->lock);
     history_summary(s, now, &sum);
     pthread_rwlock_unlock(&s->lock);
-    uint64_t moves = atomic_load(&m->moves), errors = atomic_load(&m->backend_errors);
 
     pthread_mutex_lock(&h->mu);
     /* A new bucket only past the newest one; a clock stepped back folds

@@ -23,7 +23,6 @@
 #include <jansson.h>
 
 struct state;
-struct metrics;
 struct events;
 
 #define HISTORY_STEP 10.0        /* seconds per bucket */
@@ -59,8 +58,11 @@ void history_init(struct history *h);
 void history_destroy(struct history *h);
 /* Fills *out from the state. Caller holds the state's read lock. */
 void history_summary(const struct state *s, double now, struct history_summary *out);
-/* Folds the fabric now, and the counters' increase, into the bucket of now. */
-void history_tick(struct history *h, struct state *s, const struct metrics *m, double now);
+/* Folds the fabric now, and the increase of the metrics counters moves and
+ * backend_errors (their values now: the caller reads them, so that history
+ * needs nothing of metrics, which renders history_summary), into the
+ * bucket of now. */
+void history_tick(struct history *h, struct state *s, uint64_t moves, uint64_t backend_errors, double now);
 /* {"step_s", "window_s", "buckets": [...] oldest first, "annotations": [the
  * events of the window that changed the fabric or failed, oldest first],
  * "last_action": the newest event that changed what is installed, or null}. */

@@ -5,7 +5,6 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <stdarg.h>
@@ -14,14 +13,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "common/log.h"
 #include "common/util.h"
 #include "controller/api.h"
 #include "controller/config.h"
+#include "controller/httpd_conn.h"
+#include "controller/httpd_static.h"
 #include "controller/metrics.h"
 #include "controller/reqguard.h"
 #include "controller/state.h"
@@ -31,8 +30,6 @@
 #define CACHE_MAX_AGE 1.0
 #define RL_SLOTS 4096
 #define BODY_FIRST (64u << 10)  /* first body buffer: a usual report fits it whole */
-#define WATCH_PERIOD_NS 100000000L /* the deadline watchdog's period: 0.1 s */
-#define LOG_EVERY 10.0          /* s between two log lines on refused or cut connections */
 
 struct cache_entry {
     char key[CACHE_KEY];
@@ -48,18 +45,6 @@ struct bucket {
     double tokens, last;
 };
 
-/* One TCP connection, from accept to close: MHD's socket context. The
- * watchdog shuts it down once its deadline passes (header or body); the
- * list gives the per-address connection counts. */
-struct tconn {
-    struct tconn *prev, *next;
-    int fd;
-    uint8_t addr[16];
-    double deadline;             /* monotonic s; 0 while a reply is made or sent */
-    bool body;                   /* the deadline is the body's (else the header's) */
-    bool cut;                    /* shut down by the watchdog */
-};
-
 struct httpd {
     struct MHD_Daemon *d;
     struct api *api;
@@ -70,15 +55,7 @@ struct httpd {
     struct cache_entry cache[CACHE_SLOTS];
     struct bucket rl[RL_SLOTS];
     struct reqguard guard;       /* Host, Origin, Content-Type */
-    /* connections: conn_mu guards the list, the counters and the log state */
-    pthread_mutex_t conn_mu;
-    struct tconn *conns;
-    pthread_t watch;
-    bool watching;
-    int stopping;                /* atomic */
-    unsigned long refused, cut_header, cut_body;
-    char last_addr[INET6_ADDRSTRLEN];
-    double last_log;
+    struct httpd_conns conns;    /* per-address counts and deadlines (httpd_conn.h) */
     size_t inflight;             /* atomic: bytes of request-body buffers held */
 };
 
@@ -136,41 +113,13 @@ static enum MHD_Result error(struct httpd *h, struct MHD_Connection *c, unsigned
     return reply(h, c, &r);
 }
 
-/* A client address as 16 bytes (IPv4 as ::ffff:a.b.c.d), the key of the
- * rate limiter and of the per-address connection count. */
-static void addr_key(const struct sockaddr *sa, uint8_t a[16])
-{
-    memset(a, 0, 16);
-    if (sa && sa->sa_family == AF_INET) {
-        a[10] = a[11] = 0xff;
-        memcpy(a + 12, &((const struct sockaddr_in *)sa)->sin_addr, 4);
-    } else if (sa && sa->sa_family == AF_INET6) {
-        memcpy(a, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
-    }
-}
-
-static const char *addr_key_str(const uint8_t a[16], char *buf, size_t len)
-{
-    static const uint8_t v4[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-    return memcmp(a, v4, 12) == 0 ? tf_addr_str(4, a + 12, buf, len) : tf_addr_str(6, a, buf, len);
-}
-
-/* False when the address is not IPv4 or IPv6 (a is then all zero). */
-static bool conn_addr(struct MHD_Connection *c, uint8_t a[16])
-{
-    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-    const struct sockaddr *sa = ci ? ci->client_addr : NULL;
-    addr_key(sa, a);
-    return sa && (sa->sa_family == AF_INET || sa->sa_family == AF_INET6);
-}
-
 /* Token bucket per client address (hashed; colliding clients share one). */
 static bool rate_ok(struct httpd *h, struct MHD_Connection *c)
 {
     if (h->cfg->rate_limit <= 0)
         return true;
     uint8_t a[16];
-    conn_addr(c, a);
+    httpd_conns_addr(c, a);
     uint32_t hsh = 2166136261u;
     for (int i = 0; i < 16; i++)
         hsh = (hsh ^ a[i]) * 16777619u;
@@ -191,126 +140,6 @@ static bool rate_ok(struct httpd *h, struct MHD_Connection *c)
         b->tokens -= 1;
     pthread_mutex_unlock(&h->rl_mu);
     return ok;
-}
-
-/* ---- connections: per-address limit and deadlines ----------------------- */
-
-/* MHD's accept policy: at most limits.max_connections_per_addr open
- * connections from one address, so that one client (a slowloris) cannot
- * hold every slot. Counted from the tracked list; connections accepted at
- * the same instant by different workers may pass the limit by at most
- * limits.threads - 1. */
-static enum MHD_Result accept_ok(void *cls, const struct sockaddr *sa, socklen_t len)
-{
-    (void)len;
-    struct httpd *h = cls;
-    uint8_t a[16];
-    addr_key(sa, a);
-    long n = 0;
-    pthread_mutex_lock(&h->conn_mu);
-    for (const struct tconn *t = h->conns; t; t = t->next)
-        n += memcmp(t->addr, a, 16) == 0;
-    bool ok = n < h->cfg->max_connections_per_addr;
-    if (!ok) {
-        h->refused++;
-        addr_key_str(a, h->last_addr, sizeof(h->last_addr));
-    }
-    pthread_mutex_unlock(&h->conn_mu);
-    return ok ? MHD_YES : MHD_NO;
-}
-
-static void on_connection(void *cls, struct MHD_Connection *c, void **sctx, enum MHD_ConnectionNotificationCode code)
-{
-    struct httpd *h = cls;
-    struct tconn *t = *sctx;
-    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
-        const union MHD_ConnectionInfo *fi = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-        if (!fi || !(t = calloc(1, sizeof(*t))))
-            return; /* untracked: no deadline, not counted (out of memory only) */
-        t->fd = fi->connect_fd;
-        conn_addr(c, t->addr);
-        t->deadline = tf_now_mono() + h->cfg->header_timeout;
-        pthread_mutex_lock(&h->conn_mu);
-        t->next = h->conns;
-        if (h->conns)
-            h->conns->prev = t;
-        h->conns = t;
-        pthread_mutex_unlock(&h->conn_mu);
-        *sctx = t;
-        return;
-    }
-    if (!t)
-        return;
-    /* MHD closes the socket after this returns: once t is unlinked, the
-     * watchdog can no longer shut down a descriptor number reused since. */
-    pthread_mutex_lock(&h->conn_mu);
-    if (t->prev)
-        t->prev->next = t->next;
-    else
-        h->conns = t->next;
-    if (t->next)
-        t->next->prev = t->prev;
-    pthread_mutex_unlock(&h->conn_mu);
-    free(t);
-    *sctx = NULL;
-}
-
-/* Starts the connection's next deadline: secs from now (0: none). */
-static void conn_deadline(struct httpd *h, struct MHD_Connection *c, double secs, bool body)
-{
-    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-    struct tconn *t = ci ? ci->socket_context : NULL;
-    if (!t)
-        return;
-    double d = secs > 0 ? tf_now_mono() + secs : 0;
-    pthread_mutex_lock(&h->conn_mu);
-    t->deadline = d;
-    t->body = body;
-    pthread_mutex_unlock(&h->conn_mu);
-}
-
-/* The watchdog: libmicrohttpd's connection_timeout is an idle timeout,
- * reset by every byte, so a client trickling a header or a body would hold
- * its connection forever. A connection past its total deadline is shut
- * down (MHD then sees the end of the stream and closes it). Refusals and
- * cuts are logged at most every LOG_EVERY seconds, as counts. */
-static void *watchdog(void *arg)
-{
-    struct httpd *h = arg;
-    const struct timespec period = {0, WATCH_PERIOD_NS};
-    while (!__atomic_load_n(&h->stopping, __ATOMIC_ACQUIRE)) {
-        nanosleep(&period, NULL);
-        double now = tf_now_mono();
-        unsigned long refused = 0, cut_h = 0, cut_b = 0;
-        char addr[INET6_ADDRSTRLEN] = "";
-        pthread_mutex_lock(&h->conn_mu);
-        for (struct tconn *t = h->conns; t; t = t->next)
-            if (t->deadline > 0 && now > t->deadline && !t->cut) {
-                shutdown(t->fd, SHUT_RDWR);
-                t->cut = true;
-                t->body ? h->cut_body++ : h->cut_header++;
-                addr_key_str(t->addr, h->last_addr, sizeof(h->last_addr));
-            }
-        if ((h->refused || h->cut_header || h->cut_body) && now - h->last_log >= LOG_EVERY) {
-            refused = h->refused;
-            cut_h = h->cut_header;
-            cut_b = h->cut_body;
-            tf_strlcpy(addr, h->last_addr, sizeof(addr));
-            h->refused = h->cut_header = h->cut_body = 0;
-            h->last_log = now;
-        }
-        pthread_mutex_unlock(&h->conn_mu);
-        if (refused)
-            log_warn("httpd: refused %lu connection%s from an address that had limits.max_connections_per_addr "
-                     "(%ld) open (last: %s)", refused, refused == 1 ? "" : "s", h->cfg->max_connections_per_addr,
-                     addr);
-        if (cut_h || cut_b)
-            log_warn("httpd: closed %lu connection%s without a complete request header within "
-                     "limits.header_timeout (%g s) and %lu without a complete body within limits.body_timeout "
-                     "(%g s) (last: %s)", cut_h, cut_h == 1 ? "" : "s", h->cfg->header_timeout, cut_b,
-                     h->cfg->body_timeout, addr);
-    }
-    return NULL;
 }
 
 /* ---- request bodies: bounded each and in total ------------------------- */
@@ -449,140 +278,108 @@ static const char *get_arg(void *ctx, const char *key)
     return MHD_lookup_connection_value(ctx, MHD_GET_ARGUMENT_KIND, key);
 }
 
+/* The cache key of a GET: its path and exact decoded arguments; false
+ * when they do not fit (the request is then rendered, not cached). */
+static bool cache_key(struct MHD_Connection *c, const char *url, char key[CACHE_KEY])
+{
+    if (strlen(url) >= 128)
+        return false;
+    struct argbuf ab = {key, CACHE_KEY};
+    int n = snprintf(key, CACHE_KEY, "%s?", url);
+    ab.p += n;
+    ab.left -= (size_t)n;
+    MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_arg, &ab);
+    return ab.left > 0;
+}
+
+/* Serves key's rendering from the cache when it is fresh for generation
+ * gen (true, *ret the send's result). Otherwise claims its slot for this
+ * worker to render (*renderer) unless another worker already is. */
+static bool cache_serve(struct httpd *h, struct MHD_Connection *c, const char *key, uint64_t gen, unsigned *slot,
+                        bool *renderer, enum MHD_Result *ret)
+{
+    uint32_t hsh = 2166136261u;
+    for (const char *p = key; *p; p++)
+        hsh = (hsh ^ (uint8_t)*p) * 16777619u;
+    *slot = hsh % CACHE_SLOTS;
+    double now = tf_now_mono();
+    pthread_mutex_lock(&h->cache_mu);
+    struct cache_entry *e = &h->cache[*slot];
+    bool same = e->resp && strcmp(e->key, key) == 0 && now - e->made < CACHE_MAX_AGE;
+    /* Fresh; or being re-rendered by another worker, in which case the
+     * previous rendering (under a second old) is served instead of
+     * having every connection render the same view at once. */
+    if (same && (e->gen == gen || e->rendering)) {
+        *ret = send_reply(h, c, e->status, e->resp);
+        pthread_mutex_unlock(&h->cache_mu);
+        return true;
+    }
+    if (!e->rendering) {
+        e->rendering = *renderer = true;
+        if (strcmp(e->key, key)) { /* the slot changes hands */
+            if (e->resp)
+                MHD_destroy_response(e->resp);
+            e->resp = NULL;
+            tf_strlcpy(e->key, key, sizeof(e->key));
+        }
+    }
+    pthread_mutex_unlock(&h->cache_mu);
+    return false;
+}
+
+/* Ends this worker's claim on slot; keeps resp there when keep (a
+ * cacheable 200 of key, rendered at gen). Returns the reference the caller
+ * still holds: NULL when the cache took it. */
+static struct MHD_Response *cache_keep(struct httpd *h, unsigned slot, const char *key, uint64_t gen, bool keep,
+                                       unsigned status, struct MHD_Response *resp)
+{
+    pthread_mutex_lock(&h->cache_mu);
+    struct cache_entry *e = &h->cache[slot];
+    e->rendering = false;
+    if (keep && resp && strcmp(e->key, key) == 0) {
+        if (e->resp)
+            MHD_destroy_response(e->resp);
+        e->gen = gen;
+        e->made = tf_now_mono();
+        e->status = status;
+        e->resp = resp;
+        resp = NULL;
+    }
+    pthread_mutex_unlock(&h->cache_mu);
+    return resp;
+}
+
 static enum MHD_Result serve_api(struct httpd *h, struct MHD_Connection *c, const char *url, const char *method,
                                  struct conn *cn)
 {
     char key[CACHE_KEY];
     bool is_get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
-    bool keyed = false;
     uint64_t gen = __atomic_load_n(&h->api->st->gen, __ATOMIC_ACQUIRE);
-    if (is_get && strlen(url) < 128) {
-        struct argbuf ab = {key, sizeof(key)};
-        int n = snprintf(key, sizeof(key), "%s?", url);
-        ab.p += n;
-        ab.left -= (size_t)n;
-        MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_arg, &ab);
-        keyed = ab.left > 0;
-    }
     unsigned slot = 0;
     bool renderer = false;
-    if (keyed) {
-        uint32_t hsh = 2166136261u;
-        for (const char *p = key; *p; p++)
-            hsh = (hsh ^ (uint8_t)*p) * 16777619u;
-        slot = hsh % CACHE_SLOTS;
-        double now = tf_now_mono();
-        pthread_mutex_lock(&h->cache_mu);
-        struct cache_entry *e = &h->cache[slot];
-        bool same = e->resp && strcmp(e->key, key) == 0 && now - e->made < CACHE_MAX_AGE;
-        /* Fresh; or being re-rendered by another worker, in which case the
-         * previous rendering (under a second old) is served instead of
-         * having every connection render the same view at once. */
-        if (same && (e->gen == gen || e->rendering)) {
-            enum MHD_Result r = send_reply(h, c, e->status, e->resp);
-            pthread_mutex_unlock(&h->cache_mu);
-            return r;
-        }
-        if (!e->rendering) {
-            e->rendering = renderer = true;
-            if (strcmp(e->key, key)) { /* the slot changes hands */
-                if (e->resp)
-                    MHD_destroy_response(e->resp);
-                e->resp = NULL;
-                tf_strlcpy(e->key, key, sizeof(e->key));
-            }
-        }
-        pthread_mutex_unlock(&h->cache_mu);
-    }
+    enum MHD_Result ret;
+    if (is_get && cache_key(c, url, key) && cache_serve(h, c, key, gen, &slot, &renderer, &ret))
+        return ret;
     uint8_t a[16];
     char peer[INET6_ADDRSTRLEN];
     struct api_req q = {.method = method, .path = url, .body = cn->body, .body_len = cn->len,
                         .auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization"),
-                        .peer = conn_addr(c, a) ? addr_key_str(a, peer, sizeof(peer)) : NULL,
+                        .peer = httpd_conns_addr(c, a) ? httpd_conns_addr_str(a, peer, sizeof(peer)) : NULL,
                         .arg = get_arg, .argctx = c};
     struct api_reply r;
     api_handle(h->api, &q, &r);
-    bool cache = renderer && r.cacheable && r.status == 200;
+    bool keep = r.cacheable && r.status == 200;
     unsigned status = r.status;
     struct MHD_Response *resp = make_resp(&r);
-    enum MHD_Result ret = resp ? send_reply(h, c, status, resp) : MHD_NO;
-    if (renderer) {
-        pthread_mutex_lock(&h->cache_mu);
-        struct cache_entry *e = &h->cache[slot];
-        e->rendering = false;
-        if (cache && resp && strcmp(e->key, key) == 0) {
-            if (e->resp)
-                MHD_destroy_response(e->resp);
-            e->gen = gen;
-            e->made = tf_now_mono();
-            e->status = status;
-            e->resp = resp; /* the cache keeps our reference */
-            resp = NULL;
-        }
-        pthread_mutex_unlock(&h->cache_mu);
-    }
+    ret = resp ? send_reply(h, c, status, resp) : MHD_NO;
+    if (renderer)
+        resp = cache_keep(h, slot, key, gen, keep, status, resp);
     if (resp)
         MHD_destroy_response(resp);
     return ret;
 }
 
-/* ---- static files ------------------------------------------------------ */
-
-int httpd_static_path(const char *url, char *rel, size_t rellen, const char **ctype)
-{
-    static const struct { const char *ext, *type; } types[] = {
-        {".html", "text/html; charset=utf-8"}, {".js", "text/javascript; charset=utf-8"},
-        {".mjs", "text/javascript; charset=utf-8"}, {".css", "text/css; charset=utf-8"},
-        {".svg", "image/svg+xml"}, {".png", "image/png"}, {".ico", "image/x-icon"},
-        {".json", "application/json"}, {".map", "application/json"}, {".txt", "text/plain; charset=utf-8"},
-    };
-    if (strcmp(url, "/") == 0)
-        url = "/index.html";
-    if (url[0] != '/' || strlen(url) >= rellen || strstr(url, "//") || strstr(url, "/."))
-        return -ENOENT;
-    for (const char *p = url; *p; p++)
-        if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-/", *p))
-            return -ENOENT;
-    const char *dot = strrchr(url, '.'), *slash = strrchr(url, '/');
-    if (!dot || dot < slash)
-        return -ENOENT;
-    for (size_t i = 0; i < TF_ARRAY_SIZE(types); i++)
-        if (strcmp(dot, types[i].ext) == 0) {
-            *ctype = types[i].type;
-            tf_strlcpy(rel, url + 1, rellen);
-            return 0;
-        }
-    return -ENOENT;
-}
-
-/* Opens rel under root one component at a time, following no symbolic
- * link on the way (O_NOFOLLOW on the last component alone let a linked
- * directory lead out of the web root). The root itself may be a link: it
- * is the operator's setting. O_NONBLOCK: a FIFO must not stall a worker. */
-static int open_beneath(const char *root, const char *rel)
-{
-    char buf[256];
-    if (tf_strlcpy(buf, rel, sizeof(buf)) >= sizeof(buf))
-        return -ENAMETOOLONG;
-    int dfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0)
-        return -errno;
-    for (char *p = buf;;) {
-        char *slash = strchr(p, '/');
-        if (slash)
-            *slash = '\0';
-        int fd = openat(dfd, p, slash ? O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW
-                                      : O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-        int e = errno;
-        close(dfd);
-        if (fd < 0)
-            return -e;
-        if (!slash)
-            return fd;
-        dfd = fd;
-        p = slash + 1;
-    }
-}
+/* ---- static files (httpd_static.h) ------------------------------------ */
 
 static enum MHD_Result serve_static(struct httpd *h, struct MHD_Connection *c, const char *url, const char *method)
 {
@@ -592,18 +389,12 @@ static enum MHD_Result serve_static(struct httpd *h, struct MHD_Connection *c, c
         r.allow = "GET, HEAD";
         return reply(h, c, &r);
     }
-    char rel[256];
     const char *ctype;
-    if (!h->web_dir[0] || httpd_static_path(url, rel, sizeof(rel), &ctype) < 0)
+    uint64_t size;
+    int fd = h->web_dir[0] ? httpd_static_open(h->web_dir, url, &ctype, &size) : -ENOENT;
+    if (fd < 0)
         return error(h, c, 404, "not_found", "no such file");
-    int fd = open_beneath(h->web_dir, rel);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-        if (fd >= 0)
-            close(fd);
-        return error(h, c, 404, "not_found", "no such file");
-    }
-    struct MHD_Response *resp = MHD_create_response_from_fd((uint64_t)st.st_size, fd);
+    struct MHD_Response *resp = MHD_create_response_from_fd(size, fd);
     if (!resp) {
         close(fd);
         return MHD_NO;
@@ -628,7 +419,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
         if (!cn)
             return MHD_NO;
         *con_cls = cn;
-        conn_deadline(h, c, h->cfg->body_timeout, true);
+        httpd_conns_deadline(&h->conns, c, h->cfg->body_timeout, true);
         check_request(h, c, url, method, cn);
         return MHD_YES;
     }
@@ -658,7 +449,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
         cn->body[cn->len] = '\0';
         return MHD_YES;
     }
-    conn_deadline(h, c, 0, false); /* the request is in: replying has no deadline of ours */
+    httpd_conns_deadline(&h->conns, c, 0, false); /* the request is in: replying has no deadline of ours */
     if (!rate_ok(h, c))
         return error(h, c, 429, "too_many_requests", "request rate limit exceeded");
     if (cn->rej.status) {
@@ -683,7 +474,7 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls, enum 
         *con_cls = NULL;
     }
     /* A kept-alive connection has header_timeout for its next request. */
-    conn_deadline(h, c, h->cfg->header_timeout, false);
+    httpd_conns_deadline(&h->conns, c, h->cfg->header_timeout, false);
 }
 
 /* libmicrohttpd's error logger: its format strings are its own. */
@@ -703,7 +494,6 @@ static void httpd_free(struct httpd *h)
 {
     pthread_mutex_destroy(&h->cache_mu);
     pthread_mutex_destroy(&h->rl_mu);
-    pthread_mutex_destroy(&h->conn_mu);
     free(h->tls_cert);
     free(h->tls_key);
     free(h);
@@ -720,8 +510,6 @@ int httpd_start(struct httpd **out, const struct config *cfg, struct api *api, c
     tf_strlcpy(h->web_dir, web_dir ? web_dir : "", sizeof(h->web_dir));
     pthread_mutex_init(&h->cache_mu, NULL);
     pthread_mutex_init(&h->rl_mu, NULL);
-    pthread_mutex_init(&h->conn_mu, NULL);
-    h->last_log = -LOG_EVERY;
 
     char host[64];
     unsigned port;
@@ -767,25 +555,23 @@ int httpd_start(struct httpd **out, const struct config *cfg, struct api *api, c
         {MHD_OPTION_CONNECTION_LIMIT, cfg->max_connections, NULL},
         {MHD_OPTION_CONNECTION_TIMEOUT, cfg->connection_timeout, NULL},
         {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)completed, h},
-        {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, h},
+        {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)httpd_conns_notify, &h->conns},
         {MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024, NULL},
         {h->tls_cert ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0, h->tls_cert},
         {h->tls_key ? MHD_OPTION_HTTPS_MEM_KEY : MHD_OPTION_END, 0, h->tls_key},
         {MHD_OPTION_END, 0, NULL},
     };
-    if (pthread_create(&h->watch, NULL, watchdog, h) != 0) {
+    if (httpd_conns_start(&h->conns, cfg) < 0) {
         snprintf(err, errlen, "httpd: cannot start the deadline watchdog thread");
         httpd_free(h);
         return -EAGAIN;
     }
-    h->watching = true;
-    h->d = MHD_start_daemon(flags, (uint16_t)port, accept_ok, h, handler, h, MHD_OPTION_ARRAY, opts,
-                            MHD_OPTION_END);
+    h->d = MHD_start_daemon(flags, (uint16_t)port, httpd_conns_accept, &h->conns, handler, h, MHD_OPTION_ARRAY,
+                            opts, MHD_OPTION_END);
     if (!h->d) {
         snprintf(err, errlen, "listen %s: cannot start the HTTP server (address in use, or bad TLS key/cert?)",
                  cfg->listen);
-        __atomic_store_n(&h->stopping, 1, __ATOMIC_RELEASE);
-        pthread_join(h->watch, NULL);
+        httpd_conns_stop(&h->conns);
         httpd_free(h);
         return -EADDRINUSE;
     }
@@ -807,10 +593,7 @@ void httpd_stop(struct httpd *h)
     if (!h)
         return;
     MHD_stop_daemon(h->d);
-    if (h->watching) {
-        __atomic_store_n(&h->stopping, 1, __ATOMIC_RELEASE);
-        pthread_join(h->watch, NULL);
-    }
+    httpd_conns_stop(&h->conns);
     for (int i = 0; i < CACHE_SLOTS; i++)
         if (h->cache[i].resp)
             MHD_destroy_response(h->cache[i].resp);

@@ -17,9 +17,8 @@
  * as an MHD response (reference counted, shared by connections) until the
  * state generation changes or it is a second old, keyed by the path and the
  * exact decoded arguments, so that a burst of dashboard or scraper requests
- * costs one rendering. Static paths are restricted to [A-Za-z0-9._-/] with
- * no "..", no hidden components and known extensions, and are opened one
- * component at a time through no symbolic link.
+ * costs one rendering. Static files are httpd_static.h's (path checks, no
+ * symbolic link followed); connection limits and deadlines httpd_conn.h's.
  */
 #ifndef TF_HTTPD_H
 #define TF_HTTPD_H
@@ -35,7 +34,5 @@ int  httpd_start(struct httpd **out, const struct config *cfg, struct api *api, 
                  char *err, size_t errlen);
 unsigned httpd_port(const struct httpd *h);
 void httpd_stop(struct httpd *h);
-/* True when path is safe to open under web_dir; sets the content type. */
-int  httpd_static_path(const char *url, char *rel, size_t rellen, const char **ctype);
 
 #endif

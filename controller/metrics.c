@@ -18,6 +18,7 @@
 #include "controller/history.h"
 #include "controller/ingest.h"
 #include "controller/state.h"
+#include "controller/summary.h"
 #include "policy/classes.h"
 
 const double metrics_buckets[METRICS_NBUCKETS] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
@@ -60,6 +61,11 @@ void metrics_round(struct metrics *m, double seconds, uint32_t moved)
         ;
 }
 
+uint64_t metrics_counter(const uint64_t *c)
+{
+    return __atomic_load_n(c, __ATOMIC_RELAXED);
+}
+
 #define U(x) ((unsigned long long)atomic_load(&(x)))
 
 static const char *const source_name[2] = {"estimated", "measured"};
@@ -78,19 +84,27 @@ static void help(FILE *f, const char *name, const char *type, const char *text)
     fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, text, name, type);
 }
 
-/* Per link direction: utilisation (labelled with its source), CE fraction,
- * bytes and oper state, for the directions `each` selects; the others
- * fold into per-switch aggregates (see docs/api.md, /metrics). */
-static void links(FILE *f, struct state *s, const struct metrics *m, double now)
+/* A series of one sample, its name written once: a count, or a ratio. */
+static void one(FILE *f, const char *name, const char *type, const char *text, unsigned long long v)
+{
+    help(f, name, type, text);
+    fprintf(f, "%s %llu\n", name, v);
+}
+
+static void one_ratio(FILE *f, const char *name, const char *text, double v)
+{
+    help(f, name, "gauge", text);
+    fprintf(f, "%s %.6g\n", name, v);
+}
+
+/* Which directions are exported one by one (each[d]; the bound and
+ * metrics.host_links decide), where each one's load comes from (src[d]:
+ * measured), and the per-switch aggregates the others fold into. */
+static void fold(const struct state *s, const struct metrics *m, double now, const double *bps, bool *each, bool *src,
+                 struct agg *agg)
 {
     const struct topo *t = s->topo;
     uint32_t nd = 2 * t->nlinks, nswitch = 0;
-    double *bps = calloc(nd + 1, sizeof(double)), *ce = calloc(nd + 1, sizeof(double));
-    bool *each = calloc(nd + 1, sizeof(bool)), *src = calloc(nd + 1, sizeof(bool));
-    struct agg *agg = calloc(AGG_KEY(t->nnodes, 0, 0, 0) + 1, sizeof(*agg));
-    if (!bps || !ce || !each || !src || !agg)
-        goto out;
-    state_dir_loads(s, now, bps, ce, NULL);
     for (uint32_t d = 0; d < nd; d++)
         nswitch += topo_dir_is_switch(t, d);
     bool switch_each = (long)nswitch <= m->max_link_series;
@@ -113,6 +127,42 @@ static void links(FILE *f, struct state *s, const struct metrics *m, double now)
             g->seen = true;
         }
     }
+}
+
+/* The per-switch aggregates fold() made, keyed by AGG_KEY. */
+static void aggregates(FILE *f, const struct topo *t, const struct agg *agg)
+{
+    help(f, "tierflow_switch_links_max_utilization_ratio", "gauge",
+         "Highest utilisation among a switch's link directions to the peer tier that are not exported one by "
+         "one (dir=tx: leaving the switch, rx: arriving).");
+    for (size_t k = 0; k < AGG_KEY(t->nnodes, 0, 0, 0); k++)
+        if (agg[k].seen)
+            fprintf(f, "tierflow_switch_links_max_utilization_ratio{switch=\"%s\",peer=\"%s\",dir=\"%s\",source=\"%s\"} %.6g\n",
+                    t->nodes[k / (TOPO_NTIERS_MAX * 4)].name, topo_tier_name((int)(k / 4 % TOPO_NTIERS_MAX)),
+                    k / 2 % 2 ? "rx" : "tx", source_name[k % 2], agg[k].max_util);
+    help(f, "tierflow_switch_links_transmit_bytes_total", "counter",
+         "Bytes probes measured on a switch's link directions to the peer tier that are not exported one by one.");
+    for (size_t k = 0; k < AGG_KEY(t->nnodes, 0, 0, 0); k++)
+        if (agg[k].seen)
+            fprintf(f, "tierflow_switch_links_transmit_bytes_total{switch=\"%s\",peer=\"%s\",dir=\"%s\",source=\"%s\"} %.17g\n",
+                    t->nodes[k / (TOPO_NTIERS_MAX * 4)].name, topo_tier_name((int)(k / 4 % TOPO_NTIERS_MAX)),
+                    k / 2 % 2 ? "rx" : "tx", source_name[k % 2], floor(agg[k].bytes));
+}
+
+/* Per link direction: utilisation (labelled with its source), CE fraction,
+ * bytes and oper state, for the directions `each` selects; the others
+ * fold into per-switch aggregates (see docs/api.md, /metrics). */
+static void links(FILE *f, struct state *s, const struct metrics *m, double now)
+{
+    const struct topo *t = s->topo;
+    uint32_t nd = 2 * t->nlinks;
+    double *bps = calloc(nd + 1, sizeof(double)), *ce = calloc(nd + 1, sizeof(double));
+    bool *each = calloc(nd + 1, sizeof(bool)), *src = calloc(nd + 1, sizeof(bool));
+    struct agg *agg = calloc(AGG_KEY(t->nnodes, 0, 0, 0) + 1, sizeof(*agg));
+    if (!bps || !ce || !each || !src || !agg)
+        goto out;
+    state_dir_loads(s, now, bps, ce, NULL);
+    fold(s, m, now, bps, each, src, agg);
 
     help(f, "tierflow_link_utilization_ratio", "gauge",
          "Load of a link direction over its rate; source=measured: a probe's counter, estimated: the sum of "
@@ -146,21 +196,7 @@ static void links(FILE *f, struct state *s, const struct metrics *m, double now)
         if (each[d] || (topo_dir_is_switch(t, d) && s->dirs[d].health > 0))
             fprintf(f, "tierflow_link_health{from=\"%s\",to=\"%s\"} %.3g\n", t->nodes[topo_dir_from(t, d)].name,
                     t->nodes[topo_dir_to(t, d)].name, s->dirs[d].health);
-    help(f, "tierflow_switch_links_max_utilization_ratio", "gauge",
-         "Highest utilisation among a switch's link directions to the peer tier that are not exported one by "
-         "one (dir=tx: leaving the switch, rx: arriving).");
-    for (size_t k = 0; k < AGG_KEY(t->nnodes, 0, 0, 0); k++)
-        if (agg[k].seen)
-            fprintf(f, "tierflow_switch_links_max_utilization_ratio{switch=\"%s\",peer=\"%s\",dir=\"%s\",source=\"%s\"} %.6g\n",
-                    t->nodes[k / (TOPO_NTIERS_MAX * 4)].name, topo_tier_name((int)(k / 4 % TOPO_NTIERS_MAX)),
-                    k / 2 % 2 ? "rx" : "tx", source_name[k % 2], agg[k].max_util);
-    help(f, "tierflow_switch_links_transmit_bytes_total", "counter",
-         "Bytes probes measured on a switch's link directions to the peer tier that are not exported one by one.");
-    for (size_t k = 0; k < AGG_KEY(t->nnodes, 0, 0, 0); k++)
-        if (agg[k].seen)
-            fprintf(f, "tierflow_switch_links_transmit_bytes_total{switch=\"%s\",peer=\"%s\",dir=\"%s\",source=\"%s\"} %.17g\n",
-                    t->nodes[k / (TOPO_NTIERS_MAX * 4)].name, topo_tier_name((int)(k / 4 % TOPO_NTIERS_MAX)),
-                    k / 2 % 2 ? "rx" : "tx", source_name[k % 2], floor(agg[k].bytes));
+    aggregates(f, t, agg);
 out:
     free(bps);
     free(ce);
@@ -173,54 +209,33 @@ static void fabric(FILE *f, struct state *s, const struct metrics *m, double now
 {
     const struct topo *t = s->topo;
     links(f, s, m, now);
-    struct history_summary sum;
-    history_summary(s, now, &sum);
-    fprintf(f, "# HELP tierflow_max_link_utilization_ratio Highest utilisation of a switch-to-switch link direction.\n"
-               "# TYPE tierflow_max_link_utilization_ratio gauge\ntierflow_max_link_utilization_ratio %.6g\n",
-            sum.max_util);
-    fprintf(f, "# HELP tierflow_imbalance_ratio Fat flows on the busiest switch-to-switch link direction over the "
-               "mean per direction (1: even; 0: no fat flows).\n"
-               "# TYPE tierflow_imbalance_ratio gauge\ntierflow_imbalance_ratio %.6g\n", sum.imbalance);
-    fprintf(f, "# HELP tierflow_link_directions_down Link directions not usable for placement.\n"
-               "# TYPE tierflow_link_directions_down gauge\ntierflow_link_directions_down %u\n", sum.down);
+    struct history_summary hs;       /* switch-to-switch figures, as the history chart has them */
+    history_summary(s, now, &hs);
+    one_ratio(f, "tierflow_max_link_utilization_ratio", "Highest utilisation of a switch-to-switch link direction.",
+              hs.max_util);
+    one_ratio(f, "tierflow_imbalance_ratio", "Fat flows on the busiest switch-to-switch link direction over the "
+              "mean per direction (1: even; 0: no fat flows).", hs.imbalance);
+    one(f, "tierflow_link_directions_down", "gauge", "Link directions not usable for placement.", hs.down);
 
-    uint64_t fat[CLASSES_MAX] = {0}, live = 0;
-    for (size_t i = 0; i < s->nflows; i++) {
-        const struct state_flow *fl = &s->flows[i];
-        if (state_flow_stale(s, fl, now))
-            continue;
-        live++;
-        if (fl->fat && fl->cls >= 0 && fl->cls < CLASSES_MAX)
-            fat[fl->cls]++;
-    }
-    fprintf(f, "# HELP tierflow_flows Flows in state that are not stale.\n# TYPE tierflow_flows gauge\n"
-               "tierflow_flows %llu\n", (unsigned long long)live);
-    fprintf(f, "# HELP tierflow_fat_flows Fat flows per traffic class.\n# TYPE tierflow_fat_flows gauge\n");
+    struct summary sum;
+    summary_get(s, NULL, now, &sum);
+    one(f, "tierflow_flows", "gauge", "Flows in state that are not stale.", sum.flows);
+    help(f, "tierflow_fat_flows", "gauge", "Fat flows per traffic class.");
     for (int c = 0; s->classes && c < (int)s->classes->n; c++)
-        fprintf(f, "tierflow_fat_flows{class=\"%s\"} %llu\n", s->classes->c[c].name, (unsigned long long)fat[c]);
+        fprintf(f, "tierflow_fat_flows{class=\"%s\"} %llu\n", s->classes->c[c].name,
+                (unsigned long long)sum.fat_by_class[c]);
 
-    uint64_t probes = 0, stale = 0;
-    for (uint32_t n = 0; n < t->nnodes; n++)
-        if (s->probes[n].last_seen > 0) {
-            probes++;
-            stale += state_probe_stale(s, n, now);
-        }
-    fprintf(f, "# HELP tierflow_probes Probes that have reported.\n# TYPE tierflow_probes gauge\n"
-               "tierflow_probes %llu\n", (unsigned long long)probes);
+    one(f, "tierflow_probes", "gauge", "Probes that have reported.", sum.probes);
     help(f, "tierflow_probe_last_report_timestamp_seconds", "gauge",
          "When a probe's last report was applied (Unix time), for the probes that have reported.");
     for (uint32_t n = 0; n < t->nnodes; n++)
         if (s->probes[n].last_seen > 0)
             fprintf(f, "tierflow_probe_last_report_timestamp_seconds{probe=\"%s\"} %.3f\n", t->nodes[n].name,
                     s->probes[n].last_seen);
-    fprintf(f, "# HELP tierflow_probes_stale Probes silent for longer than the stale limit.\n"
-               "# TYPE tierflow_probes_stale gauge\ntierflow_probes_stale %llu\n", (unsigned long long)stale);
-    fprintf(f, "# HELP tierflow_probe_reports_total Probe reports accepted.\n"
-               "# TYPE tierflow_probe_reports_total counter\ntierflow_probe_reports_total %llu\n",
-            (unsigned long long)s->reports_total);
-    fprintf(f, "# HELP tierflow_probe_reports_rejected_total Probe reports rejected.\n"
-               "# TYPE tierflow_probe_reports_rejected_total counter\n"
-               "tierflow_probe_reports_rejected_total %llu\n", (unsigned long long)s->reports_rejected);
+    one(f, "tierflow_probes_stale", "gauge", "Probes silent for longer than the stale limit.", sum.stale);
+    one(f, "tierflow_probe_reports_total", "counter", "Probe reports accepted.", s->reports_total);
+    one(f, "tierflow_probe_reports_rejected_total", "counter", "Probe reports rejected.",
+        metrics_counter(&s->reports_rejected));
     ingest_metrics(s, f);
 }
 
@@ -231,31 +246,20 @@ int metrics_render(struct metrics *m, struct state *s, double now, char **out, s
     FILE *f = open_memstream(&buf, &n);
     if (!f)
         return -ENOMEM;
-    fprintf(f, "# HELP tierflow_build_info The running tierflowd's version.\n"
-               "# TYPE tierflow_build_info gauge\ntierflow_build_info{version=\"%s\"} 1\n", TF_VERSION);
+    help(f, "tierflow_build_info", "gauge", "The running tierflowd's version.");
+    fprintf(f, "tierflow_build_info{version=\"%s\"} 1\n", TF_VERSION);
     pthread_rwlock_rdlock(&s->lock);
     fabric(f, s, m, now);
     pthread_rwlock_unlock(&s->lock);
-    fprintf(f, "# HELP tierflow_rebalance_rounds_total Rebalance rounds run.\n"
-               "# TYPE tierflow_rebalance_rounds_total counter\ntierflow_rebalance_rounds_total %llu\n",
-            U(m->rounds));
-    fprintf(f, "# HELP tierflow_rebalance_moves_total Flows moved to another path.\n"
-               "# TYPE tierflow_rebalance_moves_total counter\ntierflow_rebalance_moves_total %llu\n",
-            U(m->moves));
-    fprintf(f, "# HELP tierflow_rebalance_report_rounds_total Rounds run early because a report showed a new "
-               "contended link direction.\n"
-               "# TYPE tierflow_rebalance_report_rounds_total counter\ntierflow_rebalance_report_rounds_total %llu\n",
-            U(m->react_rounds));
-    fprintf(f, "# HELP tierflow_rebalance_futile_moves_total Moves judged futile afterwards (the flow gained "
-               "nothing, its new path still contended); the flow is backed off.\n"
-               "# TYPE tierflow_rebalance_futile_moves_total counter\ntierflow_rebalance_futile_moves_total %llu\n",
-            U(m->futile_moves));
-    fprintf(f, "# HELP tierflow_rebalance_harm_withdrawn_total Pins withdrawn because the flows a round moved "
-               "did measurably worse than before the move.\n"
-               "# TYPE tierflow_rebalance_harm_withdrawn_total counter\ntierflow_rebalance_harm_withdrawn_total %llu\n",
-            U(m->harm_withdrawn));
-    fprintf(f, "# HELP tierflow_rebalance_duration_seconds Time one rebalance round took.\n"
-               "# TYPE tierflow_rebalance_duration_seconds histogram\n");
+    one(f, "tierflow_rebalance_rounds_total", "counter", "Rebalance rounds run.", U(m->rounds));
+    one(f, "tierflow_rebalance_moves_total", "counter", "Flows moved to another path.", U(m->moves));
+    one(f, "tierflow_rebalance_report_rounds_total", "counter", "Rounds run early because a report showed a new "
+        "contended link direction.", U(m->react_rounds));
+    one(f, "tierflow_rebalance_futile_moves_total", "counter", "Moves judged futile afterwards (the flow gained "
+        "nothing, its new path still contended); the flow is backed off.", U(m->futile_moves));
+    one(f, "tierflow_rebalance_harm_withdrawn_total", "counter", "Pins withdrawn because the flows a round moved "
+        "did measurably worse than before the move.", U(m->harm_withdrawn));
+    help(f, "tierflow_rebalance_duration_seconds", "histogram", "Time one rebalance round took.");
     unsigned long long cum = 0;
     for (int b = 0; b < METRICS_NBUCKETS; b++) {
         cum += U(m->dur_bucket[b]);
@@ -265,15 +269,11 @@ int metrics_render(struct metrics *m, struct state *s, double now, char **out, s
     fprintf(f, "tierflow_rebalance_duration_seconds_bucket{le=\"+Inf\"} %llu\n", cum);
     fprintf(f, "tierflow_rebalance_duration_seconds_sum %.9g\ntierflow_rebalance_duration_seconds_count %llu\n",
             atomic_load(&m->dur_sum), U(m->dur_count));
-    fprintf(f, "# HELP tierflow_backend_errors_total Route backend failures.\n"
-               "# TYPE tierflow_backend_errors_total counter\ntierflow_backend_errors_total %llu\n",
-            U(m->backend_errors));
-    fprintf(f, "# HELP tierflow_leader 1 while this tierflowd acts (leads its election, or runs without HA), "
-               "else 0.\n# TYPE tierflow_leader gauge\ntierflow_leader %llu\n", U(m->leader));
-    fprintf(f, "# HELP tierflow_elections_total Elections this tierflowd won (terms it led).\n"
-               "# TYPE tierflow_elections_total counter\ntierflow_elections_total %llu\n", U(m->elections));
-    fprintf(f, "# HELP tierflow_http_requests_total HTTP requests by status code.\n"
-               "# TYPE tierflow_http_requests_total counter\n");
+    one(f, "tierflow_backend_errors_total", "counter", "Route backend failures.", U(m->backend_errors));
+    one(f, "tierflow_leader", "gauge", "1 while this tierflowd acts (leads its election, or runs without HA), "
+        "else 0.", U(m->leader));
+    one(f, "tierflow_elections_total", "counter", "Elections this tierflowd won (terms it led).", U(m->elections));
+    help(f, "tierflow_http_requests_total", "counter", "HTTP requests by status code.");
     for (unsigned c = 100; c < 600; c++)
         if (U(m->http[c]))
             fprintf(f, "tierflow_http_requests_total{code=\"%u\"} %llu\n", c, U(m->http[c]));

@@ -47,6 +47,11 @@ void metrics_init(struct metrics *m);
 void metrics_configure(struct metrics *m, const struct config *c);
 void metrics_http(struct metrics *m, unsigned code);
 void metrics_round(struct metrics *m, double seconds, uint32_t moved);
+/* Reads a counter of the state that ingest bumps atomically without the
+ * state's write lock (reports_rejected, ingest_refused[], ...): a plain
+ * read beside those increments is a data race even under the read lock,
+ * so every reader loads them through this. */
+uint64_t metrics_counter(const uint64_t *c);
 /* Renders everything; *out is malloc'd. Takes the state's read lock. */
 int metrics_render(struct metrics *m, struct state *s, double now, char **out, size_t *len);
 

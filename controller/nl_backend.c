@@ -17,7 +17,8 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "controller/nlroute.h"
-#include "controller/planbuild.h"
+#include "controller/nlsock.h"
+#include "controller/owner.h"
 #include "controller/routing_view.h"
 #include "policy/topo.h"
 
@@ -143,7 +144,7 @@ static int add_switch(struct nl_backend *b, const char *name, const char *netns,
     /* Subscribe before the first read of the view, so that no change falls
      * between the two. */
     if (!rc)
-        rc = nlroute_watch_open(netns, &s->wfd, why, sizeof(why));
+        rc = nlsock_watch_open(netns, &s->wfd, why, sizeof(why));
     if (!rc)
         rc = nlroute_read_view(s->nl, b->routing_table, b->own.proto, &s->view, why, sizeof(why));
     if (rc) {
@@ -173,7 +174,7 @@ int nl_backend_open(const struct backend_cfg *cfg, struct nl_backend **out, char
     pthread_mutex_init(&b->mu, NULL);
     b->stop[0] = b->stop[1] = -1;
     b->own = (struct nlroute_own){cfg->prio_min, cfg->prio_max, cfg->table_base,
-                                  cfg->table_base + PLANBUILD_TABLE_SPAN - 1, cfg->rt_proto};
+                                  cfg->table_base + OWNER_TABLE_SPAN - 1, cfg->rt_proto};
     b->routing_table = cfg->routing_table ? cfg->routing_table : ROUTING_VIEW_MAIN;
     b->topo = cfg->topo;
     b->assumed = cfg->unsupported;
@@ -633,7 +634,7 @@ static void *watch_main(void *arg)
             sleep_ms(NL_WATCH_DEBOUNCE_MS);
         for (size_t i = 0; i < b->nsw; i++)
             if (dirty[i] || n > 0)
-                dirty[i] |= nlroute_watch_drain(b->sw[i].wfd) > 0;
+                dirty[i] |= nlsock_watch_drain(b->sw[i].wfd) > 0;
         pthread_mutex_lock(&b->mu);
         for (size_t i = 0; i < b->nsw; i++)
             if (dirty[i])

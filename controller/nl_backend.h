@@ -23,7 +23,8 @@
 #ifndef TF_NL_BACKEND_H
 #define TF_NL_BACKEND_H
 
-#include "controller/backend.h"
+#include "controller/backend_cfg.h"
+#include "controller/backend_result.h"
 
 struct nl_backend;
 

@@ -1,18 +1,17 @@
 /*
- * nlroute: one rtnetlink socket into one kernel (the local one or a named
- * network namespace), speaking policy rules and routes in plan form.
+ * nlroute: policy rules and routes in plan form over one rtnetlink socket
+ * into one kernel (the local one or a named network namespace): the codec,
+ * as FRR's rt_netlink.c, over nlsock (the transport: socket, batches,
+ * acks, dumps; nlsock.h), as FRR's kernel_netlink.c.
  *
- * Built on libnl (libnl-3 / libnl-route-3): the socket is a struct nl_sock,
- * requests are rtnl_rule / rtnl_route objects turned into messages by libnl
- * (plus FRA_DSCP, which libnl 3.7 lacks, put into the built message), acks
- * and dumps are read with nl_recvmsgs and callbacks. Changes go out zebra
- * style: the built messages are copied into one buffer of up to
- * NLROUTE_BATCH bytes per send, each with NLM_F_ACK, then every ack is
- * collected by sequence number before the next batch, so an error names
- * its item.
+ * Built on libnl (libnl-route-3): requests are rtnl_rule / rtnl_route
+ * objects turned into messages by libnl (plus FRA_DSCP, which libnl 3.7
+ * lacks, put into the built message); dump entries are parsed attribute by
+ * attribute. It keeps the kernel's interface list (names to indexes for
+ * next hops), refreshed before routes are written or read.
  *
- * Invariant: the socket lives in the target namespace for its whole life
- * (it is created after setns(2) into it and the thread returns at once).
+ * Invariant: only what struct nlroute_own says is tierflow's is ever read
+ * into a plan; changes go only where the caller's plan says.
  */
 #ifndef TF_NLROUTE_H
 #define TF_NLROUTE_H
@@ -21,8 +20,6 @@
 #include <stdint.h>
 
 #include "controller/plan.h"
-
-#define NLROUTE_BATCH (64 * 1024)
 
 struct nlroute;
 
@@ -46,9 +43,10 @@ int nlroute_read(struct nlroute *n, const struct nlroute_own *own, const char *s
                  struct plan *out, char *err, size_t errlen);
 
 /*
- * Applies op to every rule (RULE_*) or route (ROUTE_*) of p, batched. An
- * add that finds the identical rule (EEXIST) and a delete that finds
- * nothing (ENOENT/ESRCH) count as done: the kernel is already as asked.
+ * Applies op to every rule (RULE_*) or route (ROUTE_*) of p, batched
+ * (nlsock_run). An add that finds the identical rule (EEXIST) and a delete
+ * that finds nothing (ENOENT/ESRCH) count as done: the kernel is already
+ * as asked.
  * Stops after the first batch with an error and returns it (err names the
  * item and the kernel's reason). *done counts successful items,
  * *round_trips adds the batches sent.
@@ -71,13 +69,5 @@ struct routing_view;
  * first. */
 int nlroute_read_view(struct nlroute *n, uint32_t table, uint8_t own_proto, struct routing_view *v,
                       char *err, size_t errlen);
-
-/* A non-blocking netlink socket in netns subscribed to link and route
- * changes (IPv4 and IPv6); *fd for poll(2), close(2) it when done. */
-int nlroute_watch_open(const char *netns, int *fd, char *err, size_t errlen);
-/* Reads every pending notification; returns how many there were (a lost
- * overflow counts as one), or -errno. The content is not kept: a
- * notification only says that the view must be read again. */
-int nlroute_watch_drain(int fd);
 
 #endif

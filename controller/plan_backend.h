@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "controller/backend.h"
+#include "controller/backend_result.h"
 #include "controller/plan.h"
 #include "controller/planbatch.h"
 

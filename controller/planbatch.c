@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "common/util.h"
-#include "controller/planbuild.h"
+#include "controller/owner.h"
 
 static const char *addr(uint8_t af, const uint8_t *a, char *buf)
 {
@@ -148,7 +148,7 @@ int planbatch_full(const struct plan *want, const char *sw, const struct planbat
     plan_sort(&w);   /* routes by table, rules by priority */
     static const uint8_t zero[16];
     size_t ri = 0;
-    for (uint32_t t = o->table_base; t < o->table_base + PLANBUILD_TABLE_SPAN && !rc; t++) {
+    for (uint32_t t = o->table_base; t < o->table_base + OWNER_TABLE_SPAN && !rc; t++) {
         /* A throw route for 0.0.0.0/32 creates the table if the kernel lacks
          * it (a flush of a missing table fails); the flush removes it again. */
         route_throw(f, "replace", t, 4, zero, 32, o->proto);
@@ -159,7 +159,7 @@ int planbatch_full(const struct plan *want, const char *sw, const struct planbat
             rc = route_line(f, &w.routes[ri], false, o->proto);
     }
     size_t ru = 0;
-    for (uint32_t p = o->prio_min; p < o->prio_min + PLANBUILD_PRIO_SPAN && !rc; p++) {
+    for (uint32_t p = o->prio_min; p < o->prio_min + OWNER_PRIO_SPAN && !rc; p++) {
         fprintf(f, "rule flush pref %u protocol %u\n", p, o->proto);
         while (ru < w.nrules && w.rules[ru].prio < p)
             ru++;

@@ -31,8 +31,8 @@
 
 struct planbatch_opts {
     uint8_t proto;        /* route and rule protocol of every object */
-    uint32_t prio_min;    /* tierflow's priorities: [prio_min, prio_min + PLANBUILD_PRIO_SPAN) */
-    uint32_t table_base;  /* tierflow's tables: [table_base, table_base + PLANBUILD_TABLE_SPAN) */
+    uint32_t prio_min;    /* tierflow's priorities: [prio_min, prio_min + OWNER_PRIO_SPAN) */
+    uint32_t table_base;  /* tierflow's tables: [table_base, table_base + OWNER_TABLE_SPAN) */
 };
 
 int planbatch_write(const struct plan *p, const char *sw, FILE *f, bool del, uint8_t proto);

@@ -19,9 +19,9 @@
 
 void plan_opts_default(struct plan_opts *o)
 {
-    o->prio_min = 20000;
-    o->prio_max = 29999;
-    o->table_base = 7700;
+    o->prio_min = OWNER_PRIO_MIN_DEFAULT;
+    o->prio_max = OWNER_PRIO_MAX_DEFAULT;
+    o->table_base = OWNER_TABLE_BASE_DEFAULT;
 }
 
 #define fail(err, errlen, ...) tf_fail((err), (errlen), -EINVAL, __VA_ARGS__)
@@ -153,7 +153,7 @@ static int build_class(const struct topo *t, const struct plan_opts *o,
                         c->allow[i], c->weight ? c->weight[i] : 1);
     if (c->dscp < -1 || c->dscp > 63 || (!c->fwmark && c->dscp < 0))
         return fail(err, errlen, "class %zu: needs a firewall mark or a DSCP 0..63", ci);
-    uint32_t table = o->table_base + PLANBUILD_CLASS_TABLE_OFF + (uint32_t)ci;
+    uint32_t table = o->table_base + OWNER_CLASS_TABLE_OFF + (uint32_t)ci;
     for (uint32_t li = 0; li < t->nnodes; li++) {
         const struct topo_node *leaf = &t->nodes[li];
         if (leaf->tier != TOPO_LEAF || leaf->up_count < 2 || !leaf->af)
@@ -184,7 +184,7 @@ static int build_class(const struct topo *t, const struct plan_opts *o,
             if (plan_add_route(out, &rt))
                 return -ENOMEM;
         }
-        struct plan_rule r = {.prio = o->prio_min + PLANBUILD_CLASS_PRIO_OFF + (uint32_t)ci,
+        struct plan_rule r = {.prio = o->prio_min + OWNER_CLASS_PRIO_OFF + (uint32_t)ci,
                               .table = table, .af = leaf->af, .fwmark = c->fwmark,
                               .fwmask = c->fwmask, .dscp = c->fwmark ? -1 : c->dscp};
         tf_strlcpy(r.sw, leaf->name, sizeof(r.sw));
@@ -217,10 +217,10 @@ int plan_build(const struct topo *t, const struct plan_opts *o,
 {
     if (err && errlen)
         err[0] = '\0';
-    if (o->prio_max < o->prio_min || o->prio_max - o->prio_min + 1 < PLANBUILD_PRIO_SPAN ||
-        o->table_base < 256 || o->table_base > UINT32_MAX - PLANBUILD_TABLE_SPAN)
+    if (o->prio_max < o->prio_min || o->prio_max - o->prio_min + 1 < OWNER_PRIO_SPAN ||
+        o->table_base < OWNER_TABLE_BASE_MIN || o->table_base > UINT32_MAX - OWNER_TABLE_SPAN)
         return fail(err, errlen, "priorities %u-%u (need %d) or table base %u (256 and up: clear of main/local) out of range",
-                    o->prio_min, o->prio_max, PLANBUILD_PRIO_SPAN, o->table_base);
+                    o->prio_min, o->prio_max, OWNER_PRIO_SPAN, o->table_base);
     if (nclasses > PLANBUILD_MAX_CLASSES)
         return fail(err, errlen, "%zu classes (at most %d)", nclasses, PLANBUILD_MAX_CLASSES);
     int rc = 0;

@@ -13,8 +13,8 @@
  *     that uplink's table, at priority prio_min + k, so a flow that moves
  *     uplink always gets a new priority (make-before-break);
  *   - a class: on every leaf with more than one uplink, a rule (fwmark or
- *     DSCP) at priority prio_min + PLANBUILD_CLASS_PRIO_OFF + class index ->
- *     table table_base + PLANBUILD_CLASS_TABLE_OFF + class index, holding one
+ *     DSCP) at priority prio_min + OWNER_CLASS_PRIO_OFF + class index ->
+ *     table table_base + OWNER_CLASS_TABLE_OFF + class index, holding one
  *     weighted multipath route per remote leaf prefix over the class's
  *     allowed uplinks.
  */
@@ -24,22 +24,22 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "controller/owner.h"
 #include "controller/plan.h"
 
 struct topo;
 
-#define PLANBUILD_MAX_UPLINKS      128  /* per switch: tables base+0..base+127 */
-#define PLANBUILD_CLASS_TABLE_OFF  128  /* class tables base+128..base+255 */
-#define PLANBUILD_MAX_CLASSES      128
-#define PLANBUILD_TABLE_SPAN       256  /* tables tierflow owns: [base, base+span) */
-#define PLANBUILD_CLASS_PRIO_OFF   256  /* class rules after every flow rule */
-#define PLANBUILD_PRIO_SPAN        512  /* prio_max - prio_min + 1 must be >= this */
+/* The owned spans (owner.h) split between uplinks and classes. */
+#define PLANBUILD_MAX_UPLINKS      OWNER_CLASS_TABLE_OFF  /* per switch: tables base+0.. */
+#define PLANBUILD_MAX_CLASSES      (OWNER_TABLE_SPAN - OWNER_CLASS_TABLE_OFF)
+_Static_assert(PLANBUILD_MAX_CLASSES <= OWNER_PRIO_SPAN - OWNER_CLASS_PRIO_OFF,
+               "every class needs a priority of its own");
 
 struct plan_opts {
     uint32_t prio_min, prio_max;  /* tierflow's rule priorities (inclusive) */
     uint32_t table_base;          /* tierflow's tables: [base, base+TABLE_SPAN) */
 };
-/* 20000..29999, table 7700: see docs/routing.md. */
+/* The defaults of owner.h. */
 void plan_opts_default(struct plan_opts *o);
 
 struct planbuild_flow {
@@ -66,7 +66,7 @@ struct planbuild_class {
  * Errors (-EINVAL, with err naming the flow/class and the field): a
  * direction outside the topology, a path that is not contiguous, a link
  * with no interface or address for the hop, too many uplinks or classes,
- * priority range smaller than PLANBUILD_PRIO_SPAN.
+ * priority range smaller than OWNER_PRIO_SPAN.
  */
 int plan_build(const struct topo *t, const struct plan_opts *o,
                const struct planbuild_flow *flows, size_t nflows,

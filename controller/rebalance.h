@@ -12,7 +12,13 @@
  * live flow, so the backend converges to the full desired state each round,
  * and the class rules of DESIGN 2.5 (a DSCP class confined to a subset of
  * spines -> a rule to a weighted multipath route over them; see
- * class_rules_build); class `via` subsets also bound the assignment.
+ * rebalance_class_rules_build); class `via` subsets also bound the
+ * assignment.
+ *
+ * The backend is the module's own: only a round, and the functions below
+ * under "The backend", call into it, always under mu. Request handlers and
+ * the daemon's reload ask through them and never take mu themselves. The
+ * module's files and how a round is cut: rebalance_int.h.
  */
 #ifndef TF_REBALANCE_H
 #define TF_REBALANCE_H
@@ -22,6 +28,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "controller/backend.h"
 #include "controller/plan.h"
@@ -45,7 +52,10 @@ struct rebalance {
     struct state *st;
     struct events *ev;
     struct metrics *m;
-    struct backend *be;          /* may be NULL (tests): plan only */
+    struct backend *be;          /* may be NULL (tests): plan only; under mu */
+    char be_kind[16];            /* the kind the API names (rebalance_backend_swap); sum_mu to
+                                    write, mu or sum_mu to read */
+    bool be_own;                 /* the backend has state of its own to show (bgp); sum_mu */
     const struct config *cfg;
     struct plan last;            /* last plan handed to the backend */
     pthread_mutex_t sum_mu;      /* guards sum, be_*: readers never wait for a round */
@@ -115,5 +125,38 @@ size_t rebalance_unsupported(struct rebalance *rb, struct backend_unsup *out, si
 int  rebalance_adopt(struct rebalance *rb, double now);
 /* Copy of the last summary and backend health. */
 struct rebalance_summary rebalance_last(struct rebalance *rb, bool *healthy, char *err, size_t errlen);
+/* Runs fn(arg) while no round runs (under mu): what a round reads of the
+ * configuration (thresholds.*) changes only so, on a reload. */
+void rebalance_between_rounds(struct rebalance *rb, void (*fn)(void *arg), void *arg);
+
+/* ---- The backend (rebalance_backend.c) ---- */
+
+/* Opens the new backend into *be (0), or says why in err (-errno, nothing
+ * to close). Runs under mu: see rebalance_backend_swap. */
+typedef int (*rebalance_open_fn)(void *arg, struct backend **be, char *err, size_t errlen);
+/* Replaces the backend in one step under mu: open(arg, ...) is called with
+ * mu held, so that no round applies between its reading what the switches
+ * have and the swap, and whatever else must change with the backend (the
+ * daemon's reload: the topology) can change inside open, atomically for the
+ * rounds. On open's failure the old backend stays; on success the old one
+ * is closed after the new one opened. kind is the name /routes and the API
+ * give it (NULL: the backend's own kind; the daemon passes the configured
+ * kind, also while a standby holds "none"). 0 or open's -errno. */
+int rebalance_backend_swap(struct rebalance *rb, const char *kind, rebalance_open_fn open, void *arg, char *err,
+                           size_t errlen);
+/* Hands the backend back to the caller (to withdraw and close it at exit);
+ * the rounds go on without one. */
+struct backend *rebalance_backend_take(struct rebalance *rb);
+/* The /api/v1/routes object (docs/api.md): the backend's kind, source
+ * "desired" (the "none" kind: the last round's plan) or "installed" (read
+ * back), error, the backend's own "bgp" object, and the switches. */
+json_t *rebalance_routes_json(struct rebalance *rb);
+/* The backend's own state (the bgp kind's speaker, sessions and
+ * announcements) or NULL. Waits for a running round only when the backend
+ * has such state. */
+json_t *rebalance_backend_json(struct rebalance *rb);
+/* The backend's own Prometheus series to f (none for most kinds: 0 at
+ * once). 0 or -errno. */
+int rebalance_backend_metrics(struct rebalance *rb, FILE *f);
 
 #endif

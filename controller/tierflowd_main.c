@@ -1,17 +1,21 @@
 /*
  * tierflowd: the controller daemon. Wires config, state, ingest, the
  * rebalance loop, the route backend and the HTTP server together, and owns
- * the process lifecycle: SIGHUP reloads topology and policy (validated
- * first; on any error the old ones stay and installed routes are kept),
- * SIGTERM/SIGINT stop gracefully (routes are withdrawn only with
+ * the process lifecycle: SIGHUP re-reads the configuration and applies
+ * what a reload may change (config.h: topology, policy, thresholds.*; any
+ * other key found changed is reported as needing a restart and kept), then
+ * reloads topology and policy (validated first; on any error the old ones
+ * stay and installed routes are kept), SIGTERM/SIGINT stop gracefully (routes are withdrawn only with
  * --withdraw-on-exit). The main thread runs the periodic rounds and handles
  * signals synchronously (sigtimedwait), so no work happens in a signal
  * handler. With ha.etcd_endpoints (docs/ha.md) it runs rounds and keeps the
  * configured backend open only while it leads (leader.h): a standby has the
- * "none" backend, so that nothing of it can touch a switch.
+ * "none" backend, so that nothing of it can touch a switch. The backend is
+ * the rebalance module's (rebalance_backend_swap, _take): this file opens
+ * one and hands it over, and never holds it or the module's lock. The
+ * configuration's sources, the command line among them: cmdline.h.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <libgen.h>
 #include <limits.h>
 #include <pthread.h>
@@ -28,6 +32,7 @@
 #include "common/util.h"
 #include "controller/api.h"
 #include "controller/backend.h"
+#include "controller/cmdline.h"
 #include "controller/config.h"
 #include "controller/events.h"
 #include "controller/health.h"
@@ -41,28 +46,6 @@
 #include "policy/topo.h"
 
 #define REBALANCE_NICE 5 /* added to the daemon's nice value for the rebalance thread */
-
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: tierflowd --config FILE | --topology FILE|GENERATOR [options]\n"
-            "  --policy FILE            traffic classes\n"
-            "  --listen ADDR:PORT       default 127.0.0.1:8080\n"
-            "  --backend netlink|plan|bgp|none\n"
-            "  --token-file F           bearer token for mutating calls\n"
-            "  --interval SEC           rebalance period (default 1)\n"
-            "  --plan-dir DIR           output of the plan backend\n"
-            "  --web-dir DIR            dashboard files\n"
-            "  --log-level LEVEL        error|warning|notice|info|debug\n"
-            "  --syslog                 log to syslog instead of stderr\n"
-            "  --journal                <N> priority prefixes on stderr (automatic\n"
-            "                           when stderr is the journal)\n"
-            "  --withdraw-on-exit       remove installed routes on SIGTERM\n"
-            "  --tls-cert F --tls-key F serve HTTPS\n"
-            "  --set KEY=VALUE          any config key (see tierflowd(8))\n"
-            "  --check-config           validate and exit\n"
-            "  --version\n");
-}
 
 /* Finds a file installed under TF_SHAREDIR, or beside the source tree when
  * running from a build directory (build/bin, build/san/bin). */
@@ -101,10 +84,11 @@ struct daemon {
     struct health health;        /* gray failures: the rounds' thread's (health.h) */
     struct rebalance rb;
     struct api api;
-    struct backend *be;
     struct classes *cls;
     struct leader *ld;           /* NULL without HA */
-    bool be_acts;                /* be is the configured kind, not a standby's "none" */
+    bool be_acts;                /* the backend is the configured kind, not a standby's "none" */
+    struct cmdline cl;           /* the configuration's sources, read again on SIGHUP */
+    const struct config *next_cfg;   /* a reload's, for apply_config */
 };
 
 static int load_policy(const struct config *c, struct topo **t, struct classes **cls, char *err, size_t errlen)
@@ -168,53 +152,122 @@ static int open_backend(struct daemon *d, const struct config *c, const char *ki
     return backend_open(kind, &bc, be, err, errlen);
 }
 
-static void reload(struct daemon *d)
+/* config_reload's report: each applied key is logged with an event
+ * (reload), each that needs a restart too (reload_failed: kept). */
+static void config_changed(void *arg, const char *key, const char *from, const char *to, bool applied)
 {
-    char err[512];
-    struct topo *t;
-    struct classes *cls;
-    struct backend *be = NULL;
+    struct daemon *d = arg;
     double now = tf_now_real();
-    if (load_policy(&d->cfg, &t, &cls, err, sizeof(err)) < 0) {
-        events_add(&d->ev, now, "reload_failed", "%s; keeping the old topology and policy", err);
+    if (applied) {
+        log_info("SIGHUP: %s: %s -> %s", key, from, to);
+        events_add(&d->ev, now, "reload", "%s: %s -> %s", key, from, to);
         return;
     }
-    pthread_mutex_lock(&d->rb.mu);
-    if (open_backend(d, &d->cfg, d->be_acts ? d->cfg.backend : "none", t, &be, err, sizeof(err)) < 0) {
-        pthread_mutex_unlock(&d->rb.mu);
-        events_add(&d->ev, now, "reload_failed", "backend: %s; keeping the old topology and policy", err);
-        classes_free(cls);
-        free(cls);
-        topo_free(t);
-        return;
-    }
+    log_warn("SIGHUP: %s: %s -> %s needs a restart; %s kept", key, from, to, from);
+    events_add(&d->ev, now, "reload_failed", "%s: %s -> %s needs a restart; %s kept", key, from, to, from);
+}
+
+/* Applies next's reloadable keys to the daemon's configuration, with the
+ * copies the state keeps. Called with no round running (a round reads
+ * thresholds, also one an API request runs) and under the state's write
+ * lock (the request threads read thresholds under its read lock). */
+static void apply_config(void *arg)
+{
+    struct daemon *d = arg;
     pthread_rwlock_wrlock(&d->st.lock);
-    struct topo *old = state_set_topo(&d->st, t);
-    struct classes *old_cls = NULL;
-    if (old != t) {
-        old_cls = d->cls;
-        d->cls = cls;
-        d->st.classes = cls;
+    config_reload(&d->cfg, d->next_cfg, NULL, NULL);
+    d->st.stale_after = d->cfg.stale_intervals * d->cfg.interval;
+    d->st.link_holddown = d->cfg.link_holddown;
+    d->st.gen++;
+    pthread_rwlock_unlock(&d->st.lock);
+}
+
+/* SIGHUP's first step: the configuration read again as at start (defaults,
+ * the file, the command line over it) and validated; on any error the old
+ * one stays whole. What a reload may change is applied (apply_config), the
+ * rest reported; the health rounds, on this thread, take their copy. */
+static void reload_config(struct daemon *d, double now)
+{
+    static struct config next, cur;   /* large; only this thread reloads */
+    char err[512];
+    if (cmdline_reread(&d->cl, &next, err, sizeof(err)) < 0) {
+        events_add(&d->ev, now, "reload_failed", "configuration: %s; keeping the old one", err);
+        return;
+    }
+    cur = d->cfg;
+    if (config_reload(&cur, &next, config_changed, d) == 0)   /* reports, changes nothing of d's */
+        return;
+    d->next_cfg = &next;
+    rebalance_between_rounds(&d->rb, apply_config, d);
+    d->next_cfg = NULL;
+    health_cfg_from(&d->health.cfg, &d->cfg);
+}
+
+/* rebalance_backend_swap's open for a reload or a role change: opens kind
+ * on topology t and, for a reload (cls set), makes t and cls the state's
+ * under the same lock, so that no round sees the new topology with the old
+ * backend or the reverse. */
+struct reopen {
+    struct daemon *d;
+    const char *kind;
+    struct topo *t;
+    struct classes *cls;         /* NULL: the topology stays (role change) */
+    struct topo *old;            /* a reload's replaced topology and classes */
+    struct classes *old_cls;
+    bool oom;
+};
+
+static int reopen(void *arg, struct backend **be, char *err, size_t errlen)
+{
+    struct reopen *o = arg;
+    struct daemon *d = o->d;
+    int r = open_backend(d, &d->cfg, o->kind, o->t, be, err, errlen);
+    if (r < 0 || !o->cls)
+        return r;
+    pthread_rwlock_wrlock(&d->st.lock);
+    o->old = state_set_topo(&d->st, o->t);
+    if (o->old != o->t) {
+        o->old_cls = d->cls;
+        d->cls = o->cls;
+        d->st.classes = o->cls;
         state_reclassify(&d->st);
     }
     pthread_rwlock_unlock(&d->st.lock);
-    if (old == t) { /* out of memory: the new one was rejected */
-        pthread_mutex_unlock(&d->rb.mu);
-        backend_close(be);
-        classes_free(cls);
-        free(cls);
-        topo_free(t);
-        events_add(&d->ev, now, "reload_failed", "out of memory; keeping the old topology");
+    if (o->old == o->t) {   /* out of memory: the new one was rejected */
+        backend_close(*be);
+        *be = NULL;
+        o->oom = true;
+        return -ENOMEM;
+    }
+    return 0;
+}
+
+static void reload(struct daemon *d)
+{
+    char err[512];
+    double now = tf_now_real();
+    reload_config(d, now);
+    struct reopen o = {.d = d, .kind = d->be_acts ? d->cfg.backend : "none"};
+    if (load_policy(&d->cfg, &o.t, &o.cls, err, sizeof(err)) < 0) {
+        events_add(&d->ev, now, "reload_failed", "%s; keeping the old topology and policy", err);
         return;
     }
-    backend_close(d->be);
-    d->be = d->rb.be = be;
-    pthread_mutex_unlock(&d->rb.mu);
-    topo_free(old);
-    if (old_cls) {
-        classes_free(old_cls);
-        free(old_cls);
+    if (rebalance_backend_swap(&d->rb, d->cfg.backend, reopen, &o, err, sizeof(err)) < 0) {
+        if (o.oom)
+            events_add(&d->ev, now, "reload_failed", "out of memory; keeping the old topology");
+        else
+            events_add(&d->ev, now, "reload_failed", "backend: %s; keeping the old topology and policy", err);
+        classes_free(o.cls);
+        free(o.cls);
+        topo_free(o.t);
+        return;
     }
+    topo_free(o.old);
+    if (o.old_cls) {
+        classes_free(o.old_cls);
+        free(o.old_cls);
+    }
+    const struct topo *t = o.t;
     events_add(&d->ev, now, "reload", "topology '%s' (%u nodes, %u links) and policy reloaded; %zu pin%s kept, %zu "
                "whose path is not in the new topology dropped", t->name, t->nnodes, t->nlinks, d->st.pins_kept,
                d->st.pins_kept == 1 ? "" : "s", d->st.pins_lost);
@@ -245,17 +298,12 @@ static void role_change(struct daemon *d)
     if (act == d->be_acts)
         return;
     char err[512];
-    struct backend *be;
     /* The topology changes only in reload(), on this thread: no state lock
      * (the backend's open reads every switch; ingest must not wait for it). */
-    pthread_mutex_lock(&d->rb.mu);
-    int r = open_backend(d, &d->cfg, act ? d->cfg.backend : "none", d->st.topo, &be, err, sizeof(err));
-    if (r == 0) {
-        backend_close(d->be);
-        d->be = d->rb.be = be;
+    struct reopen o = {.d = d, .kind = act ? d->cfg.backend : "none", .t = d->st.topo};
+    int r = rebalance_backend_swap(&d->rb, d->cfg.backend, reopen, &o, err, sizeof(err));
+    if (r == 0)
         d->be_acts = act;
-    }
-    pthread_mutex_unlock(&d->rb.mu);
     pthread_rwlock_wrlock(&d->st.lock);
     d->st.gen++;   /* /status shows the role */
     pthread_rwlock_unlock(&d->st.lock);
@@ -280,117 +328,287 @@ static void probe_cb(void *arg, const char *node, bool stale)
                stale ? "is silent: its data no longer counts" : "reports again");
 }
 
-int main(int argc, char **argv)
+static void free_policy(struct daemon *d, struct topo *t)
 {
-    static struct daemon d; /* large; static keeps it off the stack */
+    topo_free(t);
+    classes_free(d->cls);
+    free(d->cls);
+}
+
+/* The topology and policy, the token, and whether the backend can act on
+ * the topology; with --check-config, the verdict. -1 to go on (*t loaded),
+ * else the exit status. */
+static int prepare(struct daemon *d, bool check, struct topo **t)
+{
     char err[512];
-    const char *cfg_file = NULL;
-    bool check = false, journal = false;
-    enum { O_CONFIG = 256, O_TOPO, O_POLICY, O_LISTEN, O_BACKEND, O_TOKEN, O_INTERVAL, O_PLANDIR, O_WEB, O_LOGLEVEL,
-           O_SYSLOG, O_WITHDRAW, O_CERT, O_KEY, O_SET, O_CHECK, O_VERSION, O_HELP, O_JOURNAL };
-    static const struct option opts[] = {
-        {"config", 1, 0, O_CONFIG}, {"topology", 1, 0, O_TOPO}, {"policy", 1, 0, O_POLICY},
-        {"listen", 1, 0, O_LISTEN}, {"backend", 1, 0, O_BACKEND}, {"token-file", 1, 0, O_TOKEN},
-        {"interval", 1, 0, O_INTERVAL}, {"plan-dir", 1, 0, O_PLANDIR}, {"web-dir", 1, 0, O_WEB},
-        {"log-level", 1, 0, O_LOGLEVEL}, {"syslog", 0, 0, O_SYSLOG}, {"withdraw-on-exit", 0, 0, O_WITHDRAW},
-        {"tls-cert", 1, 0, O_CERT}, {"tls-key", 1, 0, O_KEY}, {"set", 1, 0, O_SET},
-        {"check-config", 0, 0, O_CHECK}, {"version", 0, 0, O_VERSION}, {"help", 0, 0, O_HELP},
-        {"journal", 0, 0, O_JOURNAL}, {0, 0, 0, 0}};
-    static const char *const keys[] = {[O_TOPO - O_CONFIG] = "topology", [O_POLICY - O_CONFIG] = "policy",
-        [O_LISTEN - O_CONFIG] = "listen", [O_BACKEND - O_CONFIG] = "backend", [O_TOKEN - O_CONFIG] = "token_file",
-        [O_INTERVAL - O_CONFIG] = "interval", [O_PLANDIR - O_CONFIG] = "backend_options.plan_dir",
-        [O_WEB - O_CONFIG] = "web_dir", [O_LOGLEVEL - O_CONFIG] = "log_level", [O_SYSLOG - O_CONFIG] = "syslog",
-        [O_WITHDRAW - O_CONFIG] = "withdraw_on_exit", [O_CERT - O_CONFIG] = "tls_cert", [O_KEY - O_CONFIG] = "tls_key"};
-
-    /* Pass 1: the config file, so that flags override it whatever the order. */
-    int c;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1)
-        if (c == O_CONFIG)
-            cfg_file = optarg;
-    config_defaults(&d.cfg);
-    if (cfg_file && config_load_file(&d.cfg, cfg_file, err, sizeof(err)) < 0) {
-        log_early_err("tierflowd", "%s", err);
-        return 2;
-    }
-    optind = 1;
-    opterr = 1;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        int r = 0;
-        if (c == '?') {
-            usage(stderr);
-            return TF_EXIT_USAGE;
-        } else if (c == O_HELP) {
-            usage(stdout);
-            return 0;
-        } else if (c == O_VERSION) {
-            printf("tierflowd %s\n", TF_VERSION);
-            return 0;
-        } else if (c == O_CHECK) {
-            check = true;
-        } else if (c == O_JOURNAL) {
-            journal = true;
-        } else if (c == O_SET) {
-            char kv[CONFIG_STR_MAX + 64];
-            tf_strlcpy(kv, optarg, sizeof(kv));
-            char *eq = strchr(kv, '=');
-            if (!eq) {
-                log_early_err("tierflowd", "--set %s: expected KEY=VALUE", optarg);
-                return TF_EXIT_USAGE;
-            }
-            *eq = '\0';
-            r = config_set_str(&d.cfg, kv, eq + 1, err, sizeof(err));
-        } else if (c == O_SYSLOG || c == O_WITHDRAW) {
-            r = config_set_str(&d.cfg, keys[c - O_CONFIG], "true", err, sizeof(err));
-        } else if (c != O_CONFIG) {
-            r = config_set_str(&d.cfg, keys[c - O_CONFIG], optarg, err, sizeof(err));
-        }
-        if (r < 0) {
-            log_early_err("tierflowd", "%s", err);
-            return 2;
-        }
-    }
-    if (optind < argc) {
-        log_early_err("tierflowd", "unexpected argument '%s'", argv[optind]);
-        return TF_EXIT_USAGE;
-    }
-    if (config_validate(&d.cfg, err, sizeof(err)) < 0) {
-        log_early_err("tierflowd", "%s", err);
-        return 2;
-    }
-    log_init("tierflowd", log_level_parse(d.cfg.log_level), d.cfg.syslog, journal);
-
-    struct topo *t;
-    if (load_policy(&d.cfg, &t, &d.cls, err, sizeof(err)) < 0) {
+    if (load_policy(&d->cfg, t, &d->cls, err, sizeof(err)) < 0) {
         log_err("%s", err);
         return 2;
     }
-    if (d.cfg.token_file[0] && tf_read_token(d.cfg.token_file, d.api.token, sizeof(d.api.token)) < 0) {
-        log_err("token_file %s: unreadable, or not 1..255 printable characters", d.cfg.token_file);
+    if (d->cfg.token_file[0] && tf_read_token(d->cfg.token_file, d->api.token, sizeof(d->api.token)) < 0) {
+        log_err("token_file %s: unreadable, or not 1..255 printable characters", d->cfg.token_file);
         return 2;
     }
     /* A backend that acts needs every uplink's interface and next hop; without
      * them each round fails (visibly: backend unhealthy, backend_error), so
      * the check refuses the configuration and a start warns. */
-    if (backend_check_topo(d.cfg.backend, t, err, sizeof(err)) < 0) {
+    if (backend_check_topo(d->cfg.backend, *t, err, sizeof(err)) < 0) {
         if (check) {
             log_early_err("tierflowd", "%s", err);
-            topo_free(t);
-            classes_free(d.cls);
-            free(d.cls);
+            free_policy(d, *t);
             return 2;
         }
         log_warn("%s: every round that pins a flow will fail", err);
     }
     if (check) {
-        printf("tierflowd: configuration OK (topology '%s': %u nodes, %u links; %u classes)\n", t->name, t->nnodes,
-               t->nlinks, d.cls->n);
-        topo_free(t);
-        classes_free(d.cls);
-        free(d.cls);
+        printf("tierflowd: configuration OK (topology '%s': %u nodes, %u links; %u classes)\n", (*t)->name,
+               (*t)->nnodes, (*t)->nlinks, d->cls->n);
+        free_policy(d, *t);
         return 0;
     }
+    return -1;
+}
 
+/* The start's backend: the configured kind, or "none" for a standby. */
+static int open_first(void *arg, struct backend **be, char *err, size_t errlen)
+{
+    struct daemon *d = arg;
+    return open_backend(d, &d->cfg, d->be_acts ? d->cfg.backend : "none", d->st.topo, be, err, errlen);
+}
+
+/* The state, the rounds with their backend, the API's wiring and, with
+ * ha.etcd_endpoints, the election. 0 or the exit status. */
+static int start_core(struct daemon *d, struct topo *t, double now)
+{
+    char err[512], token[256];
+    tf_strlcpy(token, d->api.token, sizeof(token));
+    api_init(&d->api);
+    tf_strlcpy(d->api.token, token, sizeof(d->api.token));
+    events_init(&d->ev);
+    metrics_init(&d->m);
+    metrics_configure(&d->m, &d->cfg);
+    history_init(&d->hist);
+    health_init(&d->health, &d->cfg);
+    if (state_init(&d->st, t, (size_t)d->cfg.max_flows, d->cfg.stale_intervals * d->cfg.interval, now) < 0) {
+        log_err("out of memory");
+        return 1;
+    }
+    d->st.classes = d->cls;
+    d->st.link_holddown = d->cfg.link_holddown;
+    d->main_thread = pthread_self();
+    d->be_acts = !d->cfg.ha_endpoints[0];
+    rebalance_init(&d->rb, &d->st, &d->ev, &d->m, NULL, &d->cfg);
+    if (rebalance_backend_swap(&d->rb, d->cfg.backend, open_first, d, err, sizeof(err)) < 0) {
+        log_err("backend %s: %s", d->cfg.backend, err);
+        return 1;
+    }
+    d->api.st = &d->st;
+    d->api.ev = &d->ev;
+    d->api.m = &d->m;
+    d->api.hist = &d->hist;
+    d->api.rb = &d->rb;
+    d->api.cfg = &d->cfg;
+    d->api.backend_name = d->cfg.backend;
+    d->api.start = now;
+    if (d->cfg.ha_endpoints[0]) {
+        struct leader_hooks lh = {.on_change = role_poke, .on_jobs = jobs_replica, .arg = d};
+        if (leader_start(&d->ld, &d->cfg, &d->ev, &d->m, &lh, err, sizeof(err)) < 0) {
+            log_err("%s", err);
+            return 1;
+        }
+        d->api.ld = d->ld;
+        d->rb.fence = leader_fence;
+        d->rb.fence_arg = d->ld;
+    }
+    return 0;
+}
+
+/* openapi.json and the dashboard's files found, the HTTP server started. */
+static int start_http(struct daemon *d, const struct topo *t, double now, struct httpd **h)
+{
+    char err[512], path[PATH_MAX], web[PATH_MAX] = "";
+    if (find_shared("openapi.json", "controller/openapi.json", path, sizeof(path), false) == 0 &&
+        tf_read_file(path, 4 << 20, &d->api.openapi, &d->api.openapi_len) < 0)
+        d->api.openapi = NULL;
+    if (!d->api.openapi)
+        log_warn("openapi.json not found under %s or the source tree: /api/v1/openapi.json will be 404", TF_SHAREDIR);
+    if (d->cfg.web_dir[0])
+        tf_strlcpy(web, d->cfg.web_dir, sizeof(web));
+    else if (find_shared("web", "web", web, sizeof(web), true) < 0)
+        web[0] = '\0';
+    if (httpd_start(h, &d->cfg, &d->api, web, err, sizeof(err)) < 0) {
+        log_err("%s", err);
+        return 1;
+    }
+    log_info("tierflowd %s: topology '%s' (%u nodes, %u links), backend %s, listening on %s (port %u)%s, web %s",
+             TF_VERSION, t->name, t->nnodes, t->nlinks, d->cfg.backend, d->cfg.listen, httpd_port(*h),
+             d->cfg.tls_cert[0] ? " with TLS" : "", web[0] ? web : "(none)");
+    events_add(&d->ev, now, "start", "tierflowd %s started, backend %s", TF_VERSION, d->cfg.backend);
+    return 0;
+}
+
+/* This thread runs the rebalance rounds, which cost CPU in proportion to
+ * the fat flows (0.5 s for 100,000 on one core). On a busy host they must
+ * not starve the HTTP workers (probe reports, API): lower this thread's
+ * priority only (Linux nice values are per thread; the workers were
+ * started before and keep theirs). */
+static void lower_priority(void)
+{
+    id_t tid = (id_t)syscall(SYS_gettid);
+    errno = 0;
+    int prio = getpriority(PRIO_PROCESS, tid);
+    if ((prio == -1 && errno) || setpriority(PRIO_PROCESS, tid, prio + REBALANCE_NICE) < 0)
+        log_warn("setpriority: %s (rebalance rounds keep the workers' priority)", strerror(errno));
+}
+
+/* A standby ingests, and runs no round (leader.h); nor does a leader whose
+ * backend did not open (tried again every interval). A leader whose lease
+ * went unproven stops here by its own clock. False to stop. */
+static bool standby_step(struct daemon *d, int sig, double *next)
+{
+    if (d->be_acts)
+        role_change(d);
+    if (sig == SIGTERM || sig == SIGINT) {
+        log_info("signal %d: shutting down", sig);
+        return false;
+    }
+    if (sig == SIGHUP)
+        reload(d);
+    if (tf_now_mono() >= *next) {
+        *next = tf_now_mono() + d->cfg.interval;
+        state_tick(&d->st, tf_now_real(), probe_cb, d);
+        if (!d->be_acts && leader_acts(d->ld))
+            role_change(d);
+    }
+    return true;
+}
+
+/* A report showed a new contended direction: one round after react_window,
+ * so that the reports of the other probes of the same interval are in (a
+ * round on one leaf's view fixes only that leaf). */
+static void react_step(struct daemon *d, double *react_at)
+{
+    if (*react_at == 0 && rebalance_contended(&d->rb, tf_now_real()))
+        *react_at = tf_now_mono() + d->cfg.react_window;
+    if (*react_at > 0 && tf_now_mono() >= *react_at) {
+        *react_at = 0;
+        double now = tf_now_real();
+        state_tick(&d->st, now, probe_cb, d);
+        rebalance_auto(&d->rb, now);
+        atomic_fetch_add(&d->m.react_rounds, 1);
+    }
+}
+
+/* The periodic round: routing (in case a wake-up was lost), probes'
+ * staleness, gray failures, the round, the history. */
+static void tick(struct daemon *d)
+{
+    double now = tf_now_real();
+    rebalance_routing(&d->rb, now);
+    state_tick(&d->st, now, probe_cb, d);
+    if (health_tick(&d->health, &d->st, &d->ev, now) < 0)
+        log_warn("health round: out of memory");
+    rebalance_auto(&d->rb, now);
+    history_tick(&d->hist, &d->st, atomic_load(&d->m.moves), atomic_load(&d->m.backend_errors), now);
+}
+
+/* The main loop: signals, taken synchronously, and the rounds, until
+ * SIGTERM or SIGINT. */
+static void run(struct daemon *d, const sigset_t *set)
+{
+    double next = tf_now_mono() + d->cfg.interval, last_poke_round = 0, react_at = 0;
+    for (;;) {
+        double wait = next - tf_now_mono();
+        /* Between ticks, look at what reports brought every REACT_POLL s
+         * (rebalance_contended is cheap when nothing changed). */
+        if (react_at > 0 && react_at - tf_now_mono() < wait)
+            wait = react_at - tf_now_mono();
+        else if (d->cfg.react_window > 0 && wait > REACT_POLL)
+            wait = REACT_POLL;
+        if (wait < 0)
+            wait = 0;
+        struct timespec ts = {(time_t)wait, (long)((wait - (double)(time_t)wait) * 1e9)};
+        int sig = sigtimedwait(set, NULL, &ts);
+        if (sig == SIGUSR2) {
+            role_change(d);
+            continue;
+        }
+        if (!d->be_acts || !leader_acts(d->ld)) {
+            if (!standby_step(d, sig, &next))
+                return;
+            continue;
+        }
+        if (sig == SIGHUP) {
+            log_info("SIGHUP: reloading the configuration, topology and policy");
+            reload(d);
+            rebalance_routing(&d->rb, tf_now_real());
+            continue;
+        }
+        if (sig == SIGUSR1) {
+            /* Routing withdrew something: re-place the flows now rather
+             * than at the next tick (at most one extra round per 100 ms,
+             * however fast a link flaps). */
+            double now = tf_now_real();
+            if (rebalance_routing(&d->rb, now) > 0 && tf_now_mono() - last_poke_round >= 0.1) {
+                last_poke_round = tf_now_mono();
+                state_tick(&d->st, now, probe_cb, d);
+                rebalance_auto(&d->rb, now);
+            }
+            continue;
+        }
+        if (sig == SIGTERM || sig == SIGINT) {
+            log_info("signal %d: shutting down", sig);
+            return;
+        }
+        if (d->cfg.react_window > 0 && tf_now_mono() < next)
+            react_step(d, &react_at);
+        if (tf_now_mono() < next)
+            continue;
+        react_at = 0;
+        next += d->cfg.interval;
+        if (next < tf_now_mono())
+            next = tf_now_mono() + d->cfg.interval;
+        tick(d);
+    }
+}
+
+/* The HTTP server and the election stopped, the backend taken back from the
+ * rounds (its routes withdrawn with withdraw_on_exit) and closed. */
+static void stop(struct daemon *d, struct httpd *h)
+{
+    httpd_stop(h);
+    leader_stop(d->ld);
+    struct backend *be = rebalance_backend_take(&d->rb);
+    if (d->cfg.withdraw_on_exit && d->be_acts && be) {
+        struct backend_result br;
+        if (backend_withdraw(be, &br) < 0)
+            log_err("withdraw: %s", backend_error(be));
+        else
+            log_info("withdrew %zu rules and %zu routes", br.rules_deleted, br.routes_deleted);
+    }
+    backend_close(be);
+    rebalance_destroy(&d->rb);
+    api_destroy(&d->api);
+    events_destroy(&d->ev);
+    history_destroy(&d->hist);
+    health_free(&d->health);
+    state_free(&d->st);
+    classes_free(d->cls);
+    free(d->cls);
+    cmdline_free(&d->cl);
+}
+
+int main(int argc, char **argv)
+{
+    static struct daemon d; /* large; static keeps it off the stack */
+    struct topo *t;
+    struct httpd *h;
+    int rc = cmdline_parse(&d.cl, &d.cfg, argc, argv);
+    if (rc >= 0)
+        return rc;
+    log_init("tierflowd", log_level_parse(d.cfg.log_level), d.cfg.syslog, d.cl.journal);
+    if ((rc = prepare(&d, d.cl.check, &t)) >= 0)
+        return rc;
     /* Signals are taken synchronously by the main loop; every thread started
      * from here on inherits the mask. */
     sigset_t set;
@@ -402,189 +620,16 @@ int main(int argc, char **argv)
     sigaddset(&set, SIGUSR2);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
-
     double now = tf_now_real();
-    char token[256];
-    tf_strlcpy(token, d.api.token, sizeof(token));
-    api_init(&d.api);
-    tf_strlcpy(d.api.token, token, sizeof(d.api.token));
-    events_init(&d.ev);
-    metrics_init(&d.m);
-    metrics_configure(&d.m, &d.cfg);
-    history_init(&d.hist);
-    health_init(&d.health, &d.cfg);
-    if (state_init(&d.st, t, (size_t)d.cfg.max_flows, d.cfg.stale_intervals * d.cfg.interval, now) < 0) {
-        log_err("out of memory");
-        return 1;
-    }
-    d.st.classes = d.cls;
-    d.st.link_holddown = d.cfg.link_holddown;
-    d.main_thread = pthread_self();
-    d.be_acts = !d.cfg.ha_endpoints[0];
-    if (open_backend(&d, &d.cfg, d.be_acts ? d.cfg.backend : "none", d.st.topo, &d.be, err, sizeof(err)) < 0) {
-        log_err("backend %s: %s", d.cfg.backend, err);
-        return 1;
-    }
-    rebalance_init(&d.rb, &d.st, &d.ev, &d.m, d.be, &d.cfg);
-    d.api.st = &d.st;
-    d.api.ev = &d.ev;
-    d.api.m = &d.m;
-    d.api.hist = &d.hist;
-    d.api.rb = &d.rb;
-    d.api.cfg = &d.cfg;
-    d.api.backend_name = d.cfg.backend;
-    d.api.start = now;
-    if (d.cfg.ha_endpoints[0]) {
-        struct leader_hooks lh = {.on_change = role_poke, .on_jobs = jobs_replica, .arg = &d};
-        if (leader_start(&d.ld, &d.cfg, &d.ev, &d.m, &lh, err, sizeof(err)) < 0) {
-            log_err("%s", err);
-            return 1;
-        }
-        d.api.ld = d.ld;
-        d.rb.fence = leader_fence;
-        d.rb.fence_arg = d.ld;
-    }
-    char path[PATH_MAX];
-    if (find_shared("openapi.json", "controller/openapi.json", path, sizeof(path), false) == 0 &&
-        tf_read_file(path, 4 << 20, &d.api.openapi, &d.api.openapi_len) < 0)
-        d.api.openapi = NULL;
-    if (!d.api.openapi)
-        log_warn("openapi.json not found under %s or the source tree: /api/v1/openapi.json will be 404", TF_SHAREDIR);
-    char web[PATH_MAX] = "";
-    if (d.cfg.web_dir[0])
-        tf_strlcpy(web, d.cfg.web_dir, sizeof(web));
-    else if (find_shared("web", "web", web, sizeof(web), true) < 0)
-        web[0] = '\0';
-
-    struct httpd *h;
-    if (httpd_start(&h, &d.cfg, &d.api, web, err, sizeof(err)) < 0) {
-        log_err("%s", err);
-        return 1;
-    }
-    log_info("tierflowd %s: topology '%s' (%u nodes, %u links), backend %s, listening on %s (port %u)%s, web %s",
-             TF_VERSION, t->name, t->nnodes, t->nlinks, d.cfg.backend, d.cfg.listen, httpd_port(h),
-             d.cfg.tls_cert[0] ? " with TLS" : "", web[0] ? web : "(none)");
-    events_add(&d.ev, now, "start", "tierflowd %s started, backend %s", TF_VERSION, d.cfg.backend);
-    /* This thread runs the rebalance rounds, which cost CPU in proportion to
-     * the fat flows (0.5 s for 100,000 on one core). On a busy host they must
-     * not starve the HTTP workers (probe reports, API): lower this thread's
-     * priority only (Linux nice values are per thread; the workers were
-     * started above and keep theirs). */
-    id_t tid = (id_t)syscall(SYS_gettid);
-    errno = 0;
-    int prio = getpriority(PRIO_PROCESS, tid);
-    if ((prio == -1 && errno) || setpriority(PRIO_PROCESS, tid, prio + REBALANCE_NICE) < 0)
-        log_warn("setpriority: %s (rebalance rounds keep the workers' priority)", strerror(errno));
-
+    if ((rc = start_core(&d, t, now)) || (rc = start_http(&d, t, now, &h)))
+        return rc;
+    lower_priority();
     /* Adopt what is installed instead of flapping it, then take what
      * routing says (pins it no longer offers were already removed when the
      * backend opened). */
     rebalance_adopt(&d.rb, tf_now_real());
     rebalance_routing(&d.rb, tf_now_real());
-    double next = tf_now_mono() + d.cfg.interval, last_poke_round = 0, react_at = 0;
-    for (;;) {
-        double wait = next - tf_now_mono();
-        /* Between ticks, look at what reports brought every REACT_POLL s
-         * (rebalance_contended is cheap when nothing changed). */
-        if (react_at > 0 && react_at - tf_now_mono() < wait)
-            wait = react_at - tf_now_mono();
-        else if (d.cfg.react_window > 0 && wait > REACT_POLL)
-            wait = REACT_POLL;
-        if (wait < 0)
-            wait = 0;
-        struct timespec ts = {(time_t)wait, (long)((wait - (double)(time_t)wait) * 1e9)};
-        int sig = sigtimedwait(&set, NULL, &ts);
-        if (sig == SIGUSR2) {
-            role_change(&d);
-            continue;
-        }
-        /* A standby ingests, and runs no round (leader.h); nor does a
-         * leader whose backend did not open (tried again every interval).
-         * A leader whose lease went unproven stops here by its own clock. */
-        if (!d.be_acts || !leader_acts(d.ld)) {
-            if (d.be_acts)
-                role_change(&d);
-            if (sig == SIGTERM || sig == SIGINT) {
-                log_info("signal %d: shutting down", sig);
-                break;
-            }
-            if (sig == SIGHUP)
-                reload(&d);
-            if (tf_now_mono() >= next) {
-                next = tf_now_mono() + d.cfg.interval;
-                state_tick(&d.st, tf_now_real(), probe_cb, &d);
-                if (!d.be_acts && leader_acts(d.ld))
-                    role_change(&d);
-            }
-            continue;
-        }
-        if (sig == SIGHUP) {
-            log_info("SIGHUP: reloading topology and policy");
-            reload(&d);
-            rebalance_routing(&d.rb, tf_now_real());
-            continue;
-        }
-        if (sig == SIGUSR1) {
-            /* Routing withdrew something: re-place the flows now rather
-             * than at the next tick (at most one extra round per 100 ms,
-             * however fast a link flaps). */
-            now = tf_now_real();
-            if (rebalance_routing(&d.rb, now) > 0 && tf_now_mono() - last_poke_round >= 0.1) {
-                last_poke_round = tf_now_mono();
-                state_tick(&d.st, now, probe_cb, &d);
-                rebalance_auto(&d.rb, now);
-            }
-            continue;
-        }
-        if (sig == SIGTERM || sig == SIGINT) {
-            log_info("signal %d: shutting down", sig);
-            break;
-        }
-        /* A report showed a new contended direction: one round after
-         * react_window, so that the reports of the other probes of the same
-         * interval are in (a round on one leaf's view fixes only that leaf). */
-        if (d.cfg.react_window > 0 && tf_now_mono() < next) {
-            if (react_at == 0 && rebalance_contended(&d.rb, tf_now_real()))
-                react_at = tf_now_mono() + d.cfg.react_window;
-            if (react_at > 0 && tf_now_mono() >= react_at) {
-                react_at = 0;
-                now = tf_now_real();
-                state_tick(&d.st, now, probe_cb, &d);
-                rebalance_auto(&d.rb, now);
-                atomic_fetch_add(&d.m.react_rounds, 1);
-            }
-        }
-        if (tf_now_mono() < next)
-            continue;
-        react_at = 0;
-        next += d.cfg.interval;
-        if (next < tf_now_mono())
-            next = tf_now_mono() + d.cfg.interval;
-        now = tf_now_real();
-        rebalance_routing(&d.rb, now);   /* in case a wake-up was lost */
-        state_tick(&d.st, now, probe_cb, &d);
-        if (health_tick(&d.health, &d.st, &d.ev, now) < 0)
-            log_warn("health round: out of memory");
-        rebalance_auto(&d.rb, now);
-        history_tick(&d.hist, &d.st, &d.m, now);
-    }
-    httpd_stop(h);
-    leader_stop(d.ld);
-    if (d.cfg.withdraw_on_exit && d.be_acts) {
-        struct backend_result br;
-        if (backend_withdraw(d.be, &br) < 0)
-            log_err("withdraw: %s", backend_error(d.be));
-        else
-            log_info("withdrew %zu rules and %zu routes", br.rules_deleted, br.routes_deleted);
-    }
-    backend_close(d.be);
-    rebalance_destroy(&d.rb);
-    api_destroy(&d.api);
-    events_destroy(&d.ev);
-    history_destroy(&d.hist);
-    health_free(&d.health);
-    state_free(&d.st);
-    classes_free(d.cls);
-    free(d.cls);
+    run(&d, &set);
+    stop(&d, h);
     return 0;
 }

@@ -42,7 +42,7 @@ struct pairc {
 /* Decoding template of one (src, dst) on a closed-form Clos (topo->path_fast,
  * both endpoints single-homed hosts), built once per pair so that a fill
  * decodes its k candidates in O(1) each instead of re-deriving the meet
- * level and searching the way down per path (paths.c, fast_dirs: up to
+ * level and searching the way down per path (topo_paths.c, fast_dirs: up to
  * spines x superspine uplinks per decode). Same indices and walks as
  * fast_dirs: up choices in link order, first hop most significant, then the
  * first way down in link order. Checked against topo_path_dirs on path 0 and
@@ -105,7 +105,7 @@ uint32_t assign_ecmp_path(uint32_t hash, uint64_t seed, uint64_t count)
 
 /* ---- path decoding ------------------------------------------------------ */
 
-/* topo_path_* are fast on regular Clos fabrics (paths.c); this handle stays
+/* topo_path_* are fast on regular Clos fabrics (topo_paths.c); this handle stays
  * for source compatibility and only remembers the topology. */
 struct assign_paths { const struct topo *t; };
 

@@ -60,7 +60,7 @@ struct assign_policy {
 };
 
 /* Kept for source compatibility: topo_path_* are themselves closed-form on
- * regular Clos fabrics (paths.c, topo_path_set_fast), so this handle only
+ * regular Clos fabrics (topo_paths.c, topo_path_set_fast), so this handle only
  * forwards to them; assign_paths_fast reports whether the topology uses the
  * closed form. */
 struct assign_paths;

@@ -238,7 +238,7 @@ int job_node_pair_dim(const struct job *j, uint32_t a, uint32_t b)
 }
 
 /* The meet tier of two nodes; a rank pair on one node stays at the host.
- * topo_meet_tier is closed-form on regular Clos fabrics (paths.c), which
+ * topo_meet_tier is closed-form on regular Clos fabrics (topo_paths.c), which
  * 24K-rank jobs need. */
 static int meet(const struct topo *t, uint32_t a, uint32_t b)
 {

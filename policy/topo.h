@@ -1,149 +1,26 @@
 /*
- * topo: the fabric topology model shared by the controller, the simulator and
- * the emulated fabric.
+ * topo: the topology family's public header; include this one. The family
+ * (one prefix, BIRD's nest/route.h style), bottom-up:
  *
- * A topology is a set of tiered nodes (host, leaf, spine, superspine) and
- * full-duplex links that each join two adjacent tiers of the file's `tiers`
- * list. Each link has two directions, each a separate resource: dir = 2*link
- * is lo->hi ("up"), 2*link+1 is hi->lo ("down").
+ *   topo_model.h  topo_model.c  the structure, its invariants and lookups
+ *   topo_paths.h  topo_paths.c  shortest up/down paths, counted and decoded
+ *   topo_build.h  topo_build.c  private: the only way a topology is made
+ *   topo_index.h  (topo_model.c) private: the name and address hashes
+ *   topo_gen.h    topo_gen.c    generators ("leafspine:", "fattree:", "clos3:")
+ *   topo_json.h   topo_json.c   the file format and topo_load
  *
- * Invariants after a successful load or generation (nothing else builds one):
- *   - names are unique, 1..TOPO_NAME_MAX-1 bytes;
- *   - every link joins adjacent tiers; lo is the lower-tier end; gbps > 0;
- *   - up_links/down_links hold, per node, its link ids in file order (CSR);
- *   - hosts[] lists host nodes in file order; every host reaches every other
- *     host by an up/down path;
- *   - the structure is immutable: lookups and path queries never modify it
- *     and may run concurrently.
- *
- * Paths (paths.c) are the shortest valley-free walks: up from src to the
- * lowest tier where src and dst have a common ancestor (the meet tier), then
- * down. They are never materialised: a path is an index 0..count-1 whose
- * decoding is a mixed-radix choice among the uplinks (and then downlinks)
- * that lead to dst, in link order. Irregular topologies are handled: only
- * links from which dst stays reachable are counted.
+ * Each file includes only what sits below it, so the family has no include
+ * circle (tests/static/test_layers.sh checks that): the builder needs the
+ * model and the path decoder, the generators and the file reader need the
+ * builder, and this header, which fronts them all, is included by none of
+ * them.
  */
 #ifndef TF_TOPO_H
 #define TF_TOPO_H
 
-#include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <stdio.h>
-
-enum topo_tier { TOPO_HOST = 0, TOPO_LEAF = 1, TOPO_SPINE = 2, TOPO_SUPERSPINE = 3 };
-#define TOPO_NTIERS_MAX 4
-#define TOPO_NONE UINT32_MAX
-#define TOPO_NAME_MAX 32
-/* Longest shortest path: up through every tier and back down. */
-#define TOPO_MAX_HOPS (2 * (TOPO_NTIERS_MAX - 1))
-/* Bounds on what a file or generator may ask for. */
-#define TOPO_MAX_NODES 4000000u
-#define TOPO_MAX_LINKS 16000000u
-#define TOPO_FILE_MAX  (512u << 20)   /* bytes of JSON accepted by topo_load */
-
-struct topo_node {
-    char name[TOPO_NAME_MAX];
-    uint8_t tier;                 /* enum topo_tier */
-    uint8_t af, plen;             /* family (4/6, 0 none) and prefix length of addr */
-    uint8_t addr[16];             /* host: its address (plen 32/128); leaf: its prefix */
-    char netns[64], mgmt[64];     /* optional: how the netlink backend reaches a switch */
-    uint32_t pod;                 /* grouping for generators (0 if none) */
-    uint32_t asn;                 /* optional: the switch's BGP AS (bgp backend; 0 = not given) */
-    uint16_t iproute2;            /* optional: the switch's iproute2 as MAJOR*100+MINOR
-                                     (6.13 -> 613; 0 = not given), for the plan backend */
-    uint32_t up_first, up_count;     /* uplinks: topo->up_links[up_first..+up_count) (link ids) */
-    uint32_t down_first, down_count; /* downlinks: topo->down_links[...] */
-};
-
-struct topo_link {
-    uint32_t lo, hi;              /* node indices; lo is the lower-tier end (file's a/b normalised) */
-    double gbps;
-    char lo_if[16], hi_if[16];    /* interface names at each end (from a_if/b_if), "" if none */
-    char lo_ip[48], hi_ip[48];    /* addresses at each end (from a_ip/b_ip), nexthops, "" if none */
-};
-
-/* Each full-duplex link has two directions: dir = 2*link (lo->hi, "up") and 2*link+1 (hi->lo, "down"). */
-static inline uint32_t topo_dir(uint32_t link, int down) { return 2 * link + (down ? 1 : 0); }
-static inline uint32_t topo_dir_link(uint32_t dir) { return dir / 2; }
-static inline int topo_dir_is_down(uint32_t dir) { return (int)(dir & 1); }
-
-struct topo_index;                /* private: name and address hashes */
-
-struct topo {
-    char name[64];
-    uint8_t ntiers;               /* 2 (host,leaf) .. 4 */
-    uint8_t tiers[TOPO_NTIERS_MAX]; /* the file's tier list, bottom-up (enum topo_tier) */
-    uint32_t nnodes, nlinks, nhosts;
-    struct topo_node *nodes;
-    struct topo_link *links;
-    uint32_t *up_links, *down_links; /* CSR adjacency */
-    uint32_t *hosts;              /* indices of host nodes */
-    struct topo_index *idx;       /* private */
-    uint8_t path_fast;            /* paths.c: closed-form decoding verified (topo_path_set_fast) */
-};
-
-/* Loading. Errors return -errno and write a message naming the offending
- * item (file, node, link, key) into err. */
-int  topo_load(const char *file_or_generator, struct topo **out, char *err, size_t errlen); /* "leafspine:...", "fattree:...", "clos3:..." or a file path */
-int  topo_from_json(const char *text, size_t len, const char *origin, struct topo **out, char *err, size_t errlen);
-int  topo_generate(const char *spec, struct topo **out, char *err, size_t errlen);
-/* True when spec names a generator ("leafspine:", "fattree:", "clos3:"). */
-int  topo_is_generator(const char *spec);
-void topo_free(struct topo *t);
-int  topo_write_json(const struct topo *t, FILE *f);     /* DESIGN 2.1 format, round-trips */
-
-/* "host", "leaf", "spine", "superspine"; NULL for anything else. */
-const char *topo_tier_name(int tier);
-/* The tier for a name, or -EINVAL. */
-int  topo_tier_parse(const char *name);
-
-/* Lookups. */
-uint32_t topo_node_by_name(const struct topo *t, const char *name);       /* TOPO_NONE if unknown; O(1) hash */
-uint32_t topo_node_by_addr(const struct topo *t, int af, const uint8_t *addr); /* host with that address, else the leaf whose prefix holds it (longest), else TOPO_NONE */
-int  topo_dir_by_if(const struct topo *t, uint32_t node, const char *ifname, uint32_t *dir); /* the link direction LEAVING node by interface ifname; -ENOENT */
-/* The direction from node `from` to adjacent node `to` (first such link);
- * -ENOENT if they are not adjacent. */
-int  topo_dir_between(const struct topo *t, uint32_t from, uint32_t to, uint32_t *dir);
-static inline uint32_t topo_dir_from(const struct topo *t, uint32_t dir)
-{ return topo_dir_is_down(dir) ? t->links[dir / 2].hi : t->links[dir / 2].lo; }
-static inline uint32_t topo_dir_to(const struct topo *t, uint32_t dir)
-{ return topo_dir_is_down(dir) ? t->links[dir / 2].lo : t->links[dir / 2].hi; }
-/* True when neither end of the direction's link is a host: a link between
- * switches, the ones placement can balance (a host link is its flows' own). */
-static inline bool topo_dir_is_switch(const struct topo *t, uint32_t dir)
-{ const struct topo_link *l = &t->links[dir / 2]; return t->nodes[l->lo].tier != TOPO_HOST && t->nodes[l->hi].tier != TOPO_HOST; }
-double topo_dir_gbps(const struct topo *t, uint32_t dir);
-/* The leaf a host hangs from (its first uplink's upper end); the node itself
- * for a leaf; TOPO_NONE otherwise. */
-uint32_t topo_leaf_of(const struct topo *t, uint32_t node);
-
-/* Paths (paths.c). */
-int  topo_meet_tier(const struct topo *t, uint32_t a, uint32_t b);       /* lowest tier where up/down paths between a and b turn; -ENOENT if none */
-uint64_t topo_path_count(const struct topo *t, uint32_t src, uint32_t dst); /* number of shortest up/down paths, without materialising them; 0 if none or bad args; 1 (empty path) if src == dst */
-int  topo_path_dirs(const struct topo *t, uint32_t src, uint32_t dst, uint64_t idx, uint32_t *dirs, int max); /* fills the link directions of path idx (0..count-1, deterministic order), returns the hop count or -errno (-ERANGE idx, -ENOSPC max too small, -ENOENT no path) */
-/* Every path src->dst from one query (cheaper than one topo_path_dirs call
- * per index): path i < min(count, max_paths) goes to dirs[i*TOPO_MAX_HOPS ..
- * +*hops) (all shortest paths have the same hop count). dirs must hold
- * max_paths * TOPO_MAX_HOPS entries. Returns the number of paths written or
- * -errno (-ENOENT when there is no path). */
-int64_t topo_path_all(const struct topo *t, uint32_t src, uint32_t dst, uint32_t *dirs, uint64_t max_paths,
-                      int *hops);
-/* Turns the closed-form decoder for regular Clos fabrics on (after checking
- * it against the general algorithm on sampled host pairs; the loaders do
- * this) or off (tests compare the two). Returns whether it is on. Not
- * thread-safe: call before sharing the topology. */
-int  topo_path_set_fast(struct topo *t, int on);
-/* Paths whose first n directions are dirs[0..n) form one contiguous index
- * range; sets *first and *count (count 0 if none). With n = the full hop
- * count this maps a walk back to its index. The controller uses it to turn
- * "flow from H leaves leaf L by interface X" into the paths it may be on:
- * prefix = {H->L, dir of X}. Returns 0, or -EINVAL for a walk that is not a
- * prefix of a shortest path (the count is then 0). */
-int  topo_path_prefix_range(const struct topo *t, uint32_t src, uint32_t dst,
-                            const uint32_t *dirs, int n, uint64_t *first, uint64_t *count);
-/* The index of the full walk dirs[0..n), or -EINVAL if it is not a shortest path. */
-int  topo_path_index_of(const struct topo *t, uint32_t src, uint32_t dst,
-                        const uint32_t *dirs, int n, uint64_t *idx);
+#include "policy/topo_model.h"
+#include "policy/topo_paths.h"
+#include "policy/topo_gen.h"
+#include "policy/topo_json.h"
 
 #endif

@@ -58,7 +58,7 @@ int main(int argc, char **argv)
             char path[4096];
             snprintf(path, sizeof(path), "%s.%s", argv[2], del ? "del" : "add");
             FILE *f = fopen(path, "w");
-            if (!f || planbatch_write(&p, NULL, f, del, BACKEND_RT_PROTO_DEFAULT) || fclose(f)) {
+            if (!f || planbatch_write(&p, NULL, f, del, OWNER_PROTO_DEFAULT) || fclose(f)) {
                 fprintf(stderr, "nlbench: %s: %s\n", path, strerror(errno));
                 return 1;
             }

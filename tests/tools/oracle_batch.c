@@ -125,7 +125,7 @@ int main(int argc, char **argv)
     plan_init(&empty);
     if (plan_build(t, &po, pf, n, NULL, 0, &p, err, sizeof(err)))
         return fail("plan_build", err);
-    struct planbatch_opts bo = {.proto = BACKEND_RT_PROTO_DEFAULT, .prio_min = po.prio_min,
+    struct planbatch_opts bo = {.proto = OWNER_PROTO_DEFAULT, .prio_min = po.prio_min,
                                 .table_base = po.table_base};
     int rc = 0;
     for (uint32_t i = 0; i < t->nnodes && !rc; i++) {

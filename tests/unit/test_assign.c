@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "policy/assign.h"
-#include "policy/pattern.h"
+#include "sim/pattern.h"
 #include "policy/topo.h"
 
 static struct topo *load(const char *spec)

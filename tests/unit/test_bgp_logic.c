@@ -40,7 +40,7 @@
 #include "controller/config.h"
 #include "controller/events.h"
 #include "controller/metrics.h"
-#include "controller/planbuild.h"
+#include "controller/owner.h"
 #include "controller/rebalance.h"
 #include "policy/classes.h"
 #include "policy/topo.h"
@@ -270,10 +270,10 @@ static void class_refused(void **st)
     struct backend_result res;
     plan_init(&p);
     add_flows(&p, "10.0.2.1", 1, 2, 40000);
-    struct plan_route rt = {.sw = "L1", .table = 7700 + PLANBUILD_CLASS_TABLE_OFF, .af = 4, .dst_len = 24,
+    struct plan_route rt = {.sw = "L1", .table = 7700 + OWNER_CLASS_TABLE_OFF, .af = 4, .dst_len = 24,
                             .dst = {10, 0, 2, 0}, .nnh = 1, .nh = {{.af = 4, .via = {10, 254, 0, 1}, .weight = 1}}};
-    struct plan_rule r = {.sw = "L1", .prio = 20000 + PLANBUILD_CLASS_PRIO_OFF,
-                          .table = 7700 + PLANBUILD_CLASS_TABLE_OFF, .af = 4, .fwmark = 7, .dscp = -1};
+    struct plan_rule r = {.sw = "L1", .prio = 20000 + OWNER_CLASS_PRIO_OFF,
+                          .table = 7700 + OWNER_CLASS_TABLE_OFF, .af = 4, .fwmark = 7, .dscp = -1};
     assert_int_equal(plan_add_route(&p, &rt), 0);
     assert_int_equal(plan_add_rule(&p, &r), 0);
     apply(&p, &res);

@@ -1,4 +1,4 @@
-/* Unit tests for policy/bound: validity by brute force (bound <= optimum
+/* Unit tests for sim/bound: validity by brute force (bound <= optimum
  * over every unsplittable assignment) on random small instances. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "policy/assign.h"
-#include "policy/bound.h"
+#include "sim/bound.h"
 #include "policy/topo.h"
 
 static uint64_t rng = 42;

@@ -1,8 +1,12 @@
-/* config: defaults, bounds, types, unknown keys, CLI override; ingest parse errors. */
+/* config: defaults, bounds, types, unknown keys, CLI override, the flags and
+ * --help from the table, what a reload applies; ingest parse errors. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -31,7 +35,7 @@ static void backend_defaults_agree(void **st)
     config_defaults(&c);
     backend_cfg_default(&bc);
     assert_int_equal(c.route_proto, bc.rt_proto);
-    assert_int_equal(c.route_proto, BACKEND_RT_PROTO_DEFAULT);
+    assert_int_equal(c.route_proto, OWNER_PROTO_DEFAULT);
     assert_int_equal(c.table_base, bc.table_base);
     assert_int_equal(c.rule_prio_min, bc.prio_min);
     assert_int_equal(c.rule_prio_max, bc.prio_max);
@@ -147,10 +151,103 @@ static void ingest_errors(void **st)
     test_free(b);
 }
 
+/* The flags are the table's: each sets a key that exists, the daemon's
+ * historical flags are all there, and --help names each with its argument
+ * and what a reload applies. */
+static void flags_from_table(void **st)
+{
+    (void)st;
+    struct config c;
+    struct config_flag f;
+    char err[256];
+    const char *want[] = {"topology", "policy", "listen", "backend", "token-file", "interval", "plan-dir",
+                          "web-dir", "log-level", "syslog", "withdraw-on-exit", "tls-cert", "tls-key"};
+    bool seen[sizeof(want) / sizeof(want[0])] = {false};
+    char *text = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&text, &len);
+    assert_non_null(m);
+    config_usage(m);
+    config_usage_reload(m);
+    fclose(m);
+    config_defaults(&c);
+    size_t i;
+    for (i = 0; config_flag(i, &f); i++) {
+        char line[128];
+        snprintf(line, sizeof(line), "--%s%s%s", f.flag, f.arg ? " " : "", f.arg ? f.arg : "");
+        assert_non_null(strstr(text, line));
+        /* its key exists; a switch sets "true" */
+        if (!f.arg)
+            assert_int_equal(config_set_str(&c, f.key, "true", err, sizeof(err)), 0);
+        else
+            assert_int_not_equal(config_set_str(&c, f.key, "", err, sizeof(err)), -ENOENT);
+        for (size_t k = 0; k < sizeof(want) / sizeof(want[0]); k++)
+            seen[k] |= !strcmp(want[k], f.flag);
+    }
+    assert_int_equal(i, sizeof(want) / sizeof(want[0]));
+    for (size_t k = 0; k < sizeof(want) / sizeof(want[0]); k++)
+        assert_true(seen[k]);
+    assert_non_null(strstr(text, "(default 127.0.0.1:8080)"));
+    assert_non_null(strstr(text, "topology, policy, thresholds.*"));
+    free(text);
+}
+
+struct heard {
+    int n, restart;
+    char last[160];
+};
+
+static void heard(void *arg, const char *key, const char *from, const char *to, bool applied)
+{
+    struct heard *h = arg;
+    h->n++;
+    h->restart += !applied;
+    snprintf(h->last, sizeof(h->last), "%s %s %s %d", key, from, to, applied);
+}
+
+/* A reload applies topology, policy and thresholds.*, reports any other
+ * changed key as needing a restart and keeps it, and says nothing of the
+ * keys that did not change. */
+static void reload_rule(void **st)
+{
+    (void)st;
+    struct config cur, next;
+    char err[256];
+    struct heard h = {0};
+    config_defaults(&cur);
+    next = cur;
+    assert_int_equal(config_reload(&cur, &next, heard, &h), 0);
+    assert_int_equal(h.n, 0);
+    assert_true(config_reloadable("thresholds.util") && config_reloadable("thresholds.drain") &&
+                config_reloadable("topology") && config_reloadable("policy"));
+    assert_false(config_reloadable("interval") || config_reloadable("listen") || config_reloadable("backend") ||
+                 config_reloadable("limits.max_body") || config_reloadable("no.such.key"));
+    assert_int_equal(config_set_str(&next, "thresholds.util", "0.5", err, sizeof(err)), 0);
+    assert_int_equal(config_set_str(&next, "thresholds.max_moves", "3", err, sizeof(err)), 0);
+    assert_int_equal(config_set_str(&next, "topology", "leafspine:leaves=3", err, sizeof(err)), 0);
+    assert_int_equal(config_reload(&cur, &next, heard, &h), 3);
+    assert_int_equal(h.n, 3);
+    assert_int_equal(h.restart, 0);
+    assert_true(cur.util > 0.49 && cur.util < 0.51);
+    assert_int_equal(cur.max_moves, 3);
+    assert_string_equal(cur.topology, "leafspine:leaves=3");
+    h = (struct heard){0};
+    assert_int_equal(config_set_str(&next, "interval", "2", err, sizeof(err)), 0);
+    assert_int_equal(config_reload(&cur, &next, heard, &h), 0);
+    assert_int_equal(h.n, 1);
+    assert_int_equal(h.restart, 1);
+    assert_string_equal(h.last, "interval 1 2 0");
+    assert_true(cur.interval > 0.99 && cur.interval < 1.01);
+    assert_int_equal(config_set_str(&next, "listen", "127.0.0.1:9", err, sizeof(err)), 0);
+    assert_int_equal(config_reload(&cur, &next, NULL, NULL), 0);
+    assert_string_equal(cur.listen, "127.0.0.1:8080");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(defaults), cmocka_unit_test(backend_defaults_agree),
                                        cmocka_unit_test(bgp_keys), cmocka_unit_test(file_keys),
-                                       cmocka_unit_test(cli_override), cmocka_unit_test(ingest_errors)};
+                                       cmocka_unit_test(cli_override), cmocka_unit_test(ingest_errors),
+                                       cmocka_unit_test(flags_from_table), cmocka_unit_test(reload_rule)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

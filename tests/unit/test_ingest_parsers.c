@@ -1,4 +1,4 @@
-/* ingest's two parsers (ingest.h): the scanner reads probe-shaped reports
+/* ingest's two parsers (ingest_parse.h): the scanner reads probe-shaped reports
  * itself (lone and batched, unknown members at every level, a stats object
  * of many keys, pretty-printed, IPv6, every source) into the very batch
  * jansson's parse gives; every text it finds wrong or outside its subset

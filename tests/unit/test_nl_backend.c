@@ -26,6 +26,7 @@
 
 #include "common/util.h"
 #include "controller/backend.h"
+#include "controller/nlroute.h"
 #include "controller/planbuild.h"
 #include "policy/topo.h"
 
@@ -600,6 +601,57 @@ static void test_watch_withdraws(void **state)
     backend_close(b);
 }
 
+/* nlroute over nlsock, below the backend: a run long enough for several
+ * batches names the item the kernel refuses in a later batch (its index
+ * carried across batches) and counts every other item of the batches sent;
+ * an item that cannot be built (no such interface) stops the run there,
+ * every item before it done. */
+static void test_batches_name_the_item(void **state)
+{
+    (void)state;
+    NEED_ROOT();
+    struct nlroute *n = NULL;
+    char err[256] = "";
+    assert_int_equal(nlroute_open(ns, &n, err, sizeof(err)), 0);
+    enum { TOTAL = 2000, BAD = 1500, NODEV = 1700 };
+    struct plan p;
+    plan_init(&p);
+    for (int i = 0; i < TOTAL; i++) {
+        struct plan_route r = {.sw = "L1", .table = 7702, .af = 4, .dst_len = 32,
+                               .dst = {10, 77, (uint8_t)(i >> 8), (uint8_t)i}, .nnh = 1,
+                               .nh = {{.af = 4, .via = {10, 1, 1, 0}, .weight = 1, .dev = "eth1"}}};
+        if (i == BAD)   /* not on any link: the kernel refuses it */
+            memcpy(r.nh[0].via, (uint8_t[4]){203, 0, 113, 9}, 4);
+        assert_int_equal(plan_add_route(&p, &r), 0);
+    }
+    size_t done = 0, trips = 0;
+    int rc = nlroute_run(n, NLROUTE_ROUTE_REPLACE, &p, 77, &done, &trips, err, sizeof(err));
+    fprintf(stderr, "# expected failure after %zu batches, %zu done: %s\n", trips, done, err);
+    assert_true(rc < 0);
+    assert_non_null(strstr(err, "adding route 10.77.5.220/32 table 7702: "));   /* item 1500 */
+    assert_true(trips >= 2);
+    assert_true(done >= BAD && done < TOTAL);
+    /* The refused one fixed, one without its interface further on. */
+    memcpy(p.routes[BAD].nh[0].via, (uint8_t[4]){10, 1, 1, 0}, 4);
+    tf_strlcpy(p.routes[NODEV].nh[0].dev, "nosuch0", sizeof(p.routes[NODEV].nh[0].dev));
+    done = trips = 0;
+    assert_int_equal(nlroute_run(n, NLROUTE_ROUTE_REPLACE, &p, 77, &done, &trips, err, sizeof(err)), -ENODEV);
+    assert_string_equal(err, "adding route 10.77.6.164/32 table 7702: interface nosuch0 not found");
+    assert_int_equal(done, NODEV);
+    /* Every route goes; deleting them again (ESRCH) counts as done. */
+    for (int again = 0; again < 2; again++) {
+        done = trips = 0;
+        assert_int_equal(nlroute_run(n, NLROUTE_ROUTE_DEL, &p, 77, &done, &trips, err, sizeof(err)), 0);
+        assert_int_equal(done, TOTAL);
+    }
+    char *left = capture("ip -n %s route show table 7702 | grep -c '^10\\.77\\.' || true", ns);
+    assert_string_equal(left, "0\n");
+    free(left);
+    assert_true(foreign_intact());
+    plan_free(&p);
+    nlroute_close(n);
+}
+
 /* The tests run in a child so that the namespace goes even when a
  * sanitizer ends the child without running atexit handlers. */
 int main(void)
@@ -614,6 +666,7 @@ int main(void)
         return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
     }
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_batches_name_the_item),
         cmocka_unit_test(test_install_and_read),
         cmocka_unit_test(test_reconcile_after_restart),
         cmocka_unit_test(test_rollback),

@@ -6,16 +6,23 @@
  * plan of a round with nothing to change equals the previous one (empty diff,
  * as the backend sees it), and a move changes exactly its flow's rule; a
  * class confined to some spines stays on them and, when it matches on DSCP
- * alone, gets its class rule. */
+ * alone, gets its class rule; the backend is the module's: swapped under
+ * its lock, the old one kept when the new one does not open, its routes
+ * shown as /routes shows them. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <jansson.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "controller/backend.h"
 #include "controller/config.h"
 #include "controller/events.h"
 #include "controller/metrics.h"
@@ -641,14 +648,14 @@ static void class_via_subset(void **state)
         if (r->dscp != 26)
             continue;
         nclass++;
-        assert_int_equal(r->prio, x->cfg.rule_prio_min + PLANBUILD_CLASS_PRIO_OFF);
-        assert_int_equal(r->table, x->cfg.table_base + PLANBUILD_CLASS_TABLE_OFF);
+        assert_int_equal(r->prio, x->cfg.rule_prio_min + OWNER_CLASS_PRIO_OFF);
+        assert_int_equal(r->table, x->cfg.table_base + OWNER_CLASS_TABLE_OFF);
     }
     assert_int_equal(nclass, 2); /* L1 and L2 */
     size_t nroutes = 0;
     for (size_t i = 0; i < x->rb.last.nroutes; i++) {
         const struct plan_route *rt = &x->rb.last.routes[i];
-        if (rt->table != x->cfg.table_base + PLANBUILD_CLASS_TABLE_OFF)
+        if (rt->table != x->cfg.table_base + OWNER_CLASS_TABLE_OFF)
             continue;
         nroutes++;
         assert_int_equal(rt->nnh, 2); /* the uplinks to S1 and S2 */
@@ -677,6 +684,77 @@ static void class_via_subset(void **state)
     }
 }
 
+/* rebalance_backend_swap's open for the test: opens "none", or fails with
+ * -EIO when fail is set; says whether it ran under the module's lock. */
+struct opener {
+    struct rebalance *rb;
+    bool fail, locked;
+};
+
+static int open_none(void *arg, struct backend **be, char *err, size_t errlen)
+{
+    struct opener *o = arg;
+    o->locked = pthread_mutex_trylock(&o->rb->mu) == EBUSY;
+    if (!o->locked)
+        pthread_mutex_unlock(&o->rb->mu);
+    if (o->fail) {
+        snprintf(err, errlen, "no such switch");
+        return -EIO;
+    }
+    struct backend_cfg bc;
+    backend_cfg_default(&bc);
+    return backend_open("none", &bc, be, err, errlen);
+}
+
+static const char *routes_field(struct rebalance *rb, const char *key, char *buf, size_t len)
+{
+    json_t *o = rebalance_routes_json(rb);
+    json_t *v = json_object_get(o, key);
+    snprintf(buf, len, "%s", json_is_string(v) ? json_string_value(v) : json_is_null(v) ? "null" : "?");
+    assert_true(json_is_array(json_object_get(o, "switches")));
+    json_decref(o);
+    return buf;
+}
+
+/* The backend is the module's: opened under its lock and named as the
+ * caller says (a standby's "none" shows the configured kind, and is read
+ * back as installed); an open that fails keeps the old one; taken back, the
+ * rounds run without one and /routes shows the desired plan. */
+static void backend_owned(void **state)
+{
+    struct fx *x = *state;
+    char err[128], buf[32];
+    assert_string_equal(routes_field(&x->rb, "backend", buf, sizeof(buf)), "none");
+    assert_string_equal(routes_field(&x->rb, "source", buf, sizeof(buf)), "desired");
+    assert_null(rebalance_backend_json(&x->rb));
+    assert_int_equal(rebalance_backend_metrics(&x->rb, stdout), 0);
+
+    struct opener o = {.rb = &x->rb};
+    assert_int_equal(rebalance_backend_swap(&x->rb, "netlink", open_none, &o, err, sizeof(err)), 0);
+    assert_true(o.locked);
+    assert_string_equal(routes_field(&x->rb, "backend", buf, sizeof(buf)), "netlink");
+    assert_string_equal(routes_field(&x->rb, "source", buf, sizeof(buf)), "installed");
+    assert_string_equal(routes_field(&x->rb, "error", buf, sizeof(buf)), "null");
+    assert_null(rebalance_backend_json(&x->rb));    /* "none" has no state of its own */
+
+    o.fail = true;
+    assert_int_equal(rebalance_backend_swap(&x->rb, "plan", open_none, &o, err, sizeof(err)), -EIO);
+    assert_string_equal(err, "no such switch");
+    assert_string_equal(routes_field(&x->rb, "backend", buf, sizeof(buf)), "netlink");
+    json_t *out = NULL;
+    assert_int_equal(rebalance_run(&x->rb, T0, false, &out), 0);   /* the old one still serves */
+    assert_false(json_is_true(json_object_get(out, "applied")));   /* "none" acts on nothing */
+    json_decref(out);
+
+    struct backend *be = rebalance_backend_take(&x->rb);
+    assert_non_null(be);
+    assert_string_equal(backend_kind(be), "none");
+    backend_close(be);
+    assert_null(rebalance_backend_take(&x->rb));
+    assert_string_equal(routes_field(&x->rb, "backend", buf, sizeof(buf)), "none");
+    assert_string_equal(routes_field(&x->rb, "source", buf, sizeof(buf)), "desired");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -695,6 +773,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(dry_run_changes_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(class_via_subset, setup, teardown),
         cmocka_unit_test_setup_teardown(pins_survive_telemetry_loss, setup, teardown),
+        cmocka_unit_test_setup_teardown(backend_owned, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

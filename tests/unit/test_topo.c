@@ -344,6 +344,24 @@ static void test_gen_errors(void **state)
     assert_non_null(strstr(err, "/nonexistent/topo.json"));
 }
 
+/* topo_load sends a spec to the generators exactly when its "KIND:" is a
+ * generator kind (the same table topo_generate dispatches on); anything
+ * else is a file name. */
+static void test_is_generator(void **state)
+{
+    (void)state;
+    assert_true(topo_is_generator("leafspine:hosts=2"));
+    assert_true(topo_is_generator("fattree:k=4"));
+    assert_true(topo_is_generator("clos3:"));
+    assert_false(topo_is_generator("leafspine"));
+    assert_false(topo_is_generator("leafspin:hosts=2"));
+    assert_false(topo_is_generator("leafspine2:hosts=2"));
+    assert_false(topo_is_generator("torus:n=3"));
+    assert_false(topo_is_generator("/tmp/fattree:4.json"));
+    assert_false(topo_is_generator(""));
+    assert_false(topo_is_generator(NULL));
+}
+
 static void test_node_by_addr(void **state)
 {
     (void)state;
@@ -421,6 +439,7 @@ int main(void)
         cmocka_unit_test(test_gen_leafspine),
         cmocka_unit_test(test_gen_clos3_24k),
         cmocka_unit_test(test_gen_errors),
+        cmocka_unit_test(test_is_generator),
         cmocka_unit_test(test_node_by_addr),
         cmocka_unit_test(test_dir_by_if),
         cmocka_unit_test(test_tiers_inferred),

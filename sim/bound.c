@@ -4,7 +4,7 @@
  * sides, and compares it with the capacity of the links across the cut that
  * are in service. O(flows + links) plus a path scan for the largest flows.
  */
-#include "policy/bound.h"
+#include "sim/bound.h"
 
 #include <errno.h>
 #include <math.h>

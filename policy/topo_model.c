@@ -1,5 +1,5 @@
 /*
- * topo: lookups on a built topology and its private indexes.
+ * topo_model: lookups on a built topology and its private indexes.
  *
  * Three open-addressing tables of node indices (power-of-two sized, at most
  * half full, linear probing, TOPO_NONE = empty): node names; host addresses;
@@ -8,14 +8,14 @@
  * so it is O(distinct lengths), not O(leaves). Tables are built once and
  * never change afterwards, so lookups need no locking.
  */
-#include "policy/topo.h"
+#include "policy/topo_model.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/util.h"
-#include "policy/topobuild.h"
+#include "policy/topo_index.h"
 
 struct topo_index {
     uint32_t *names, names_mask, names_used;
@@ -205,7 +205,7 @@ int topo_index_build_addrs(struct topo *t, char *err, size_t errlen)
     x->hosts = table_new(t->nhosts, &x->hosts_mask);
     x->leaves = table_new(nleaves, &x->leaves_mask);
     if (!x->hosts || !x->leaves)
-        return topobuild_fail(err, errlen, -ENOMEM, "out of memory indexing addresses");
+        return tf_fail(err, errlen, -ENOMEM, "out of memory indexing addresses");
     uint8_t seen[2][129] = {{0}};
     char buf[64];
     for (uint32_t i = 0; i < t->nnodes; i++) {
@@ -215,9 +215,9 @@ int topo_index_build_addrs(struct topo *t, char *err, size_t errlen)
         uint32_t other;
         int host = n->tier == TOPO_HOST;
         if (addr_insert(t, host ? x->hosts : x->leaves, host ? x->hosts_mask : x->leaves_mask, i, &other) < 0)
-            return topobuild_fail(err, errlen, -EEXIST, "node %s: %s %s/%u is already used by node %s",
-                                  n->name, host ? "address" : "prefix", tf_addr_str(n->af, n->addr, buf, sizeof(buf)),
-                                  n->plen, t->nodes[other].name);
+            return tf_fail(err, errlen, -EEXIST, "node %s: %s %s/%u is already used by node %s",
+                           n->name, host ? "address" : "prefix", tf_addr_str(n->af, n->addr, buf, sizeof(buf)),
+                           n->plen, t->nodes[other].name);
         if (!host && !seen[n->af == 6][n->plen]) {
             seen[n->af == 6][n->plen] = 1;
             x->lens[x->nlens++] = (uint16_t)(n->af << 8 | n->plen);

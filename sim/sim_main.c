@@ -23,11 +23,11 @@
 
 #include "common/util.h"
 #include "policy/assign.h"
-#include "policy/bound.h"
+#include "sim/bound.h"
 #include "policy/classes.h"
 #include "policy/granularity.h"
 #include "policy/maxmin.h"
-#include "policy/pattern.h"
+#include "sim/pattern.h"
 #include "policy/topo.h"
 
 #define FLOWS_FILE_MAX (256u << 20)

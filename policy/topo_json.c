@@ -1,5 +1,5 @@
 /*
- * topojson: the DESIGN 2.1 topology file: reading (with jansson, duplicate
+ * topo_json: the DESIGN 2.1 topology file: reading (with jansson, duplicate
  * keys rejected, every field type- and bound-checked before it reaches the
  * builder) and writing (streamed, one node or link per line, so a 100K-host
  * file costs no memory beyond the topology itself).
@@ -8,7 +8,7 @@
  * key tierflow knows is validated. Writing then reading gives an identical
  * topology (links are written lower end first, as "a").
  */
-#include "policy/topo.h"
+#include "policy/topo_json.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -18,17 +18,9 @@
 #include <string.h>
 
 #include "common/util.h"
-#include "policy/topobuild.h"
+#include "policy/topo_build.h"
+#include "policy/topo_gen.h"
 
-static const char *const generators[] = {"leafspine:", "fattree:", "clos3:"};
-
-int topo_is_generator(const char *spec)
-{
-    for (size_t i = 0; spec && i < TF_ARRAY_SIZE(generators); i++)
-        if (strncmp(spec, generators[i], strlen(generators[i])) == 0)
-            return 1;
-    return 0;
-}
 
 /* Reads an optional string member; -EINVAL (message in err) if not a string. */
 static int opt_str(json_t *o, const char *key, const char *what, const char **out, char *err, size_t errlen)
@@ -38,7 +30,7 @@ static int opt_str(json_t *o, const char *key, const char *what, const char **ou
     if (!v)
         return 0;
     if (!json_is_string(v))
-        return topobuild_fail(err, errlen, -EINVAL, "%s: \"%s\" must be a string", what, key);
+        return tf_fail(err, errlen, -EINVAL, "%s: \"%s\" must be a string", what, key);
     *out = json_string_value(v);
     return 0;
 }
@@ -63,42 +55,42 @@ static int parse_tiers(json_t *root, json_t *nodes, uint8_t *tiers, int *ntiers,
         return 0;
     }
     if (!json_is_array(jt) || json_array_size(jt) < 2 || json_array_size(jt) > TOPO_NTIERS_MAX)
-        return topobuild_fail(err, errlen, -EINVAL, "tiers: must be an array of 2 to %d tier names", TOPO_NTIERS_MAX);
+        return tf_fail(err, errlen, -EINVAL, "tiers: must be an array of 2 to %d tier names", TOPO_NTIERS_MAX);
     size_t i;
     json_t *v;
     json_array_foreach(jt, i, v) {
         int tr = topo_tier_parse(json_string_value(v));
         if (tr < 0)
-            return topobuild_fail(err, errlen, -EINVAL,
-                                  "tiers[%zu]: \"%.32s\" is not a tier (allowed: host, leaf, spine, superspine)", i,
-                                  json_is_string(v) ? json_string_value(v) : "?");
+            return tf_fail(err, errlen, -EINVAL,
+                           "tiers[%zu]: \"%.32s\" is not a tier (allowed: host, leaf, spine, superspine)", i,
+                           json_is_string(v) ? json_string_value(v) : "?");
         tiers[i] = (uint8_t)tr;
     }
     *ntiers = (int)json_array_size(jt);
     return 0;
 }
 
-static int parse_node(struct topobuild *b, json_t *n, size_t i)
+static int parse_node(struct topo_build *b, json_t *n, size_t i)
 {
     char what[48];
     snprintf(what, sizeof(what), "nodes[%zu]", i);
     if (!json_is_object(n))
-        return topobuild_fail(b->err, b->errlen, -EINVAL, "%s: must be an object", what);
+        return tf_fail(b->err, b->errlen, -EINVAL, "%s: must be an object", what);
     const char *name, *tier, *addr, *prefix, *netns, *mgmt, *ipr;
     int r;
     if ((r = opt_str(n, "name", what, &name, b->err, b->errlen)) < 0 ||
         (r = opt_str(n, "tier", what, &tier, b->err, b->errlen)) < 0)
         return r;
     if (!name)
-        return topobuild_fail(b->err, b->errlen, -EINVAL, "%s: missing \"name\"", what);
+        return tf_fail(b->err, b->errlen, -EINVAL, "%s: missing \"name\"", what);
     if (strlen(name) < TOPO_NAME_MAX)
         snprintf(what, sizeof(what), "node %s", name);
     if (!tier)
-        return topobuild_fail(b->err, b->errlen, -EINVAL, "%s: missing \"tier\"", what);
+        return tf_fail(b->err, b->errlen, -EINVAL, "%s: missing \"tier\"", what);
     int tr = topo_tier_parse(tier);
     if (tr < 0)
-        return topobuild_fail(b->err, b->errlen, -EINVAL,
-                              "%s: tier \"%.32s\" is not a tier (allowed: host, leaf, spine, superspine)", what, tier);
+        return tf_fail(b->err, b->errlen, -EINVAL,
+                       "%s: tier \"%.32s\" is not a tier (allowed: host, leaf, spine, superspine)", what, tier);
     if ((r = opt_str(n, "addr", what, &addr, b->err, b->errlen)) < 0 ||
         (r = opt_str(n, "prefix", what, &prefix, b->err, b->errlen)) < 0 ||
         (r = opt_str(n, "netns", what, &netns, b->err, b->errlen)) < 0 ||
@@ -106,12 +98,12 @@ static int parse_node(struct topobuild *b, json_t *n, size_t i)
         (r = opt_str(n, "iproute2", what, &ipr, b->err, b->errlen)) < 0)
         return r;
     uint32_t idx;
-    if ((r = topobuild_node(b, name, tr, &idx)) < 0)
+    if ((r = topo_build_node(b, name, tr, &idx)) < 0)
         return r;
     struct topo_node *nd = &b->t->nodes[idx];
     if ((addr && tr != TOPO_HOST) || (prefix && tr != TOPO_LEAF))
-        return topobuild_fail(b->err, b->errlen, -EINVAL, "%s: \"%s\" is only allowed on a %s", what,
-                              addr ? "addr" : "prefix", addr ? "host" : "leaf");
+        return tf_fail(b->err, b->errlen, -EINVAL, "%s: \"%s\" is only allowed on a %s", what,
+                       addr ? "addr" : "prefix", addr ? "host" : "leaf");
     if (addr || prefix) {
         int af, plen;
         uint8_t a[16];
@@ -119,30 +111,30 @@ static int parse_node(struct topobuild *b, json_t *n, size_t i)
         if (addr && r == 0)
             plen = af == 6 ? 128 : 32;
         if (r < 0)
-            return topobuild_fail(b->err, b->errlen, -EINVAL, "%s: bad %s \"%.50s\"", what, addr ? "addr" : "prefix",
-                                  addr ? addr : prefix);
-        if ((r = topobuild_addr(b, idx, af, a, plen)) < 0)
+            return tf_fail(b->err, b->errlen, -EINVAL, "%s: bad %s \"%.50s\"", what, addr ? "addr" : "prefix",
+                           addr ? addr : prefix);
+        if ((r = topo_build_addr(b, idx, af, a, plen)) < 0)
             return r;
     }
     if ((netns && tf_strlcpy(nd->netns, netns, sizeof(nd->netns)) >= sizeof(nd->netns)) ||
         (mgmt && tf_strlcpy(nd->mgmt, mgmt, sizeof(nd->mgmt)) >= sizeof(nd->mgmt)))
-        return topobuild_fail(b->err, b->errlen, -ENAMETOOLONG, "%s: \"%s\" is longer than %zu bytes", what,
-                              netns && strlen(netns) >= sizeof(nd->netns) ? "netns" : "mgmt", sizeof(nd->netns) - 1);
+        return tf_fail(b->err, b->errlen, -ENAMETOOLONG, "%s: \"%s\" is longer than %zu bytes", what,
+                       netns && strlen(netns) >= sizeof(nd->netns) ? "netns" : "mgmt", sizeof(nd->netns) - 1);
     if (ipr) {
         unsigned maj, min;
         int used = 0;
         if (sscanf(ipr, "%3u.%2u%n", &maj, &min, &used) != 2 || (ipr[used] && ipr[used] != '.') || maj < 1 ||
             maj > 99 || min > 99)
-            return topobuild_fail(b->err, b->errlen, -EINVAL,
-                                  "%s: \"iproute2\" \"%.32s\" is not a version MAJOR.MINOR[.PATCH] (e.g. \"6.1.0\")",
-                                  what, ipr);
+            return tf_fail(b->err, b->errlen, -EINVAL,
+                           "%s: \"iproute2\" \"%.32s\" is not a version MAJOR.MINOR[.PATCH] (e.g. \"6.1.0\")",
+                           what, ipr);
         nd->iproute2 = (uint16_t)(maj * 100 + min);
     }
     json_t *pod = json_object_get(n, "pod");
     if (pod) {
         if (!json_is_integer(pod) || json_integer_value(pod) < 0 || json_integer_value(pod) > UINT32_MAX - 1)
-            return topobuild_fail(b->err, b->errlen, -EINVAL, "%s: \"pod\" must be an integer 0..%u", what,
-                                  UINT32_MAX - 1);
+            return tf_fail(b->err, b->errlen, -EINVAL, "%s: \"pod\" must be an integer 0..%u", what,
+                           UINT32_MAX - 1);
         nd->pod = (uint32_t)json_integer_value(pod);
     }
     /* A switch's BGP AS number: the bgp backend's peer-as for it. */
@@ -150,21 +142,21 @@ static int parse_node(struct topobuild *b, json_t *n, size_t i)
     if (asn) {
         if (!json_is_integer(asn) || json_integer_value(asn) < 1 || json_integer_value(asn) > UINT32_MAX ||
             tr == TOPO_HOST)
-            return topobuild_fail(b->err, b->errlen, -EINVAL, "%s: \"asn\" must be an integer 1..%u, on a switch",
-                                  what, UINT32_MAX);
+            return tf_fail(b->err, b->errlen, -EINVAL, "%s: \"asn\" must be an integer 1..%u, on a switch",
+                           what, UINT32_MAX);
         nd->asn = (uint32_t)json_integer_value(asn);
     }
     return 0;
 }
 
-static int parse_link(struct topobuild *b, json_t *l, size_t i)
+static int parse_link(struct topo_build *b, json_t *l, size_t i)
 {
     char what[32];
     snprintf(what, sizeof(what), "links[%zu]", i);
     if (!json_is_object(l))
-        return topobuild_fail(b->err, b->errlen, -EINVAL, "%s: must be an object", what);
+        return tf_fail(b->err, b->errlen, -EINVAL, "%s: must be an object", what);
     const char *a, *bn;
-    struct topobuild_ends e;
+    struct topo_build_ends e;
     int r;
     if ((r = opt_str(l, "a", what, &a, b->err, b->errlen)) < 0 || (r = opt_str(l, "b", what, &bn, b->err, b->errlen)) < 0 ||
         (r = opt_str(l, "a_if", what, &e.a_if, b->err, b->errlen)) < 0 ||
@@ -173,34 +165,34 @@ static int parse_link(struct topobuild *b, json_t *l, size_t i)
         (r = opt_str(l, "b_ip", what, &e.b_ip, b->err, b->errlen)) < 0)
         return r;
     if (!a || !bn)
-        return topobuild_fail(b->err, b->errlen, -EINVAL, "%s: missing \"%s\"", what, a ? "b" : "a");
+        return tf_fail(b->err, b->errlen, -EINVAL, "%s: missing \"%s\"", what, a ? "b" : "a");
     uint32_t na = topo_node_by_name(b->t, a), nb = topo_node_by_name(b->t, bn);
     if (na == TOPO_NONE || nb == TOPO_NONE)
-        return topobuild_fail(b->err, b->errlen, -ENOENT, "%s (%.40s-%.40s): unknown node \"%.40s\"", what, a, bn,
-                              na == TOPO_NONE ? a : bn);
+        return tf_fail(b->err, b->errlen, -ENOENT, "%s (%.40s-%.40s): unknown node \"%.40s\"", what, a, bn,
+                       na == TOPO_NONE ? a : bn);
     json_t *g = json_object_get(l, "gbps");
     if (!json_is_number(g))
-        return topobuild_fail(b->err, b->errlen, -EINVAL, "%s (%s-%s): \"gbps\" must be a number", what, a, bn);
-    return topobuild_link(b, na, nb, json_number_value(g), &e, NULL);
+        return tf_fail(b->err, b->errlen, -EINVAL, "%s (%s-%s): \"gbps\" must be a number", what, a, bn);
+    return topo_build_link(b, na, nb, json_number_value(g), &e, NULL);
 }
 
 static int from_json(json_t *root, struct topo **out, char *err, size_t errlen)
 {
     if (!json_is_object(root))
-        return topobuild_fail(err, errlen, -EINVAL, "top level must be an object");
+        return tf_fail(err, errlen, -EINVAL, "top level must be an object");
     json_t *nodes = json_object_get(root, "nodes"), *links = json_object_get(root, "links");
     json_t *jname = json_object_get(root, "name");
     if (!json_is_array(nodes) || !json_is_array(links))
-        return topobuild_fail(err, errlen, -EINVAL, "\"%s\" must be an array", json_is_array(nodes) ? "links" : "nodes");
+        return tf_fail(err, errlen, -EINVAL, "\"%s\" must be an array", json_is_array(nodes) ? "links" : "nodes");
     if (jname && !json_is_string(jname))
-        return topobuild_fail(err, errlen, -EINVAL, "\"name\" must be a string");
+        return tf_fail(err, errlen, -EINVAL, "\"name\" must be a string");
     uint8_t tiers[TOPO_NTIERS_MAX];
     int ntiers = 0, r;
     if ((r = parse_tiers(root, nodes, tiers, &ntiers, err, errlen)) < 0)
         return r;
-    struct topobuild b;
-    if ((r = topobuild_init(&b, jname ? json_string_value(jname) : "", tiers, ntiers, err, errlen)) < 0 ||
-        (r = topobuild_reserve(&b, (uint32_t)json_array_size(nodes) > TOPO_MAX_NODES ? TOPO_MAX_NODES + 1
+    struct topo_build b;
+    if ((r = topo_build_init(&b, jname ? json_string_value(jname) : "", tiers, ntiers, err, errlen)) < 0 ||
+        (r = topo_build_reserve(&b, (uint32_t)json_array_size(nodes) > TOPO_MAX_NODES ? TOPO_MAX_NODES + 1
                                                                                       : (uint32_t)json_array_size(nodes),
                                json_array_size(links) > TOPO_MAX_LINKS ? TOPO_MAX_LINKS + 1
                                                                        : (uint32_t)json_array_size(links))) < 0)
@@ -213,11 +205,11 @@ static int from_json(json_t *root, struct topo **out, char *err, size_t errlen)
     json_array_foreach(links, i, v)
         if ((r = parse_link(&b, v, i)) < 0)
             goto fail;
-    if ((r = topobuild_finish(&b, out)) < 0)
+    if ((r = topo_build_finish(&b, out)) < 0)
         goto fail;
     return 0;
 fail:
-    topobuild_abort(&b);
+    topo_build_abort(&b);
     return r;
 }
 
@@ -230,28 +222,28 @@ int topo_from_json(const char *text, size_t len, const char *origin, struct topo
         origin = "topology";
     *out = NULL;
     if (len > TOPO_FILE_MAX)
-        return topobuild_fail(err, errlen, -EFBIG, "%s: larger than %u bytes", origin, TOPO_FILE_MAX);
+        return tf_fail(err, errlen, -EFBIG, "%s: larger than %u bytes", origin, TOPO_FILE_MAX);
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
     if (!root)
-        return topobuild_fail(err, errlen, -EINVAL, "%s:%d:%d: %s", origin, je.line, je.column, je.text);
+        return tf_fail(err, errlen, -EINVAL, "%s:%d:%d: %s", origin, je.line, je.column, je.text);
     r = from_json(root, out, msg, sizeof(msg));
     json_decref(root);
     if (r < 0)
-        topobuild_fail(err, errlen, r, "%s: %s", origin, msg);
+        tf_fail(err, errlen, r, "%s: %s", origin, msg);
     return r;
 }
 
 int topo_load(const char *spec, struct topo **out, char *err, size_t errlen)
 {
     if (!spec || !*spec)
-        return topobuild_fail(err, errlen, -EINVAL, "no topology given (a file or leafspine:/fattree:/clos3:)");
+        return tf_fail(err, errlen, -EINVAL, "no topology given (a file or leafspine:/fattree:/clos3:)");
     if (topo_is_generator(spec))
         return topo_generate(spec, out, err, errlen);
     char *text;
     size_t len;
     int r = tf_read_file(spec, TOPO_FILE_MAX, &text, &len);
     if (r < 0)
-        return topobuild_fail(err, errlen, r, "%s: %s", spec, r == -EFBIG ? "file too large" : strerror(-r));
+        return tf_fail(err, errlen, r, "%s: %s", spec, r == -EFBIG ? "file too large" : strerror(-r));
     r = topo_from_json(text, len, spec, out, err, errlen);
     free(text);
     return r;

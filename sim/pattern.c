@@ -2,7 +2,7 @@
  * pattern: generators for pattern.h. Hosts are addressed by their index in
  * t->hosts; groups (same leaf, same pod) are CSR lists built once per call.
  */
-#include "policy/pattern.h"
+#include "sim/pattern.h"
 
 #include <errno.h>
 #include <stdarg.h>

@@ -1,5 +1,5 @@
 /*
- * paths: shortest up/down (valley-free) paths between two nodes, counted and
+ * topo_paths: shortest up/down (valley-free) paths between two nodes, counted and
  * decoded without ever being listed.
  *
  * For a query (src, dst) we build the two "up cones": level j holds every
@@ -25,7 +25,7 @@
  * the general algorithm on 96 sampled host pairs; queries between nodes
  * that are not single-homed hosts always take the general algorithm.
  */
-#include "policy/topo.h"
+#include "policy/topo_paths.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -64,14 +64,6 @@ static int cmp_ent(const void *a, const void *b)
 {
     uint32_t x = ((const struct cone_ent *)a)->node, y = ((const struct cone_ent *)b)->node;
     return x < y ? -1 : x > y;
-}
-
-static int tier_pos(const struct topo *t, uint32_t node)
-{
-    for (int i = 0; i < t->ntiers; i++)
-        if (t->tiers[i] == t->nodes[node].tier)
-            return i;
-    return -1;
 }
 
 static int cone_push(struct cone *c, uint32_t node, uint64_t cnt)
@@ -143,7 +135,7 @@ static int pathq_init(struct pathq *q, const struct topo *t, uint32_t src, uint3
     q->t = t;
     q->src = src;
     q->dst = dst;
-    int ps = tier_pos(t, src), pd = tier_pos(t, dst), top = t->ntiers - 1;
+    int ps = topo_tier_pos(t, t->nodes[src].tier), pd = topo_tier_pos(t, t->nodes[dst].tier), top = t->ntiers - 1;
     if (ps < 0 || pd < 0)
         return -EINVAL;
     if (cone_build(t, src, top - ps, &q->s) < 0 || cone_build(t, dst, top - pd, &q->d) < 0)
@@ -250,7 +242,7 @@ static int general_meet(const struct topo *t, uint32_t a, uint32_t b)
     struct pathq q;
     int r = pathq_init(&q, t, a, b, 0);
     if (r == 0)
-        r = q.up < 0 ? -ENOENT : t->tiers[tier_pos(t, a) + q.up];
+        r = q.up < 0 ? -ENOENT : t->tiers[topo_tier_pos(t, t->nodes[a].tier) + q.up];
     pathq_free(&q);
     return r;
 }

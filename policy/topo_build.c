@@ -1,5 +1,5 @@
 /*
- * topobuild: incremental construction and validation of a struct topo.
+ * topo_build: incremental construction and validation of a struct topo.
  *
  * Nodes and links go into growing arrays; names are indexed as they come so
  * that duplicates are caught at once and links can refer to names. finish()
@@ -14,26 +14,21 @@
  * compared pairwise. Both steps are bounded; beyond the bounds (documented in
  * docs/topology.md) only plain connectivity of the hosts is checked.
  */
-#include "policy/topobuild.h"
+#include "policy/topo_build.h"
 
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/util.h"
+#include "policy/topo_index.h"
+#include "policy/topo_paths.h"
 
 #define MAX_BITSET_WORDS (64u << 20)   /* 512 MB would be absurd; this is the cap */
 #define MAX_DISTINCT_SETS 4096u
-
-static int tier_pos(const struct topo *t, int tier)
-{
-    for (int i = 0; i < t->ntiers; i++)
-        if (t->tiers[i] == tier)
-            return i;
-    return -1;
-}
 
 static void tiers_str(const struct topo *t, char *buf, size_t len)
 {
@@ -43,26 +38,26 @@ static void tiers_str(const struct topo *t, char *buf, size_t len)
         off += (size_t)snprintf(buf + off, len - off, "%s%s", i ? ", " : "", topo_tier_name(t->tiers[i]));
 }
 
-int topobuild_init(struct topobuild *b, const char *name, const uint8_t *tiers, int ntiers,
-                   char *err, size_t errlen)
+int topo_build_init(struct topo_build *b, const char *name, const uint8_t *tiers, int ntiers,
+                    char *err, size_t errlen)
 {
     memset(b, 0, sizeof(*b));
     b->err = err;
     b->errlen = errlen;
     if (ntiers < 2 || ntiers > TOPO_NTIERS_MAX)
-        return topobuild_fail(err, errlen, -EINVAL, "tiers: need 2 to %d tiers, got %d", TOPO_NTIERS_MAX, ntiers);
+        return tf_fail(err, errlen, -EINVAL, "tiers: need 2 to %d tiers, got %d", TOPO_NTIERS_MAX, ntiers);
     if (tiers[0] != TOPO_HOST || tiers[1] != TOPO_LEAF)
-        return topobuild_fail(err, errlen, -EINVAL, "tiers: must start with \"host\", \"leaf\" (bottom-up)");
+        return tf_fail(err, errlen, -EINVAL, "tiers: must start with \"host\", \"leaf\" (bottom-up)");
     for (int i = 2; i < ntiers; i++)
         if (tiers[i] <= tiers[i - 1] || tiers[i] >= TOPO_NTIERS_MAX)
-            return topobuild_fail(err, errlen, -EINVAL,
-                                  "tiers: \"%s\" at position %d is out of order (bottom-up: host, leaf, spine, superspine)",
-                                  topo_tier_name(tiers[i]) ? topo_tier_name(tiers[i]) : "?", i);
+            return tf_fail(err, errlen, -EINVAL,
+                           "tiers: \"%s\" at position %d is out of order (bottom-up: host, leaf, spine, superspine)",
+                           topo_tier_name(tiers[i]) ? topo_tier_name(tiers[i]) : "?", i);
     if (!(b->t = calloc(1, sizeof(*b->t))) || topo_index_new(b->t) < 0)
-        return topobuild_fail(err, errlen, -ENOMEM, "out of memory");
+        return tf_fail(err, errlen, -ENOMEM, "out of memory");
     if (name && tf_strlcpy(b->t->name, name, sizeof(b->t->name)) >= sizeof(b->t->name))
-        return topobuild_fail(err, errlen, -ENAMETOOLONG, "name: \"%.20s...\" is longer than %zu bytes", name,
-                              sizeof(b->t->name) - 1);
+        return tf_fail(err, errlen, -ENAMETOOLONG, "name: \"%.20s...\" is longer than %zu bytes", name,
+                       sizeof(b->t->name) - 1);
     b->t->ntiers = (uint8_t)ntiers;
     memcpy(b->t->tiers, tiers, (size_t)ntiers);
     return 0;
@@ -83,14 +78,14 @@ static int grow(void **p, uint32_t *cap, uint32_t want, size_t elem)
     return 0;
 }
 
-int topobuild_reserve(struct topobuild *b, uint32_t nodes, uint32_t links)
+int topo_build_reserve(struct topo_build *b, uint32_t nodes, uint32_t links)
 {
     if (nodes > TOPO_MAX_NODES || links > TOPO_MAX_LINKS)
-        return topobuild_fail(b->err, b->errlen, -E2BIG, "topology too large: %u nodes, %u links (max %u, %u)",
-                              nodes, links, TOPO_MAX_NODES, TOPO_MAX_LINKS);
+        return tf_fail(b->err, b->errlen, -E2BIG, "topology too large: %u nodes, %u links (max %u, %u)",
+                       nodes, links, TOPO_MAX_NODES, TOPO_MAX_LINKS);
     if (grow((void **)&b->t->nodes, &b->node_cap, nodes, sizeof(struct topo_node)) < 0 ||
         grow((void **)&b->t->links, &b->link_cap, links, sizeof(struct topo_link)) < 0)
-        return topobuild_fail(b->err, b->errlen, -ENOMEM, "out of memory for %u nodes, %u links", nodes, links);
+        return tf_fail(b->err, b->errlen, -ENOMEM, "out of memory for %u nodes, %u links", nodes, links);
     return 0;
 }
 
@@ -105,26 +100,26 @@ static int name_ok(const char *s)
     return 1;
 }
 
-int topobuild_node(struct topobuild *b, const char *name, int tier, uint32_t *idx)
+int topo_build_node(struct topo_build *b, const char *name, int tier, uint32_t *idx)
 {
     struct topo *t = b->t;
     if (strlen(name) >= TOPO_NAME_MAX)
-        return topobuild_fail(b->err, b->errlen, -ENAMETOOLONG, "node \"%.40s\": name longer than %d bytes",
-                              name, TOPO_NAME_MAX - 1);
+        return tf_fail(b->err, b->errlen, -ENAMETOOLONG, "node \"%.40s\": name longer than %d bytes",
+                       name, TOPO_NAME_MAX - 1);
     if (!name_ok(name))
-        return topobuild_fail(b->err, b->errlen, -EINVAL,
-                              "node \"%s\": name must be 1-%d characters of A-Z a-z 0-9 . _ : @ + -", name,
-                              TOPO_NAME_MAX - 1);
-    if (tier_pos(t, tier) < 0) {
+        return tf_fail(b->err, b->errlen, -EINVAL,
+                       "node \"%s\": name must be 1-%d characters of A-Z a-z 0-9 . _ : @ + -", name,
+                       TOPO_NAME_MAX - 1);
+    if (topo_tier_pos(t, tier) < 0) {
         char tl[64];
         tiers_str(t, tl, sizeof(tl));
-        return topobuild_fail(b->err, b->errlen, -EINVAL, "node %s: tier \"%s\" is not one of the tiers (%s)", name,
-                              topo_tier_name(tier) ? topo_tier_name(tier) : "?", tl);
+        return tf_fail(b->err, b->errlen, -EINVAL, "node %s: tier \"%s\" is not one of the tiers (%s)", name,
+                       topo_tier_name(tier) ? topo_tier_name(tier) : "?", tl);
     }
     if (t->nnodes >= TOPO_MAX_NODES)
-        return topobuild_fail(b->err, b->errlen, -E2BIG, "node %s: more than %u nodes", name, TOPO_MAX_NODES);
+        return tf_fail(b->err, b->errlen, -E2BIG, "node %s: more than %u nodes", name, TOPO_MAX_NODES);
     if (grow((void **)&t->nodes, &b->node_cap, t->nnodes + 1, sizeof(struct topo_node)) < 0)
-        return topobuild_fail(b->err, b->errlen, -ENOMEM, "out of memory");
+        return tf_fail(b->err, b->errlen, -ENOMEM, "out of memory");
     uint32_t i = t->nnodes;
     struct topo_node *n = &t->nodes[i];
     memset(n, 0, sizeof(*n));
@@ -133,33 +128,33 @@ int topobuild_node(struct topobuild *b, const char *name, int tier, uint32_t *id
     uint32_t other;
     int r = topo_index_add_name(t, i, &other);
     if (r == -EEXIST)
-        return topobuild_fail(b->err, b->errlen, r, "node %s: duplicate name (nodes[%u] and nodes[%u])", name,
-                              other, i);
+        return tf_fail(b->err, b->errlen, r, "node %s: duplicate name (nodes[%u] and nodes[%u])", name,
+                       other, i);
     if (r < 0)
-        return topobuild_fail(b->err, b->errlen, r, "out of memory");
+        return tf_fail(b->err, b->errlen, r, "out of memory");
     t->nnodes++;
     t->nhosts += tier == TOPO_HOST;
     *idx = i;
     return 0;
 }
 
-int topobuild_addr(struct topobuild *b, uint32_t node, int af, const uint8_t *addr, int plen)
+int topo_build_addr(struct topo_build *b, uint32_t node, int af, const uint8_t *addr, int plen)
 {
     struct topo_node *n = &b->t->nodes[node];
     int full = af == 6 ? 128 : 32;
     char buf[64];
     if ((af != 4 && af != 6) || plen < 0 || plen > full)
-        return topobuild_fail(b->err, b->errlen, -EINVAL, "node %s: bad address family or prefix length", n->name);
+        return tf_fail(b->err, b->errlen, -EINVAL, "node %s: bad address family or prefix length", n->name);
     if (n->tier == TOPO_HOST && plen != full)
-        return topobuild_fail(b->err, b->errlen, -EINVAL, "node %s: a host address is one address, not a /%d", n->name,
-                              plen);
+        return tf_fail(b->err, b->errlen, -EINVAL, "node %s: a host address is one address, not a /%d", n->name,
+                       plen);
     if (n->tier != TOPO_HOST && n->tier != TOPO_LEAF)
-        return topobuild_fail(b->err, b->errlen, -EINVAL, "node %s: only hosts (addr) and leaves (prefix) have addresses",
-                              n->name);
+        return tf_fail(b->err, b->errlen, -EINVAL, "node %s: only hosts (addr) and leaves (prefix) have addresses",
+                       n->name);
     for (int i = plen; i < full; i++)
         if (addr[i / 8] & (0x80 >> (i % 8)))
-            return topobuild_fail(b->err, b->errlen, -EINVAL, "node %s: prefix %s/%d has host bits set", n->name,
-                                  tf_addr_str(af, addr, buf, sizeof(buf)), plen);
+            return tf_fail(b->err, b->errlen, -EINVAL, "node %s: prefix %s/%d has host bits set", n->name,
+                           tf_addr_str(af, addr, buf, sizeof(buf)), plen);
     n->af = (uint8_t)af;
     n->plen = (uint8_t)plen;
     memset(n->addr, 0, sizeof(n->addr));
@@ -169,9 +164,9 @@ int topobuild_addr(struct topobuild *b, uint32_t node, int af, const uint8_t *ad
 
 /* Fails naming the link being added ("links[N] (A-B)"): formatted only on
  * error, since links are added once per link of a 100K fabric. */
-static int link_fail(struct topobuild *b, uint32_t a, uint32_t bn, int code, const char *fmt, ...)
+static int link_fail(struct topo_build *b, uint32_t a, uint32_t bn, int code, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
-static int link_fail(struct topobuild *b, uint32_t a, uint32_t bn, int code, const char *fmt, ...)
+static int link_fail(struct topo_build *b, uint32_t a, uint32_t bn, int code, const char *fmt, ...)
 {
     char msg[200];
     va_list ap;
@@ -179,11 +174,11 @@ static int link_fail(struct topobuild *b, uint32_t a, uint32_t bn, int code, con
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
     const struct topo *t = b->t;
-    return topobuild_fail(b->err, b->errlen, code, "link links[%u] (%s-%s): %s", t->nlinks, t->nodes[a].name,
-                          t->nodes[bn].name, msg);
+    return tf_fail(b->err, b->errlen, code, "link links[%u] (%s-%s): %s", t->nlinks, t->nodes[a].name,
+                   t->nodes[bn].name, msg);
 }
 
-static int copy_end(struct topobuild *b, uint32_t la, uint32_t lb, const char *what, char *dst, size_t len,
+static int copy_end(struct topo_build *b, uint32_t la, uint32_t lb, const char *what, char *dst, size_t len,
                     const char *src, int is_ip)
 {
     if (!src)
@@ -200,12 +195,12 @@ static int copy_end(struct topobuild *b, uint32_t la, uint32_t lb, const char *w
     return 0;
 }
 
-int topobuild_link(struct topobuild *b, uint32_t a, uint32_t bn, double gbps,
-                   const struct topobuild_ends *ends, uint32_t *link)
+int topo_build_link(struct topo_build *b, uint32_t a, uint32_t bn, double gbps,
+                    const struct topo_build_ends *ends, uint32_t *link)
 {
     struct topo *t = b->t;
     const struct topo_node *na = &t->nodes[a], *nb = &t->nodes[bn];
-    int pa = tier_pos(t, na->tier), pb = tier_pos(t, nb->tier);
+    int pa = topo_tier_pos(t, na->tier), pb = topo_tier_pos(t, nb->tier);
     if (pa - pb != 1 && pb - pa != 1) {
         char tl[64];
         tiers_str(t, tl, sizeof(tl));
@@ -217,7 +212,7 @@ int topobuild_link(struct topobuild *b, uint32_t a, uint32_t bn, double gbps,
     if (t->nlinks >= TOPO_MAX_LINKS)
         return link_fail(b, a, bn, -E2BIG, "more than %u links", TOPO_MAX_LINKS);
     if (grow((void **)&t->links, &b->link_cap, t->nlinks + 1, sizeof(struct topo_link)) < 0)
-        return topobuild_fail(b->err, b->errlen, -ENOMEM, "out of memory");
+        return tf_fail(b->err, b->errlen, -ENOMEM, "out of memory");
     struct topo_link *l = &t->links[t->nlinks];
     memset(l, 0, sizeof(*l));
     int swap = pa > pb;
@@ -279,12 +274,12 @@ static uint32_t uf_find(uint32_t *p, uint32_t x)
     return x;
 }
 
-static int check_connected(struct topobuild *b)
+static int check_connected(struct topo_build *b)
 {
     struct topo *t = b->t;
     uint32_t *p = malloc((size_t)t->nnodes * sizeof(*p));
     if (!p)
-        return topobuild_fail(b->err, b->errlen, -ENOMEM, "out of memory");
+        return tf_fail(b->err, b->errlen, -ENOMEM, "out of memory");
     for (uint32_t i = 0; i < t->nnodes; i++)
         p[i] = i;
     for (uint32_t l = 0; l < t->nlinks; l++)
@@ -294,8 +289,8 @@ static int check_connected(struct topobuild *b)
         if (uf_find(p, t->hosts[i]) != r0) {
             uint32_t h = t->hosts[i];
             free(p);
-            return topobuild_fail(b->err, b->errlen, -EINVAL, "host %s has no path to host %s", t->nodes[h].name,
-                                  t->nodes[h0].name);
+            return tf_fail(b->err, b->errlen, -EINVAL, "host %s has no path to host %s", t->nodes[h].name,
+                           t->nodes[h0].name);
         }
     free(p);
     return 0;
@@ -337,7 +332,7 @@ static int sets_meet(const uint64_t *a, const uint64_t *b, uint32_t W)
 }
 
 /* 1 when proven (or disproven, with err set and -EINVAL), 0 when too big to try. */
-static int check_updown(struct topobuild *b)
+static int check_updown(struct topo_build *b)
 {
     struct topo *t = b->t;
     uint32_t R = 0;
@@ -352,7 +347,7 @@ static int check_updown(struct topobuild *b)
     rs.rep = malloc(MAX_DISTINCT_SETS * sizeof(uint32_t));
     int ret = 1;
     if (!rs.bits || !rs.sets || !rs.rep) {
-        ret = topobuild_fail(b->err, b->errlen, -ENOMEM, "out of memory");
+        ret = tf_fail(b->err, b->errlen, -ENOMEM, "out of memory");
         goto out;
     }
     /* Top-down over the tier list: a switch's roots are its own bit or the
@@ -383,9 +378,9 @@ static int check_updown(struct topobuild *b)
     for (uint32_t i = 0; i < rs.nsets; i++)
         for (uint32_t j = 0; j < i; j++)
             if (!sets_meet(rs.sets + (size_t)i * rs.W, rs.sets + (size_t)j * rs.W, rs.W)) {
-                ret = topobuild_fail(b->err, b->errlen, -EINVAL,
-                                     "host %s has no up/down path to host %s (no common switch above them)",
-                                     t->nodes[rs.rep[i]].name, t->nodes[rs.rep[j]].name);
+                ret = tf_fail(b->err, b->errlen, -EINVAL,
+                              "host %s has no up/down path to host %s (no common switch above them)",
+                              t->nodes[rs.rep[i]].name, t->nodes[rs.rep[j]].name);
                 goto out;
             }
 out:
@@ -395,19 +390,19 @@ out:
     return ret;
 }
 
-int topobuild_finish(struct topobuild *b, struct topo **out)
+int topo_build_finish(struct topo_build *b, struct topo **out)
 {
     struct topo *t = b->t;
     int r;
     if (!t->nhosts)
-        return topobuild_fail(b->err, b->errlen, -EINVAL, "topology %s has no hosts", t->name);
+        return tf_fail(b->err, b->errlen, -EINVAL, "topology %s has no hosts", t->name);
     if (build_csr(t) < 0)
-        return topobuild_fail(b->err, b->errlen, -ENOMEM, "out of memory");
+        return tf_fail(b->err, b->errlen, -ENOMEM, "out of memory");
     for (uint32_t i = 0; i < t->nhosts; i++) {
         const struct topo_node *h = &t->nodes[t->hosts[i]];
         if (!h->up_count)
-            return topobuild_fail(b->err, b->errlen, -EINVAL, "host %s has no links, so no path to the other hosts",
-                                  h->name);
+            return tf_fail(b->err, b->errlen, -EINVAL, "host %s has no links, so no path to the other hosts",
+                           h->name);
     }
     if ((r = topo_index_build_addrs(t, b->err, b->errlen)) < 0)
         return r;
@@ -421,7 +416,7 @@ int topobuild_finish(struct topobuild *b, struct topo **out)
     return 0;
 }
 
-void topobuild_abort(struct topobuild *b)
+void topo_build_abort(struct topo_build *b)
 {
     topo_free(b->t);
     b->t = NULL;

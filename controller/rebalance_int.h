@@ -1,0 +1,175 @@
+/*
+ * rebalance_int: what the files of the rebalance family share and nothing
+ * else includes (in the manner of BIRD's nest/route.h fronting rt-table.c,
+ * rt-attr.c...). rebalance.h is the module's face; a round is cut along its
+ * seams:
+ *   rebalance.c          the round's steps (gather, assign, plan, apply,
+ *                        report) and the loop's entry points;
+ *   rebalance_snapshot.c the round's inputs, under the state's read lock:
+ *                        loads, congestion, the fat flows, pins kept
+ *                        without telemetry, demand estimates;
+ *   rebalance_judge.c    do no harm: verdicts on earlier moves, the groups
+ *                        of moves judged over harm_intervals, settling, and
+ *                        the gate on an automatic round's choice moves;
+ *   rebalance_pins.c     the plan from the round's paths (class rules,
+ *                        holds, per-destination grouping) and the pins
+ *                        written back once the backend took it;
+ *   rebalance_backend.c  the backend, owned here: swapped on reload and
+ *                        role change, read for /routes and /status, its
+ *                        routing watch and the adoption at start.
+ * Invariants: everything here runs under rb->mu; what says "read lock" or
+ * "write lock" also holds the state's lock so. struct round lives for one
+ * round and owns every buffer it points to (rebalance_round_free).
+ */
+#ifndef TF_REBALANCE_INT_H
+#define TF_REBALANCE_INT_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "controller/plan.h"
+#include "controller/planbuild.h"
+#include "controller/rebalance.h"
+#include "controller/state.h"
+#include "policy/assign.h"
+#include "policy/classes.h"
+#include "policy/topo.h"
+
+/* Non-fat load on a direction, as a share of its capacity, from which a lone
+ * fat flow there counts as contended. */
+#define REBALANCE_HOT_BG_SHARE 0.2
+
+/* One fat flow of the snapshot. */
+struct snap {
+    struct state_flow_key k;
+    uint64_t id;
+    uint32_t src, dst;
+    double gbps;
+    int cls;
+    int64_t path, pin;
+    double meas;                 /* measured Gb/s (gbps may be the estimated demand) */
+    double nat;                  /* Hedera's natural demand (its hosts' NIC share), 0 unknown */
+    double move_bps;             /* its rate when last moved by choice, 0: no verdict due */
+    double moved_at;
+    bool movable, on_hot;
+    bool hold;                   /* unpinned, to be pinned where it is (degraded fabric) */
+    bool withdrawn;              /* its pin goes this round (harm): not held, not pinned */
+    int8_t verdict;              /* on its last choice move: 1 helped, -1 futile, 0 none */
+    uint32_t dirs[TOPO_MAX_HOPS];
+    int ndirs;
+};
+
+struct round {
+    const struct topo *t;
+    uint32_t nd;
+    double *bps, *ce, *bg;
+    uint32_t *nfat;
+    uint8_t *down, *hot;
+    uint32_t nhot;               /* contended directions: the assignment runs only if > 0 */
+    bool degraded;               /* some direction is down (probe, routing or hold-down) */
+    bool returning;              /* some direction is in its hold-down: routing gave it back */
+    bool automatic, dry_run;
+    struct snap *f;
+    size_t n;
+    int32_t *snap_of;            /* state flow index -> index in f, -1 none */
+    /* Pins kept without telemetry: pinned flows not in f (unobserved or no
+     * longer fat) seen within thresholds.pin_grace, on a live path. */
+    struct snap *kept;
+    size_t nkept;
+    /* Pins to remove after the plan is applied, with why. */
+    struct unpin {
+        struct state_flow_key k;
+        uint64_t id;
+        enum { UNPIN_AGED, UNPIN_FAILED, UNPIN_HARM } why;
+        double age;
+    } *unpin;
+    size_t nunpin;
+    json_t *congested;
+    /* What run_round's steps (rebalance.c) make of it. */
+    const char *cls_name[CLASSES_MAX];   /* class index -> name, for the result */
+    struct assign_policy pol[CLASSES_MAX];
+    uint8_t *pol_mem;
+    uint32_t npol;
+    struct rebalance_class_rules *cr;
+    struct assign_flow *af;      /* per flow of f: the assignment's input */
+    uint32_t *path;              /* per flow of f: the path the round gives it */
+    double before, after;        /* max utilisation */
+    uint32_t moved;
+    int arc;                     /* the assignment's result: it stands (and is
+                                    reported) even when no plan can express it */
+    struct plan plan;
+    bool accepted, applied;
+    char err[256];
+};
+
+/* Class rules (DESIGN 2.5): a class whose path policy names spines (`via`)
+ * and whose match is DSCP alone becomes, per DSCP value, a rule on every
+ * leaf to a multipath route over the allowed spines. Other matches (ports,
+ * QPs, prefixes, jobs) cannot be told apart by a FIB rule; the fat flows of
+ * such classes are still kept on their spines by the assignment (node_ok)
+ * and pinned. Indices follow the class order and DSCP values, so the same
+ * policy always gives the same tables and priorities. */
+struct rebalance_class_rules {
+    struct planbuild_class c[PLANBUILD_MAX_CLASSES];
+    int *allow;                  /* node indices, all classes back to back */
+    size_t n;
+};
+
+/* A group of flows one round moved by choice: the moved flows and every fat
+ * flow that crossed a direction the moves touched, with their measured rates
+ * at the move. Judged from the end of the settle period for
+ * thresholds.harm_intervals intervals (judge_groups). */
+struct rebalance_member {
+    struct state_flow_key k;
+    double bps;
+    int64_t pin;                 /* the path the round pinned it on, -1 not moved */
+};
+struct rebalance_group {
+    double at, from, until;
+    double ratio_sum;            /* sum over the judged rounds of now / before */
+    uint32_t nsamples;
+    size_t n;
+    struct rebalance_member *m;
+};
+
+/* Groups judged at once; a round that would start one more drops the oldest
+ * (unjudged: the per-flow verdicts still apply to its flows). */
+#define REBALANCE_MAX_GROUPS 64
+
+static inline const char *nm(const struct topo *t, uint32_t n) { return t->nodes[n].name; }
+
+/* rebalance_snapshot.c */
+int  rebalance_snapshot(struct rebalance *rb, double now, struct round *r);
+void rebalance_round_free(struct round *r);
+const char *rebalance_dir_congested(const struct state *s, const struct config *c, uint32_t d, bool down, double bps,
+                                    double ce, uint32_t nfat, double bg, bool *hot);
+int  rebalance_dirs_ensure(struct rebalance *rb, uint32_t nd);
+void rebalance_estimate(struct round *r);
+
+/* rebalance_judge.c */
+void rebalance_group_drop(struct rebalance *rb, size_t i);
+void rebalance_verdicts(const struct rebalance *rb, struct round *r, double now);
+void rebalance_judge_groups(struct rebalance *rb, struct round *r, double now);
+void rebalance_apply_verdicts(struct rebalance *rb, const struct round *r, double now);
+bool rebalance_moved_by_choice(const struct round *r, const uint32_t *path, size_t i);
+void rebalance_start_settle(struct rebalance *rb, const struct round *r, const uint32_t *path, double now);
+double rebalance_gate_moves(const struct round *r, const struct assign_input *in, uint32_t *path, double margin,
+                            double after);
+
+/* rebalance_backend.c: at init, the backend rebalance_init was given (the
+ * kind named: its own). */
+void rebalance_backend_init(struct rebalance *rb, struct backend *be);
+
+/* rebalance_pins.c */
+bool rebalance_forced(const struct round *r, size_t i);
+void rebalance_class_rules_build(const struct classes *cs, const struct topo *t, struct rebalance_class_rules *cr);
+int  rebalance_group_pins(struct round *r, const struct assign_flow *af, uint32_t *path);
+int  rebalance_build_plan(struct rebalance *rb, const struct round *r, const uint32_t *path,
+                          const struct rebalance_class_rules *cr, struct plan *out, char *err, size_t errlen);
+void rebalance_mark_holds(struct round *r, const uint32_t *path);
+void rebalance_record_pins(struct rebalance *rb, const struct round *r, const uint32_t *path, double now);
+void rebalance_unpin_apply(struct rebalance *rb, const struct round *r, double now);
+
+#endif

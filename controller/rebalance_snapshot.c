@@ -1,0 +1,236 @@
+/*
+ * rebalance_snapshot: a round's inputs (rebalance_int.h). Under the state's
+ * read lock it copies the directions' loads, decides which are congested
+ * and which contended (the one rule, shared with rebalance_contended), and
+ * takes every live fat flow it can place, with whether it may move; pinned
+ * flows it does not see keep or lose their pins here (keep_or_unpin).
+ * Nothing here writes the state.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "controller/rebalance_int.h"
+#include "controller/config.h"
+#include "policy/demand.h"
+
+/* Frees what the round's steps allocated (plan_init'ed by run_round). */
+void rebalance_round_free(struct round *r)
+{
+    free(r->bps);
+    free(r->ce);
+    free(r->bg);
+    free(r->nfat);
+    free(r->down);
+    free(r->hot);
+    free(r->f);
+    free(r->snap_of);
+    free(r->kept);
+    free(r->unpin);
+    json_decref(r->congested);
+    free(r->pol_mem);
+    if (r->cr)
+        free(r->cr->allow);
+    free(r->cr);
+    free(r->af);
+    free(r->path);
+    plan_free(&r->plan);
+}
+
+/*
+ * Pins are state, not a by-product of fresh telemetry: a pinned flow that
+ * is unobserved (its probe silent, the management network down) or no
+ * longer fat keeps its pin for thresholds.pin_grace seconds after it was
+ * last seen, as long as its path is live. Past that, or when its path
+ * failed, the pin goes, with an event saying why. Needs r->down. Read lock.
+ */
+static void keep_or_unpin(struct round *r, struct state *s, const struct state_flow *f, double now, double grace)
+{
+    double age = now - f->last_seen;
+    struct snap *k = &r->kept[r->nkept];
+    bool placed = f->pin >= 0 && f->src_node != TOPO_NONE && f->dst_node != TOPO_NONE &&
+                  (k->ndirs = topo_path_dirs(s->topo, f->src_node, f->dst_node, (uint64_t)f->pin, k->dirs,
+                                             TOPO_MAX_HOPS)) > 0;
+    bool failed = false;
+    for (int j = 0; placed && j < k->ndirs; j++)
+        failed |= r->down[k->dirs[j]];
+    if (placed && !failed && age <= grace) {
+        k->k = f->k;
+        k->id = f->id;
+        k->src = f->src_node;
+        k->dst = f->dst_node;
+        k->pin = k->path = f->pin;
+        r->nkept++;
+        return;
+    }
+    r->unpin[r->nunpin++] = (struct unpin){.k = f->k, .id = f->id, .why = placed && failed ? UNPIN_FAILED : UNPIN_AGED,
+                                           .age = age};
+}
+
+/* Why direction d counts as congested (NULL: it does not), and whether it is
+ * contended, i.e. worth an assignment. Hedera's demand inflation (rebalance_estimate())
+ * is for flows held down by contention: several fat flows on one direction, a
+ * failed link, or heavy non-fat background (bg, Gb/s). A lone fat flow
+ * filling its link is saturated, not contended: it would fill any path, and
+ * inflating it made the loop move flows to escape a few percent of ACKs. Such
+ * a direction is still listed as congested. The one rule for rounds and for
+ * rebalance_contended. */
+const char *rebalance_dir_congested(const struct state *s, const struct config *c, uint32_t d, bool down, double bps,
+                                 double ce, uint32_t nfat, double bg, bool *hot)
+{
+    double u = state_dir_util(s, d, bps);
+    const char *why = down && nfat ? "down" : config_congestion(c, u, ce);
+    *hot = why && (down || nfat >= 2 || (nfat == 1 && bg >= REBALANCE_HOT_BG_SHARE * topo_dir_gbps(s->topo, d)));
+    return why;
+}
+
+/* rb's per-direction arrays for nd directions (the topology may change size
+ * on reload: everything starts afresh then). Under mu. */
+int rebalance_dirs_ensure(struct rebalance *rb, uint32_t nd)
+{
+    if (rb->nd == nd && rb->settle)
+        return 0;
+    free(rb->settle);
+    free(rb->hot_seen);
+    rb->settle = calloc(nd + 1, sizeof(double));
+    rb->hot_seen = calloc(nd + 1, 1);
+    rb->nd = rb->settle && rb->hot_seen ? nd : 0;
+    while (rb->ngroups)
+        rebalance_group_drop(rb, rb->ngroups - 1);
+    return rb->nd == nd ? 0 : -ENOMEM;
+}
+
+static bool crosses_settling(const struct rebalance *rb, const uint32_t *dirs, int n, double now)
+{
+    for (int j = 0; j < n; j++)
+        if (rb->settle[dirs[j]] > now)
+            return true;
+    return false;
+}
+
+/* Under the read lock: loads, congestion, every live fat flow we can place,
+ * and the verdicts on earlier moves. */
+int rebalance_snapshot(struct rebalance *rb, double now, struct round *r)
+{
+    struct state *s = rb->st;
+    const struct config *c = rb->cfg;
+    const struct topo *t = s->topo;
+    r->t = t;
+    r->nd = 2 * t->nlinks;
+    size_t nd = r->nd + 1;
+    r->bps = calloc(nd, sizeof(double));
+    r->ce = calloc(nd, sizeof(double));
+    r->bg = calloc(nd, sizeof(double));
+    r->nfat = calloc(nd, sizeof(uint32_t));
+    r->down = calloc(nd, 1);
+    r->hot = calloc(nd, 1);
+    r->f = calloc(s->nflows + 1, sizeof(*r->f));
+    r->snap_of = malloc((s->nflows + 1) * sizeof(*r->snap_of));
+    r->kept = calloc(s->nflows + 1, sizeof(*r->kept));
+    r->unpin = calloc(s->nflows + 1, sizeof(*r->unpin));
+    r->congested = json_array();
+    if (!r->bps || !r->ce || !r->bg || !r->nfat || !r->down || !r->hot || !r->f || !r->snap_of || !r->kept ||
+        !r->unpin || rebalance_dirs_ensure(rb, r->nd) < 0)
+        return -ENOMEM;
+    state_dir_loads(s, now, r->bps, r->ce, r->nfat);
+    for (uint32_t d = 0; d < r->nd; d++) {
+        r->down[d] = !s->dirs[d].up;
+        r->degraded |= r->down[d];
+        if (r->down[d]) {
+            const char *why = state_dir_down_reason(s, d, now);
+            r->returning |= why && !strcmp(why, "holddown");
+        }
+        r->bg[d] = r->bps[d] / 1e9;
+    }
+    for (size_t i = 0; i < s->nflows; i++) {
+        const struct state_flow *f = &s->flows[i];
+        r->snap_of[i] = -1;
+        if (f->pinned && (!f->fat || state_flow_stale(s, f, now))) {
+            keep_or_unpin(r, s, f, now, c->pin_grace);
+            continue;
+        }
+        if (!f->fat || state_flow_stale(s, f, now) || f->src_node == TOPO_NONE || f->dst_node == TOPO_NONE ||
+            f->src_node == f->dst_node || f->path < 0 || f->path > (int64_t)ASSIGN_MAX_PATHS)
+            continue;
+        struct snap *sf = &r->f[r->n];
+        sf->ndirs = state_flow_dirs(s, f, sf->dirs, TOPO_MAX_HOPS);
+        if (sf->ndirs <= 0)
+            continue;
+        sf->k = f->k;
+        sf->id = f->id;
+        sf->src = f->src_node;
+        sf->dst = f->dst_node;
+        sf->gbps = sf->meas = f->bps / 1e9;
+        sf->move_bps = f->move_bps / 1e9;
+        sf->moved_at = f->last_moved;
+        sf->cls = f->cls;
+        sf->path = f->path;
+        sf->pin = f->pinned ? f->pin : -1;
+        sf->movable = state_flow_may_move(s, f, c->min_move_interval, now) &&
+                      !(r->automatic && crosses_settling(rb, sf->dirs, sf->ndirs, now));
+        for (int j = 0; j < sf->ndirs; j++)
+            r->bg[sf->dirs[j]] -= sf->gbps;
+        r->snap_of[i] = (int32_t)r->n++;
+    }
+    for (uint32_t d = 0; d < r->nd; d++) {
+        if (r->bg[d] < 0)
+            r->bg[d] = 0;
+        bool hot;
+        const char *why = rebalance_dir_congested(s, c, d, r->down[d], r->bps[d], r->ce[d], r->nfat[d], r->bg[d], &hot);
+        if (!why)
+            continue;
+        r->hot[d] = hot;
+        r->nhot += hot;
+        json_array_append_new(r->congested, json_pack("{sI ss ss sf sf sI ss}", "dir", (json_int_t)d, "from",
+                                                      nm(t, topo_dir_from(t, d)), "to", nm(t, topo_dir_to(t, d)),
+                                                      "util", state_dir_util(s, d, r->bps[d]), "ce_frac", r->ce[d],
+                                                      "fat_flows", (json_int_t)r->nfat[d], "reason", why));
+    }
+    if (!r->dry_run) {   /* a dry run judges nothing and changes nothing */
+        rebalance_verdicts(rb, r, now);
+        rebalance_judge_groups(rb, r, now);
+        memcpy(rb->hot_seen, r->hot, r->nd);
+    }
+    return 0;
+}
+
+/* Hedera's natural demand for flows crossing a congested direction: their
+ * measured rate is what the collision left them. Other flows keep theirs. */
+void rebalance_estimate(struct round *r)
+{
+    const struct topo *t = r->t;
+    uint32_t *src = calloc(r->n + 1, sizeof(uint32_t)), *dst = calloc(r->n + 1, sizeof(uint32_t));
+    uint32_t *map = malloc((size_t)t->nnodes * sizeof(uint32_t));
+    double *cap = calloc(2 * r->n + 1, sizeof(double)), *dem = calloc(r->n + 1, sizeof(double));
+    if (!src || !dst || !map || !cap || !dem)
+        goto out;
+    memset(map, 0xff, (size_t)t->nnodes * sizeof(uint32_t));
+    uint32_t ne = 0;
+    for (size_t i = 0; i < r->n; i++) {
+        uint32_t ends[2] = {r->f[i].src, r->f[i].dst};
+        for (int k = 0; k < 2; k++) {
+            uint32_t n = ends[k];
+            if (map[n] == UINT32_MAX) {
+                const struct topo_node *tn = &t->nodes[n];
+                cap[ne] = tn->up_count ? t->links[t->up_links[tn->up_first]].gbps : 1e6;
+                map[n] = ne++;
+            }
+        }
+        src[i] = map[r->f[i].src];
+        dst[i] = map[r->f[i].dst];
+    }
+    if (demand_estimate(ne, cap, (uint32_t)r->n, src, dst, dem) == 0)
+        for (size_t i = 0; i < r->n; i++) {
+            r->f[i].nat = dem[i];
+            for (int j = 0; j < r->f[i].ndirs; j++)
+                r->f[i].on_hot |= r->hot[r->f[i].dirs[j]];
+            if (r->f[i].on_hot && dem[i] > r->f[i].gbps)
+                r->f[i].gbps = dem[i];
+        }
+out:
+    free(src);
+    free(dst);
+    free(map);
+    free(cap);
+    free(dem);
+}
