@@ -27,6 +27,12 @@
 
 #define BGP_QUEUE_MAX 64           /* runs of commands awaiting their acks */
 #define BGP_READBACK_S 5.0         /* the Adj-RIB-Out is read back at least this often */
+/* A session's initial routes are complete at its End-of-RIB, or when no
+ * update has come for this long after the first: FRR sends a spine's routes
+ * in one UPDATE per path attribute set within milliseconds, and sends
+ * End-of-RIB only to a peer with the graceful-restart capability, which
+ * the speaker does not offer (its routes must go with its session). */
+#define BGP_RIB_SETTLE_S 0.5
 
 enum answer { A_ACK, A_SUMMARY, A_RIB_IN, A_RIB_OUT };
 
@@ -43,7 +49,9 @@ struct ann {                       /* one announced route (path) */
 struct peer {
     uint32_t node;
     char addr[64];
-    bool known, up;                /* known: a state or summary was read */
+    bool known, up;                /* known: its routes can be gone by (a summary or
+                                      rib-in read, or its initial routes complete) */
+    double rib_at;                 /* up, not known: the last update's time (monotonic), 0 none */
     bool was_up;                   /* it has been up since the speaker started */
     uint8_t *reach;                /* per topology node: 1 = announces that leaf's prefix */
 };
@@ -464,19 +472,24 @@ static void on_json(struct bgp_backend *b, json_t *m)
     if (!strcmp(type, "state")) {
         const char *st = json_string_value(json_object_get(nb, "state"));
         if (st && (!strcmp(st, "up") || !strcmp(st, "down"))) {
-            /* A session that comes up counts once its first update (its
-             * routes, or End-of-RIB) is in: until then it has said nothing. */
+            /* A session that comes up counts once its initial routes are
+             * in (rib_settle): until then it has said nothing, and a spine
+             * whose first UPDATE lacks a leaf's prefix has not lost it. */
             p->up = !strcmp(st, "up");
             p->was_up |= p->up;
             p->known = !p->up;
+            p->rib_at = 0;
             memset(p->reach, 0, b->t->nnodes);
             log_info("bgp backend: session with %s (%s) %s", b->t->nodes[p->node].name, p->addr, st);
         }
         return;
     }
-    if (!strcmp(type, "update") && p->up)
-        p->known = true;
-    json_t *u = json_object_get(json_object_get(nb, "message"), "update");
+    json_t *msg = json_object_get(nb, "message");
+    if (!strcmp(type, "update") && p->up && !p->known) {
+        p->rib_at = tf_now_mono();
+        p->known = json_object_get(msg, "eor") != NULL;
+    }
+    json_t *u = json_object_get(msg, "update");
     json_t *ann = json_object_get(json_object_get(u, "announce"), "ipv4 unicast");
     const char *nh;
     json_t *list, *e;
@@ -589,10 +602,32 @@ static void on_line(void *arg, const char *line)
         on_rib_line(b, line, k == A_RIB_OUT);
 }
 
-/* Reads what the speaker said; returns whether routing changed. */
-static bool drain(struct bgp_backend *b)
+/* Sessions whose initial routes are now complete become known; returns the
+ * milliseconds until the next one may (-1: none pending). */
+static int rib_settle(struct bgp_backend *b, double now)
+{
+    int wait = -1;
+    for (size_t i = 0; i < b->npeers; i++) {
+        struct peer *p = &b->peers[i];
+        if (!p->up || p->known || p->rib_at <= 0)
+            continue;
+        double left = p->rib_at + BGP_RIB_SETTLE_S - now;
+        if (left <= 0) {
+            p->known = true;
+            continue;
+        }
+        int ms = (int)(left * 1000) + 1;
+        wait = wait < 0 || ms < wait ? ms : wait;
+    }
+    return wait;
+}
+
+/* Reads what the speaker said; returns whether routing changed. *wait:
+ * rib_settle's. */
+static bool drain(struct bgp_backend *b, int *wait)
 {
     bgp_speaker_read(&b->spk, on_line, b);
+    *wait = rib_settle(b, tf_now_mono());
     bool changed = drop_unreachable(b);
     return down_refresh(b) || changed;
 }
@@ -600,14 +635,15 @@ static bool drain(struct bgp_backend *b)
 static void *watch_main(void *arg)
 {
     struct bgp_backend *b = arg;
+    int wait = 1000;
     for (;;) {
         struct pollfd p[2] = {{b->stop[0], POLLIN, 0}, {b->spk.ev, POLLIN, 0}};
-        if (poll(p, 2, 1000) < 0 && errno != EINTR)
+        if (poll(p, 2, wait >= 0 && wait < 1000 ? wait : 1000) < 0 && errno != EINTR)
             break;
         if (p[0].revents)
             break;
         pthread_mutex_lock(&b->mu);
-        bool changed = drain(b);
+        bool changed = drain(b, &wait);
         pthread_mutex_unlock(&b->mu);
         if (changed && b->poke)
             b->poke(b->poke_arg);
@@ -787,7 +823,8 @@ int bgp_backend_withdraw(struct bgp_backend *b, struct backend_result *res)
         /* Let the speaker send the withdrawals before it goes. */
         for (int ms = 0; ms < 2000 && b->qn; ms += 50) {
             nanosleep(&(struct timespec){0, 50 * 1000000L}, NULL);
-            drain(b);
+            int wait;
+            drain(b, &wait);
         }
         bgp_speaker_stop(&b->spk);
         plan_clear(&b->want);
