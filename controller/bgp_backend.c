@@ -29,9 +29,10 @@
 #define BGP_READBACK_S 5.0         /* the Adj-RIB-Out is read back at least this often */
 /* A session's initial routes are complete at its End-of-RIB, or when no
  * update has come for this long after the first: FRR sends a spine's routes
- * in one UPDATE per path attribute set within milliseconds, and sends
- * End-of-RIB only to a peer with the graceful-restart capability, which
- * the speaker does not offer (its routes must go with its session). */
+ * in one UPDATE per path attribute set within milliseconds, and End-of-RIB
+ * cannot be counted on (RFC 4724 ties it to the graceful-restart
+ * capability, which the speaker does not offer: its routes must go with
+ * its session). */
 #define BGP_RIB_SETTLE_S 0.5
 
 enum answer { A_ACK, A_SUMMARY, A_RIB_IN, A_RIB_OUT };
