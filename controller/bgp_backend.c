@@ -50,9 +50,10 @@ struct ann {                       /* one announced route (path) */
 struct peer {
     uint32_t node;
     char addr[64];
-    bool known, up;                /* known: its routes can be gone by (a summary or
-                                      rib-in read, or its initial routes complete) */
-    double rib_at;                 /* up, not known: the last update's time (monotonic), 0 none */
+    bool known, up;                /* known: a state or summary was read */
+    bool rib;                      /* up: its initial routes are complete (rib_settle),
+                                      so a leaf it does not announce it does not reach */
+    double rib_at;                 /* up, not rib: the last update's time (monotonic), 0 none */
     bool was_up;                   /* it has been up since the speaker started */
     uint8_t *reach;                /* per topology node: 1 = announces that leaf's prefix */
 };
@@ -160,7 +161,7 @@ static int path_cmp(const void *x, const void *y)
 static bool reaches(const struct bgp_backend *b, uint32_t link, const uint8_t dst[4])
 {
     uint32_t spine = b->t->links[link].hi, pi = b->peer_of[spine];
-    if (pi == UINT32_MAX || !b->peers[pi].known)
+    if (pi == UINT32_MAX || !b->peers[pi].known || (b->peers[pi].up && !b->peers[pi].rib))
         return true;
     uint32_t leaf = topo_node_by_addr(b->t, 4, dst);
     leaf = leaf == TOPO_NONE ? TOPO_NONE : topo_leaf_of(b->t, leaf);
@@ -393,7 +394,7 @@ static bool down_refresh(struct bgp_backend *b)
         const struct topo_link *k = &b->t->links[l];
         uint32_t pi = b->peer_of[k->hi];
         uint8_t lost = session_lost(b, k->lo) || session_lost(b, k->hi), d = lost;
-        if (!lost && pi != UINT32_MAX && b->t->nodes[k->lo].tier == TOPO_LEAF && b->peers[pi].known &&
+        if (!lost && pi != UINT32_MAX && b->t->nodes[k->lo].tier == TOPO_LEAF && b->peers[pi].rib &&
             b->peers[pi].up)
             d = !b->peers[pi].reach[k->lo];
         changed |= b->down[2 * l] != lost || b->down[2 * l + 1] != d;
@@ -478,7 +479,8 @@ static void on_json(struct bgp_backend *b, json_t *m)
              * whose first UPDATE lacks a leaf's prefix has not lost it. */
             p->up = !strcmp(st, "up");
             p->was_up |= p->up;
-            p->known = !p->up;
+            p->known = true;
+            p->rib = false;
             p->rib_at = 0;
             memset(p->reach, 0, b->t->nnodes);
             log_info("bgp backend: session with %s (%s) %s", b->t->nodes[p->node].name, p->addr, st);
@@ -486,9 +488,9 @@ static void on_json(struct bgp_backend *b, json_t *m)
         return;
     }
     json_t *msg = json_object_get(nb, "message");
-    if (!strcmp(type, "update") && p->up && !p->known) {
+    if (!strcmp(type, "update") && p->up && !p->rib) {
         p->rib_at = tf_now_mono();
-        p->known = json_object_get(msg, "eor") != NULL;
+        p->rib = json_object_get(msg, "eor") != NULL;
     }
     json_t *u = json_object_get(msg, "update");
     json_t *ann = json_object_get(json_object_get(u, "announce"), "ipv4 unicast");
@@ -564,8 +566,8 @@ static void on_summary_line(struct bgp_backend *b, const char *line)
     if (sscanf(line, "%63s %31s %31s %31s", addr, as, updown, st) != 4)
         return;
     struct peer *p = peer_by_addr(b, addr);
-    if (p) {
-        p->known = true;
+    if (p) {   /* adoption: its routes (show adj-rib in) were read just before */
+        p->known = p->rib = true;
         p->up = !strcmp(st, "established");
         p->was_up |= p->up;
     }
@@ -603,18 +605,18 @@ static void on_line(void *arg, const char *line)
         on_rib_line(b, line, k == A_RIB_OUT);
 }
 
-/* Sessions whose initial routes are now complete become known; returns the
+/* Sessions whose initial routes are now complete count; returns the
  * milliseconds until the next one may (-1: none pending). */
 static int rib_settle(struct bgp_backend *b, double now)
 {
     int wait = -1;
     for (size_t i = 0; i < b->npeers; i++) {
         struct peer *p = &b->peers[i];
-        if (!p->up || p->known || p->rib_at <= 0)
+        if (!p->up || p->rib || p->rib_at <= 0)
             continue;
         double left = p->rib_at + BGP_RIB_SETTLE_S - now;
         if (left <= 0) {
-            p->known = true;
+            p->rib = true;
             continue;
         }
         int ms = (int)(left * 1000) + 1;
@@ -775,7 +777,7 @@ int bgp_backend_apply(struct bgp_backend *b, const struct plan *want, struct bac
         b->ann = NULL;
         b->nann = 0;
         for (size_t i = 0; i < b->npeers; i++)
-            b->peers[i].known = b->peers[i].up = b->peers[i].was_up = false;
+            b->peers[i].known = b->peers[i].up = b->peers[i].was_up = b->peers[i].rib = false;
         rc = conf_text(b, &conf);
         if (!rc) {
             int st = speaker_up(b, conf, err, sizeof(err));

@@ -433,6 +433,14 @@ static void initial_routes_settle(void **st)
     speaker_says(S1_ANNOUNCES("{\"nlri\": \"10.0.1.0/24\"}"));
     sleep_ms(100);
     routing_is(s1_back, notes, sizeof(notes));
+    json_t *o = backend_json(be), *e;   /* the session is up, whatever its routes */
+    size_t i;
+    const char *s1 = NULL;
+    json_array_foreach(json_object_get(o, "sessions"), i, e) if (!strcmp(json_string_value(json_object_get(e, "node")), "S1"))
+        s1 = json_string_value(json_object_get(e, "state"));
+    assert_non_null(s1);
+    assert_string_equal(s1, "established");
+    json_decref(o);
     speaker_says(S1_ANNOUNCES("{\"nlri\": \"10.0.2.0/24\"}"));
     sleep_ms(800);
     routing_is(s1_back, notes, sizeof(notes));
