@@ -26,11 +26,21 @@
 #include "policy/topo.h"
 
 #define BGP_READBACK_S 5.0         /* the Adj-RIB-Out is read back at least this often */
+/* A session's initial routes are complete at its End-of-RIB, or when no
+ * update has come for this long after the first: FRR sends a spine's routes
+ * in one UPDATE per path attribute set within milliseconds, and End-of-RIB
+ * cannot be counted on (RFC 4724 ties it to the graceful-restart
+ * capability, which the speaker does not offer: its routes must go with
+ * its session). */
+#define BGP_RIB_SETTLE_S 0.5
 
 struct peer {
     uint32_t node;
     char addr[64];
     bool known, up;                /* known: a state or summary was read */
+    bool rib;                      /* up: its initial routes are complete (rib_settle),
+                                      so a leaf it does not announce it does not reach */
+    double rib_at;                 /* up, not rib: the last update's time (monotonic), 0 none */
     bool was_up;                   /* it has been up since the speaker started */
     uint8_t *reach;                /* per topology node: 1 = announces that leaf's prefix */
 };
@@ -97,7 +107,7 @@ static bool reaches(const void *arg, uint32_t link, const uint8_t dst[4])
 {
     const struct bgp_backend *b = arg;
     uint32_t spine = b->t->links[link].hi, pi = b->peer_of[spine];
-    if (pi == UINT32_MAX || !b->peers[pi].known)
+    if (pi == UINT32_MAX || !b->peers[pi].known || (b->peers[pi].up && !b->peers[pi].rib))
         return true;
     uint32_t leaf = topo_node_by_addr(b->t, 4, dst);
     leaf = leaf == TOPO_NONE ? TOPO_NONE : topo_leaf_of(b->t, leaf);
@@ -180,7 +190,7 @@ static bool down_refresh(struct bgp_backend *b)
         const struct topo_link *k = &b->t->links[l];
         uint32_t pi = b->peer_of[k->hi];
         uint8_t lost = session_lost(b, k->lo) || session_lost(b, k->hi), d = lost;
-        if (!lost && pi != UINT32_MAX && b->t->nodes[k->lo].tier == TOPO_LEAF && b->peers[pi].known &&
+        if (!lost && pi != UINT32_MAX && b->t->nodes[k->lo].tier == TOPO_LEAF && b->peers[pi].rib &&
             b->peers[pi].up)
             d = !b->peers[pi].reach[k->lo];
         changed |= b->down[2 * l] != lost || b->down[2 * l + 1] != d;
@@ -260,19 +270,25 @@ static void on_json(struct bgp_backend *b, json_t *m)
     if (!strcmp(type, "state")) {
         const char *st = json_string_value(json_object_get(nb, "state"));
         if (st && (!strcmp(st, "up") || !strcmp(st, "down"))) {
-            /* A session that comes up counts once its first update (its
-             * routes, or End-of-RIB) is in: until then it has said nothing. */
+            /* A session that comes up counts once its initial routes are
+             * in (rib_settle): until then it has said nothing, and a spine
+             * whose first UPDATE lacks a leaf's prefix has not lost it. */
             p->up = !strcmp(st, "up");
             p->was_up |= p->up;
-            p->known = !p->up;
+            p->known = true;
+            p->rib = false;
+            p->rib_at = 0;
             memset(p->reach, 0, b->t->nnodes);
             log_info("bgp backend: session with %s (%s) %s", b->t->nodes[p->node].name, p->addr, st);
         }
         return;
     }
-    if (!strcmp(type, "update") && p->up)
-        p->known = true;
-    json_t *u = json_object_get(json_object_get(nb, "message"), "update");
+    json_t *msg = json_object_get(nb, "message");
+    if (!strcmp(type, "update") && p->up && !p->rib) {
+        p->rib_at = tf_now_mono();
+        p->rib = json_object_get(msg, "eor") != NULL;
+    }
+    json_t *u = json_object_get(msg, "update");
     json_t *ann = json_object_get(json_object_get(u, "announce"), "ipv4 unicast");
     const char *nh;
     json_t *list, *e;
@@ -346,8 +362,8 @@ static void on_summary_line(struct bgp_backend *b, const char *line)
     if (sscanf(line, "%63s %31s %31s %31s", addr, as, updown, st) != 4)
         return;
     struct peer *p = peer_by_addr(b, addr);
-    if (p) {
-        p->known = true;
+    if (p) {   /* adoption: its routes (show adj-rib in) were read just before */
+        p->known = p->rib = true;
         p->up = !strcmp(st, "established");
         p->was_up |= p->up;
     }
@@ -380,10 +396,32 @@ static void on_line(void *arg, const struct bgp_speaker_said *w)
         on_rib_line(b, w->line, k == BGP_SPEAKER_RIB_OUT);
 }
 
-/* Reads what the speaker said; returns whether routing changed. */
-static bool drain(struct bgp_backend *b)
+/* Sessions whose initial routes are now complete count; returns the
+ * milliseconds until the next one may (-1: none pending). */
+static int rib_settle(struct bgp_backend *b, double now)
+{
+    int wait = -1;
+    for (size_t i = 0; i < b->npeers; i++) {
+        struct peer *p = &b->peers[i];
+        if (!p->up || p->rib || p->rib_at <= 0)
+            continue;
+        double left = p->rib_at + BGP_RIB_SETTLE_S - now;
+        if (left <= 0) {
+            p->rib = true;
+            continue;
+        }
+        int ms = (int)(left * 1000) + 1;
+        wait = wait < 0 || ms < wait ? ms : wait;
+    }
+    return wait;
+}
+
+/* Reads what the speaker said; returns whether routing changed. *wait:
+ * rib_settle's. */
+static bool drain(struct bgp_backend *b, int *wait)
 {
     bgp_speaker_read(&b->spk, on_line, b);
+    *wait = rib_settle(b, tf_now_mono());
     bool changed = drop_unreachable(b);
     return down_refresh(b) || changed;
 }
@@ -391,14 +429,15 @@ static bool drain(struct bgp_backend *b)
 static void *watch_main(void *arg)
 {
     struct bgp_backend *b = arg;
+    int wait = 1000;
     for (;;) {
         struct pollfd p[2] = {{b->stop[0], POLLIN, 0}, {b->spk.ev, POLLIN, 0}};
-        if (poll(p, 2, 1000) < 0 && errno != EINTR)
+        if (poll(p, 2, wait >= 0 && wait < 1000 ? wait : 1000) < 0 && errno != EINTR)
             break;
         if (p[0].revents)
             break;
         pthread_mutex_lock(&b->mu);
-        bool changed = drain(b);
+        bool changed = drain(b, &wait);
         pthread_mutex_unlock(&b->mu);
         if (changed && b->poke)
             b->poke(b->poke_arg);
@@ -532,7 +571,7 @@ int bgp_backend_apply(struct bgp_backend *b, const struct plan *want, struct bac
         b->ann = NULL;
         b->nann = 0;
         for (size_t i = 0; i < b->npeers; i++)
-            b->peers[i].known = b->peers[i].up = b->peers[i].was_up = false;
+            b->peers[i].known = b->peers[i].up = b->peers[i].was_up = b->peers[i].rib = false;
         rc = conf_text(b, &conf);
         if (!rc) {
             int st = bgp_speaker_up(&b->spk, conf, err, sizeof(err));
@@ -582,7 +621,8 @@ int bgp_backend_withdraw(struct bgp_backend *b, struct backend_result *res)
         /* Let the speaker send the withdrawals before it goes. */
         for (int ms = 0; ms < 2000 && bgp_speaker_pending(&b->spk); ms += 50) {
             nanosleep(&(struct timespec){0, 50 * 1000000L}, NULL);
-            drain(b);
+            int wait;
+            drain(b, &wait);
         }
         bgp_speaker_stop(&b->spk);
         plan_clear(&b->want);
