@@ -26,6 +26,9 @@
 #include "policy/topo.h"
 
 #define BGP_READBACK_S 5.0         /* the Adj-RIB-Out is read back at least this often */
+/* Extensive: the plain form leaves out the communities, which the
+ * read-back compares too (no-advertise, link bandwidth). */
+#define BGP_RIB_OUT_CMD "show adj-rib out extensive\n"
 
 struct peer {
     uint32_t node;
@@ -121,7 +124,7 @@ static int readback(struct bgp_backend *b)
     b->nseen = 0;
     b->found[0] = '\0';
     b->readback_at = tf_now_mono();
-    return bgp_speaker_cmd(&b->spk, "show adj-rib out\n", 17, BGP_SPEAKER_RIB_OUT, 1, b->gen);
+    return bgp_speaker_cmd(&b->spk, BGP_RIB_OUT_CMD, sizeof(BGP_RIB_OUT_CMD) - 1, BGP_SPEAKER_RIB_OUT, 1, b->gen);
 }
 
 /* Moves the speaker from b->ann to next (both sorted); takes next. */
@@ -283,13 +286,68 @@ static void on_json(struct bgp_backend *b, json_t *m)
         peer_reach(b, p, jstr(e, "nlri"), 0);
 }
 
-/* "neighbor A ipv4 unicast P/L [path-information I] next-hop N ..." (show
- * adj-rib in|out). */
+/* What a route of the Adj-RIB-Out carries besides its path, from the
+ * attributes after its next hop as ExaBGP 4.2 shows them extensively
+ * ("community no-advertise extended-community 0x4004FDE747F42400": the
+ * link bandwidth is type 0x40, subtype 0x04, a 2-byte AS and an IEEE
+ * float of bytes/s). */
+struct rib_attrs {
+    bool no_advertise;
+    double bandwidth;              /* 0: none */
+};
+
+static void rib_attrs_parse(const char *after_nh, struct rib_attrs *a)
+{
+    char buf[512], *save = NULL;
+    const char *attr = "";
+    tf_strlcpy(buf, after_nh, sizeof(buf));
+    *a = (struct rib_attrs){0};
+    for (char *w = strtok_r(buf, " []", &save); w; w = strtok_r(NULL, " []", &save)) {
+        if (!strcmp(w, "community") || !strcmp(w, "extended-community") || !strcmp(w, "large-community") ||
+            !strcmp(w, "origin") || !strcmp(w, "as-path") || !strcmp(w, "med") || !strcmp(w, "local-preference")) {
+            attr = w;
+            continue;
+        }
+        if (!strcmp(attr, "community") && !strcmp(w, "no-advertise"))
+            a->no_advertise = true;
+        else if (!strcmp(attr, "extended-community") && !strncasecmp(w, "0x4004", 6) && strlen(w) == 18) {
+            uint32_t bits = (uint32_t)strtoul(w + 10, NULL, 16);
+            float f;
+            memcpy(&f, &bits, sizeof(f));
+            a->bandwidth = f;
+        }
+    }
+}
+
+/* A path read back with what was asked of it: "" when its attributes are
+ * those asked, else why not (into why). */
+static void rib_attrs_check(const struct bgp_backend *b, const struct bgp_ann *want, const struct rib_attrs *got,
+                            char *why, size_t len)
+{
+    char d[48], nh[48];
+    double ask = bgp_announce_bandwidth(want);
+    int n = snprintf(why, len, "%s/32 to %s next-hop %s: ", ip4(want->dst, d, sizeof(d)),
+                     b->t->nodes[b->peers[want->peer].node].name, ip4(want->via, nh, sizeof(nh)));
+    if (!got->no_advertise)
+        snprintf(why + n, len - (size_t)n, "announced without no-advertise");
+    else if (ask > 0 ? got->bandwidth < ask * 0.999 || got->bandwidth > ask * 1.001 : got->bandwidth != 0)
+        snprintf(why + n, len - (size_t)n, "link bandwidth %.0f B/s in the speaker's Adj-RIB-Out, %.0f asked",
+                 got->bandwidth, ask);
+    else
+        why[0] = '\0';
+}
+
+/* "neighbor A [local-ip ... family-allowed in-open] ipv4 unicast P/L
+ * [path-information I] next-hop N [attributes]" (show adj-rib in, and
+ * show adj-rib out extensive). */
 static void on_rib_line(struct bgp_backend *b, const char *line, bool out)
 {
     char addr[64], pfx[64], nh[64] = "";
-    if (sscanf(line, "neighbor %63s ipv4 unicast %63s path-information %*s next-hop %63s", addr, pfx, nh) < 3 &&
-        sscanf(line, "neighbor %63s ipv4 unicast %63s next-hop %63s", addr, pfx, nh) < 2)
+    const char *u = strstr(line, " ipv4 unicast ");
+    int at = 0;
+    if (!u || sscanf(line, "neighbor %63s", addr) != 1 ||
+        (sscanf(u, " ipv4 unicast %63s path-information %*s next-hop %63s%n", pfx, nh, &at) < 2 &&
+         sscanf(u, " ipv4 unicast %63s next-hop %63s%n", pfx, nh, &at) < 2))
         return;
     struct peer *p = peer_by_addr(b, addr);
     if (!p)
@@ -313,6 +371,12 @@ static void on_rib_line(struct bgp_backend *b, const char *line, bool out)
      * the read-back holds at most the announcements. */
     if (!want)
         return;
+    struct rib_attrs got;
+    char why[sizeof(b->found)];
+    rib_attrs_parse(u + at, &got);
+    rib_attrs_check(b, want, &got, why, sizeof(why));
+    if (why[0] && !b->found[0])
+        tf_strlcpy(b->found, why, sizeof(b->found));
     struct bgp_ann *s = b->nseen < b->nann ? realloc(b->seen, (b->nseen + 1) * sizeof(*s)) : NULL;
     if (s) {
         b->seen = s;
@@ -454,7 +518,7 @@ static int adopt(struct bgp_backend *b, char *err, size_t errlen)
     if (!rc)
         rc = bgp_speaker_cmd(&b->spk, "show neighbor summary\n", 22, BGP_SPEAKER_SUMMARY, 1, b->gen);
     if (!rc)
-        rc = bgp_speaker_cmd(&b->spk, "show adj-rib out\n", 17, BGP_SPEAKER_RIB_OUT, 1, b->gen);
+        rc = bgp_speaker_cmd(&b->spk, BGP_RIB_OUT_CMD, sizeof(BGP_RIB_OUT_CMD) - 1, BGP_SPEAKER_RIB_OUT, 1, b->gen);
     if (rc)
         tf_fail(err, errlen, rc, "bgp backend: the adopted speaker takes no commands: %s", strerror(-rc));
     return rc;
