@@ -128,6 +128,8 @@ t_check "L1's route carries no-advertise" bash -c \
 t_eq "no spine holds the /32 (no-advertise)" "" "$(for s in S1 S2; do "$LAB" exec $s -- ip -4 route show exact "$SDST/32"; done)"
 t_check "/metrics: the speaker up, L1's session up, routes announced" bash -c \
   "curl -s '$URL/metrics' | grep -q '^tierflow_bgp_speaker_up 1' && curl -s '$URL/metrics' | grep -q '^tierflow_bgp_session_up{node=\"L1\",peer=\"[0-9.]*\"} 1' && curl -s '$URL/metrics' | grep -q '^tierflow_bgp_announced_routes [1-9]'"
+t_check "the backend is healthy: the speaker's Adj-RIB-Out read back as announced (no-advertise included)" bash -c \
+  "for i in \$(seq 60); do curl -s '$URL/api/v1/status' | jq -e '.backend.healthy == true' >/dev/null && exit 0; sleep 0.1; done; exit 1"
 t_check "GET /api/v1/routes lists it for L1 via S2" bash -c \
   "curl -s '$URL/api/v1/routes' | jq -e --arg p '$SDST/32' '.bgp.announced | any(.node == \"L1\" and .prefix == \$p)' >/dev/null"
 sleep 1.5
@@ -222,5 +224,7 @@ else
   t_eq "split pins: L1's kernel route to the host has two weighted next hops" 2 "${#w[@]}"
   t_check "the weights follow the pins, 2:1 (${w[*]})" awk -v a="${w[0]:-1}" -v b="${w[1]:-1}" \
     'BEGIN { r = a > b ? a / b : b / a; exit !(r >= 1.8 && r <= 2.2) }'
+  t_check "the read-back of ExaBGP's Adj-RIB-Out (extensive) matches: link bandwidths and no-advertise as asked" \
+    grep -q "^read-back: matches" <<<"$out"
 fi
 t_done

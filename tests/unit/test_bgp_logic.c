@@ -6,7 +6,8 @@
  *     spines are two add-path routes weighted by their pins (link
  *     bandwidth), one route again when they agree;
  *   - the read-back: a route in the speaker's Adj-RIB-Out that was not asked
- *     for (broader than a /32) makes the backend unhealthy, naming it;
+ *     for (broader than a /32) makes the backend unhealthy, naming it; so
+ *     does a path without no-advertise or with another link bandwidth;
  *   - a class rule has no BGP form: refused, naming the switch;
  *   - close leaves the speaker running, open adopts it and its routes;
  *   - a spine that withdraws the destination leaf's prefix (its messages
@@ -261,6 +262,47 @@ static void readback_broader(void **st)
     apply(&p, &res);
     assert_int_equal(res.routes_deleted, 1);
     assert_true(wait_healthy(true, err, sizeof(err)));
+}
+
+/* The read-back compares what a path carries too (`show adj-rib out
+ * extensive`, ExaBGP's own rendering): a path announced without
+ * no-advertise, or with another link bandwidth than its pins ask, makes the
+ * backend unhealthy, naming the path and the difference. */
+static void readback_attributes(void **st)
+{
+    (void)st;
+    static const char *const bad[][2] = {
+        {" next-hop 10.254.0.3 community no-advertise extended-community 0x4004FDE747F42400",
+         "10.0.2.1/32 to L1 next-hop 10.254.0.3: link bandwidth 125000 B/s in the speaker's Adj-RIB-Out, 250000 asked"},
+        {" next-hop 10.254.0.1 extended-community 0x4004FDE747F42400",
+         "10.0.2.1/32 to L1 next-hop 10.254.0.1: announced without no-advertise"},
+        {" next-hop 10.254.0.1 community no-advertise",
+         "10.0.2.1/32 to L1 next-hop 10.254.0.1: link bandwidth 0 B/s in the speaker's Adj-RIB-Out, 125000 asked"},
+    };
+    char path[128], err[256];
+    snprintf(path, sizeof(path), "%s/extra-rib-out", dir);
+    for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+        FILE *f = fopen(path, "w");
+        assert_non_null(f);
+        fprintf(f, "neighbor 127.0.0.2 local-ip 127.0.0.1 local-as 64999 peer-as 65001 router-id 127.0.0.1 "
+                   "family-allowed in-open ipv4 unicast 10.0.2.1/32 path-information 0.0.0.9%s\n", bad[k][0]);
+        fclose(f);
+        struct plan p;
+        struct backend_result res;
+        plan_init(&p);
+        add_flows(&p, "10.0.2.1", 1, 2, 40000);   /* weighted 2:1 (250000 and 125000 B/s) */
+        add_flows(&p, "10.0.2.1", 0, 1, 41000);
+        add_flows(&p, "10.0.2.9", 1, 1, 42000 + (uint16_t)k);   /* a change: read back after it */
+        apply(&p, &res);
+        assert_true(wait_healthy(false, err, sizeof(err)));
+        assert_non_null(strstr(err, bad[k][1]));
+        unlink(path);
+        plan_init(&p);
+        add_flows(&p, "10.0.2.1", 1, 2, 40000);
+        add_flows(&p, "10.0.2.1", 0, 1, 41000);
+        apply(&p, &res);
+        assert_true(wait_healthy(true, err, sizeof(err)));
+    }
 }
 
 static void class_refused(void **st)
@@ -691,7 +733,8 @@ static void session_lost_round(void **st)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(granularity),    cmocka_unit_test(readback_broader), cmocka_unit_test(class_refused),
+        cmocka_unit_test(granularity),    cmocka_unit_test(readback_broader), cmocka_unit_test(readback_attributes),
+        cmocka_unit_test(class_refused),
         cmocka_unit_test(restart_adopts), cmocka_unit_test(remote_failure),   cmocka_unit_test(session_lost),
         cmocka_unit_test(initial_routes_settle), cmocka_unit_test(withdraw_stops),
     };
