@@ -139,6 +139,11 @@ int bgp_announce_project(const struct bgp_announce_ctx *cx, const struct plan *w
  * only the ratios matter, the switch weighs its paths by them. */
 #define BGP_PIN_BANDWIDTH 125000.0
 
+double bgp_announce_bandwidth(const struct bgp_ann *a)
+{
+    return a->weight * BGP_PIN_BANDWIDTH;
+}
+
 /* A path's id (add-path): its uplink's, so a next hop keeps its id. */
 static void path_id(const struct bgp_ann *a, char *buf, size_t len)
 {
@@ -156,7 +161,7 @@ static int put_ann(FILE *f, const struct bgp_announce_ctx *cx, const struct bgp_
     /* The community's AS is 2 bytes: AS_TRANS stands for a 4-byte one. */
     if (a->weight)
         snprintf(lb, sizeof(lb), " extended-community [bandwidth:%u:%.0f]", cx->local_as <= 65535 ? cx->local_as : 23456,
-                 a->weight * BGP_PIN_BANDWIDTH);
+                 bgp_announce_bandwidth(a));
     return fprintf(f, "neighbor %s announce route %s/32 path-information %s next-hop %s community [no-advertise]%s\n",
                    cx->peer_addr(cx->arg, a->peer), ip4(a->dst, d, sizeof(d)), id, ip4(a->via, nh, sizeof(nh)), lb) < 0 ? -EIO : 0;
 }

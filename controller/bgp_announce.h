@@ -60,6 +60,10 @@ struct bgp_announce_refusal {
     char why[256];
 };
 
+/* The link bandwidth (bytes/s) a weighted path is announced with, 0 for
+ * none: the one rule for the command and for the read-back. */
+double bgp_announce_bandwidth(const struct bgp_ann *a);
+
 /* By (leaf, destination): the routes of one destination at one leaf. */
 int bgp_announce_cmp(const void *x, const void *y);
 /* By (leaf, destination, next hop): one path, the order sets keep. */

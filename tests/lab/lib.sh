@@ -9,7 +9,8 @@
 #   lab_bg NAME CMD...              start CMD in the background, remember its PID
 #   lab_stop NAME                   stop one remembered process (TERM, then KILL)
 #   iperf_server NODE PORT JSON     one-shot iperf3 server writing its JSON report
-#   iperf_client NODE DST PORT CPORT SECS JSON
+#   iperf_client NODE DST PORT CPORT SECS JSON   (IPERF_START_AT=EPOCH: it waits
+#                                   in the node until then, so that flows start together)
 #   iperf_window T1 T2 JSON...      aggregate goodput (bit/s) received in [T1,T2] (epoch s)
 #   iperf_bins T1 T2 JSON...        per-second aggregate goodput, "T BPS" lines
 #   iperf_reach LEVEL T0 T1 STEP BASE JSON...   when the aggregate first reaches LEVEL
@@ -100,7 +101,10 @@ lab_cleanup() {
 }
 
 iperf_server() { lab_bg "srv-$1-$2" "$LAB" exec "$1" -- iperf3 -s -1 -J -i "${IPERF_INTERVAL:-1}" -p "$2" --logfile "$3"; }
-iperf_client() { lab_bg "cli-$1-$4" "$LAB" exec "$1" -- iperf3 -c "$2" -p "$3" --cport "$4" -t "$5" -i "${IPERF_INTERVAL:-1}" -J --logfile "$6"; }
+iperf_client() {
+  lab_bg "cli-$1-$4" "$LAB" exec "$1" -- sh -c 'sleep "$(awk -v a="$0" -v n="$(date +%s.%N)" "BEGIN{d = a - n; printf \"%.3f\", (d > 0 ? d : 0)}")"; exec "$@"' \
+    "${IPERF_START_AT:-0}" iperf3 -c "$2" -p "$3" --cport "$4" -t "$5" -i "${IPERF_INTERVAL:-1}" -J --logfile "$6"
+}
 # Waits until NODE listens on PORT (iperf3 server up), at most 5 s.
 iperf_wait_listen() {
   local i

@@ -130,13 +130,18 @@ _e2e_servers() {
   done
   for ((i = 0; i < ${#srcs[@]}; i++)); do iperf_wait_listen "${dsts[$i]}" $((5400 + i)); done
 }
+# The flows start together, as a collective's do: launching 16 clients one
+# after the other spread their starts over about a second, which the
+# reaction time then counted (a second round for the late ones).
 _e2e_clients() { # SECONDS; bases: "EPOCH SERVER_JSON" of each flow, for iperf_reach
-  local i
+  local i at
   bases=()
+  at=$(awk -v n="$(date +%s.%N)" -v k="${#srcs[@]}" 'BEGIN{printf "%.3f", n + 0.3 + 0.08 * k}')
   for ((i = 0; i < ${#srcs[@]}; i++)); do
-    bases+=("$(date +%s.%N)" "${files[$i]}")
-    iperf_client "${srcs[$i]}" "${addrs[$i]}" $((5400 + i)) $((42000 + i)) "$1" "$LAB_TMP/run-cli$i.json"
+    bases+=("$at" "${files[$i]}")
+    IPERF_START_AT=$at iperf_client "${srcs[$i]}" "${addrs[$i]}" $((5400 + i)) $((42000 + i)) "$1" "$LAB_TMP/run-cli$i.json"
   done
+  E2E_LATE=$(awk -v a="$at" -v n="$(date +%s.%N)" 'BEGIN{printf "%.2f", n - a}')   # > 0: launched after the start
 }
 _e2e_reap() {
   local i

@@ -9,7 +9,9 @@
 #   2. tierflowd steers one: L1's kernel holds a /32 for its destination via
 #      the other spine (proto bgp), nothing broader from the controller, the
 #      spines do not have it (no-advertise); both uplinks carry a flow and
-#      the aggregate reaches >= 0.9 of two flows at the collided rate
+#      the aggregate reaches >= 0.9 of two flows at the collided rate; the
+#      times from the round to the /32 in the kernel and to the traffic on
+#      the new uplink (20-ms counter samples) are printed
 #   3. restart: tierflowd killed (-9) and started again adopts the running
 #      speaker; `ip monitor route` in L1 sees the /32 never deleted
 #   4. remote failure: the steering spine's link to L2 goes down; the /32 is
@@ -95,6 +97,11 @@ echo "# ECMP: ${UP[0]} ${UP[1]} carry $(mbit "${R[0]}") $(mbit "${R[1]}") Mbit/s
 t_ge "ECMP: ${UP[1]} idle while both flows share ${UP[0]}" "$(awk -v m="$MBIT" 'BEGIN{print 0.1*m*1e6}')" "${R[1]}"
 
 # ---- 2. tierflowd steers one flow by BGP -------------------------------------
+# For the announce -> traffic figure: L1's route changes with timestamps, and
+# UP[1]'s transmitted bytes every 20 ms.
+lab_bg steer-monitor "$LAB" exec L1 -- ip -ts -o monitor route > "$LAB_TMP/steer-monitor.out" 2>&1
+lab_bg sampler "$LAB" exec L1 -- sh -c "while :; do echo \$(date +%s.%N) \$(cat /sys/class/net/${UP[1]}/statistics/tx_bytes); sleep 0.02; done" \
+  > "$LAB_TMP/sampler.out" 2>&1
 tstart=$(date +%s.%N)
 start_ctl
 # tierflowd pins the fat flows where they are, then moves one to UP[1]: wait
@@ -121,11 +128,28 @@ t_check "L1's route carries no-advertise" bash -c \
 t_eq "no spine holds the /32 (no-advertise)" "" "$(for s in S1 S2; do "$LAB" exec $s -- ip -4 route show exact "$SDST/32"; done)"
 t_check "/metrics: the speaker up, L1's session up, routes announced" bash -c \
   "curl -s '$URL/metrics' | grep -q '^tierflow_bgp_speaker_up 1' && curl -s '$URL/metrics' | grep -q '^tierflow_bgp_session_up{node=\"L1\",peer=\"[0-9.]*\"} 1' && curl -s '$URL/metrics' | grep -q '^tierflow_bgp_announced_routes [1-9]'"
+t_check "the backend is healthy: the speaker's Adj-RIB-Out read back as announced (no-advertise included)" bash -c \
+  "for i in \$(seq 60); do curl -s '$URL/api/v1/status' | jq -e '.backend.healthy == true' >/dev/null && exit 0; sleep 0.1; done; exit 1"
 t_check "GET /api/v1/routes lists it for L1 via S2" bash -c \
   "curl -s '$URL/api/v1/routes' | jq -e --arg p '$SDST/32' '.bgp.announced | any(.node == \"L1\" and .prefix == \$p)' >/dev/null"
 sleep 1.5
 R=($(rates 3)); AGG=${R[2]}
 echo "# steered: ${UP[0]} ${UP[1]} carry $(mbit "${R[0]}") $(mbit "${R[1]}") Mbit/s; aggregate $(mbit "$AGG") Mbit/s (collided $(mbit "$COLL"))"
+lab_stop sampler; lab_stop steer-monitor
+# The round that moved the flow (its event), the /32 in L1's kernel, and the
+# first 100 ms in which UP[1] carried half of what the flow had collided.
+tround=$(curl -s "$URL/api/v1/events" | jq -r '[.events[] | select(.kind == "rebalance" and (.message | startswith("moved")))][0].ts // empty')
+tkern=$(awk -v p="$SDST" '$2 == p && /via/ { gsub(/[][]/, "", $1); print $1; exit }' "$LAB_TMP/steer-monitor.out")
+tkern=$([ -n "$tkern" ] && date -d "$tkern" +%s.%N)
+tmoved=$(awk -v half="$(awk -v c="$COLL" 'BEGIN{print c / 4}')" -v from="${tround:-0}" '
+  { t[NR] = $1; b[NR] = $2 }
+  NR > 5 && t[NR] >= from && (b[NR] - b[NR-5]) * 8 / (t[NR] - t[NR-5]) >= half { print t[NR]; exit }' "$LAB_TMP/sampler.out")
+echo "# announce -> traffic: round $tround, kernel route $tkern, traffic moved $tmoved: round -> kernel" \
+  "$(awk -v a="$tround" -v b="$tkern" 'BEGIN{printf "%.0f", (b-a)*1000}') ms, kernel -> traffic" \
+  "$(awk -v a="$tkern" -v b="$tmoved" 'BEGIN{printf "%.0f", (b-a)*1000}') ms, round -> traffic" \
+  "$(awk -v a="$tround" -v b="$tmoved" 'BEGIN{printf "%.0f", (b-a)*1000}') ms"
+t_check "the moved flow shows on ${UP[1]}'s counters after the round (announce -> traffic measured)" \
+  test -n "$tround" -a -n "$tkern" -a -n "$tmoved"
 t_ge "both uplinks carry a flow" "${R[1]}" "$(awk -v c="$COLL" 'BEGIN{print 0.35*c}')"
 t_ge "aggregate >= 0.9 of two flows at the collided link's rate" "$AGG" "$(awk -v c="$COLL" 'BEGIN{print 0.9*2*c}')"
 
@@ -200,5 +224,7 @@ else
   t_eq "split pins: L1's kernel route to the host has two weighted next hops" 2 "${#w[@]}"
   t_check "the weights follow the pins, 2:1 (${w[*]})" awk -v a="${w[0]:-1}" -v b="${w[1]:-1}" \
     'BEGIN { r = a > b ? a / b : b / a; exit !(r >= 1.8 && r <= 2.2) }'
+  t_check "the read-back of ExaBGP's Adj-RIB-Out (extensive) matches: link bandwidths and no-advertise as asked" \
+    grep -q "^read-back: matches" <<<"$out"
 fi
 t_done

@@ -8,7 +8,9 @@
  *
  * split: two pins to one host by LEAF's uplink to SPINE and one by its
  * other uplink; prints the leaf's kernel route once it has both next hops
- * (the weights FRR made of the link-bandwidth communities) and exits.
+ * (the weights FRR made of the link-bandwidth communities) and whether the
+ * backend's read-back of the speaker matches ("read-back: matches"), then
+ * exits.
  *
  * TOPOLOGY has the switches' mgmt and asn (lab_bgp_topology); the flows go
  * from LEAF by its uplink to SPINE to hosts 10.200.0.0/16 (not a leaf of the
@@ -119,6 +121,14 @@ static int split(struct backend *b, const struct topo *t, const char *leaf, cons
     }
     if (!rc && line[0])
         printf("split route after %.3f s: %s", tf_now_mono() - t0, line);
+    /* The read-back after the change compares the speaker's Adj-RIB-Out,
+     * link bandwidths and no-advertise included (6 s: it runs at least
+     * every 5 s). */
+    bool ok = false;
+    for (double t1 = tf_now_mono(); !rc && line[0] && !(ok = backend_healthy(b)) && tf_now_mono() - t1 < 6;)
+        nanosleep(&(struct timespec){0, 50 * 1000000L}, NULL);
+    if (!rc && line[0])
+        printf("read-back: %s\n", ok ? "matches" : backend_error(b));
     return rc || !line[0] ? 1 : 0;
 }
 

@@ -1,7 +1,8 @@
 /*
  * ctl_fixture: shared by the controller's unit suites (test_ingest,
  * test_state, test_rebalance, test_api_flows, test_bgp_logic): a 2-leaf x 4-spine fabric
- * with 2 hosts per leaf (fx_topo_hosts: any number), leaf uplinks carrying interface names and /31
+ * with 2 hosts per leaf (fx_topo_hosts: any number; fx_topo_spec: any
+ * leaf/spine spec), leaf uplinks carrying interface names and /31
  * addresses like the emulated fabric writes them (so that plans can be
  * built), a helper that posts a report through the same parse + apply path
  * as the daemon, one that GETs a view through the same handler, and one
@@ -25,11 +26,10 @@
 
 /* Uplink of leaf Lx to spine Sy is "swpy" at the leaf and "swpx" at the
  * spine; host links have no names (so hosts and leaves use far-end names). */
-static inline struct topo *fx_topo_hosts(int hosts)
+static inline struct topo *fx_topo_spec(const char *spec)
 {
     struct topo *t;
-    char err[256], spec[96];
-    snprintf(spec, sizeof(spec), "leafspine:leaves=2,spines=4,hosts=%d,gbps=100", hosts);
+    char err[256];
     assert_int_equal(topo_load(spec, &t, err, sizeof(err)), 0);
     for (uint32_t k = 0; k < t->nlinks; k++) {
         struct topo_link *l = &t->links[k];
@@ -41,6 +41,13 @@ static inline struct topo *fx_topo_hosts(int hosts)
         snprintf(l->hi_ip, sizeof(l->hi_ip), "100.64.%u.1", k);
     }
     return t;
+}
+
+static inline struct topo *fx_topo_hosts(int hosts)
+{
+    char spec[96];
+    snprintf(spec, sizeof(spec), "leafspine:leaves=2,spines=4,hosts=%d,gbps=100", hosts);
+    return fx_topo_spec(spec);
 }
 
 static inline struct topo *fx_topo(void) { return fx_topo_hosts(2); }

@@ -6,7 +6,8 @@
  *     spines are two add-path routes weighted by their pins (link
  *     bandwidth), one route again when they agree;
  *   - the read-back: a route in the speaker's Adj-RIB-Out that was not asked
- *     for (broader than a /32) makes the backend unhealthy, naming it;
+ *     for (broader than a /32) makes the backend unhealthy, naming it; so
+ *     does a path without no-advertise or with another link bandwidth;
  *   - a class rule has no BGP form: refused, naming the switch;
  *   - close leaves the speaker running, open adopts it and its routes;
  *   - a spine that withdraws the destination leaf's prefix (its messages
@@ -263,6 +264,47 @@ static void readback_broader(void **st)
     assert_true(wait_healthy(true, err, sizeof(err)));
 }
 
+/* The read-back compares what a path carries too (`show adj-rib out
+ * extensive`, ExaBGP's own rendering): a path announced without
+ * no-advertise, or with another link bandwidth than its pins ask, makes the
+ * backend unhealthy, naming the path and the difference. */
+static void readback_attributes(void **st)
+{
+    (void)st;
+    static const char *const bad[][2] = {
+        {" next-hop 10.254.0.3 community no-advertise extended-community 0x4004FDE747F42400",
+         "10.0.2.1/32 to L1 next-hop 10.254.0.3: link bandwidth 125000 B/s in the speaker's Adj-RIB-Out, 250000 asked"},
+        {" next-hop 10.254.0.1 extended-community 0x4004FDE747F42400",
+         "10.0.2.1/32 to L1 next-hop 10.254.0.1: announced without no-advertise"},
+        {" next-hop 10.254.0.1 community no-advertise",
+         "10.0.2.1/32 to L1 next-hop 10.254.0.1: link bandwidth 0 B/s in the speaker's Adj-RIB-Out, 125000 asked"},
+    };
+    char path[128], err[256];
+    snprintf(path, sizeof(path), "%s/extra-rib-out", dir);
+    for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+        FILE *f = fopen(path, "w");
+        assert_non_null(f);
+        fprintf(f, "neighbor 127.0.0.2 local-ip 127.0.0.1 local-as 64999 peer-as 65001 router-id 127.0.0.1 "
+                   "family-allowed in-open ipv4 unicast 10.0.2.1/32 path-information 0.0.0.9%s\n", bad[k][0]);
+        fclose(f);
+        struct plan p;
+        struct backend_result res;
+        plan_init(&p);
+        add_flows(&p, "10.0.2.1", 1, 2, 40000);   /* weighted 2:1 (250000 and 125000 B/s) */
+        add_flows(&p, "10.0.2.1", 0, 1, 41000);
+        add_flows(&p, "10.0.2.9", 1, 1, 42000 + (uint16_t)k);   /* a change: read back after it */
+        apply(&p, &res);
+        assert_true(wait_healthy(false, err, sizeof(err)));
+        assert_non_null(strstr(err, bad[k][1]));
+        unlink(path);
+        plan_init(&p);
+        add_flows(&p, "10.0.2.1", 1, 2, 40000);
+        add_flows(&p, "10.0.2.1", 0, 1, 41000);
+        apply(&p, &res);
+        assert_true(wait_healthy(true, err, sizeof(err)));
+    }
+}
+
 static void class_refused(void **st)
 {
     (void)st;
@@ -405,6 +447,58 @@ static void session_lost(void **st)
     speaker_says(SAYS("127.0.0.4", "update") "\"message\": {\"update\": {\"announce\": {\"ipv4 unicast\": "
                  "{\"127.0.0.4\": [{\"nlri\": \"10.0.2.0/24\"}, {\"nlri\": \"10.0.1.0/24\"}]}}}}}}\n");
     sleep_ms(300);
+    routing_is(s1_back, notes, sizeof(notes));
+}
+
+static bool s1_l2_lost(uint32_t d, uint32_t s2_l2)
+{
+    uint32_t s1_l2;
+    assert_int_equal(topo_dir_between(topo, topo_node_by_name(topo, "S1"), topo_node_by_name(topo, "L2"), &s1_l2), 0);
+    return d == s2_l2 || d == s1_l2;
+}
+
+#define S1_UP SAYS("127.0.0.4", "state") "\"state\": \"up\"}}\n"
+#define S1_ANNOUNCES(nlri) SAYS("127.0.0.4", "update") "\"message\": {\"update\": {\"announce\": {\"ipv4 unicast\": " \
+    "{\"127.0.0.4\": [" nlri "]}}}}}}\n"
+
+/* After session_lost: a session's initial routes count only once complete
+ * (End-of-RIB, or no update for BGP_RIB_SETTLE_S). FRR sends a spine's
+ * routes one UPDATE per AS path: a first UPDATE without L2's prefix does
+ * not take S1 -> L2 down (in the lab it did, for the 3-s hold-down, and the
+ * first round moved both flows off S1); routes that settle without it do,
+ * and so does End-of-RIB at once. */
+static void initial_routes_settle(void **st)
+{
+    (void)st;
+    char notes[512];
+    speaker_says(S1_UP);
+    speaker_says(S1_ANNOUNCES("{\"nlri\": \"10.0.1.0/24\"}"));
+    sleep_ms(100);
+    routing_is(s1_back, notes, sizeof(notes));
+    json_t *o = backend_json(be), *e;   /* the session is up, whatever its routes */
+    size_t i;
+    const char *s1 = NULL;
+    json_array_foreach(json_object_get(o, "sessions"), i, e) if (!strcmp(json_string_value(json_object_get(e, "node")), "S1"))
+        s1 = json_string_value(json_object_get(e, "state"));
+    assert_non_null(s1);
+    assert_string_equal(s1, "established");
+    json_decref(o);
+    speaker_says(S1_ANNOUNCES("{\"nlri\": \"10.0.2.0/24\"}"));
+    sleep_ms(800);
+    routing_is(s1_back, notes, sizeof(notes));
+    speaker_says(S1_UP);
+    speaker_says(S1_ANNOUNCES("{\"nlri\": \"10.0.1.0/24\"}"));
+    sleep_ms(100);
+    routing_is(s1_back, notes, sizeof(notes));
+    sleep_ms(800);
+    routing_is(s1_l2_lost, notes, sizeof(notes));
+    speaker_says(S1_UP);
+    speaker_says(S1_ANNOUNCES("{\"nlri\": \"10.0.1.0/24\"}"));
+    speaker_says(SAYS("127.0.0.4", "update") "\"message\": {\"eor\": {\"afi\": \"ipv4\", \"safi\": \"unicast\"}}}}\n");
+    sleep_ms(100);
+    routing_is(s1_l2_lost, notes, sizeof(notes));
+    speaker_says(S1_ANNOUNCES("{\"nlri\": \"10.0.2.0/24\"}"));
+    sleep_ms(100);
     routing_is(s1_back, notes, sizeof(notes));
 }
 
@@ -639,9 +733,10 @@ static void session_lost_round(void **st)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(granularity),    cmocka_unit_test(readback_broader), cmocka_unit_test(class_refused),
+        cmocka_unit_test(granularity),    cmocka_unit_test(readback_broader), cmocka_unit_test(readback_attributes),
+        cmocka_unit_test(class_refused),
         cmocka_unit_test(restart_adopts), cmocka_unit_test(remote_failure),   cmocka_unit_test(session_lost),
-        cmocka_unit_test(withdraw_stops),
+        cmocka_unit_test(initial_routes_settle), cmocka_unit_test(withdraw_stops),
     };
     const struct CMUnitTest tests3[] = {cmocka_unit_test(spine_pins), cmocka_unit_test(withdraw_stops)};
     const struct CMUnitTest tests_rb[] = {cmocka_unit_test(round_pins_announced), cmocka_unit_test(rounds_stable),

@@ -18,6 +18,7 @@
 #include "controller/health.h"
 #include "controller/state.h"
 #include "policy/topo.h"
+#include "tests/unit/ctl_fixture.h"
 
 static struct topo *T;
 static struct health_cfg C;
@@ -271,6 +272,58 @@ static void drain_in_state(void **st)
     events_destroy(&ev);
 }
 
+/* L1's and L2's probes each report one fat flow to L3 through S1 at 15
+ * Mbit/s losing 15 of its 1,250 packets a second: S1 -> L3 explains both. */
+static void post_lossy(struct state *s, double now)
+{
+    static const char *const rep[][2] = {{"L1", "10.0.1.1\", \"dst\": \"10.0.3.1"},
+                                         {"L2", "10.0.2.1\", \"dst\": \"10.0.3.2"}};
+    for (size_t i = 0; i < 2; i++) {
+        char body[512];
+        snprintf(body, sizeof(body),
+                 "{\"probe\": \"%s\", \"ts\": %.1f, \"interval_s\": 1, \"links\": [{\"if\": \"swp1\", \"tx_bps\": 1.5e7}],"
+                 " \"flows\": [{\"src\": \"%s\", \"proto\": 6, \"sport\": 40000, \"dport\": 5201, \"if\": \"swp1\","
+                 " \"bps\": 1.5e7, \"pkts\": 1250, \"retx_pkts\": 15, \"fat\": true}]}",
+                 rep[i][0], now, rep[i][1]);
+        struct ingest_result res;
+        assert_int_equal(fx_post(s, body, now, &res), 0);
+    }
+}
+
+/* While the usable fabric changes (here an operator drains L1 -> S2), no
+ * round takes loss as evidence, for thresholds.link_holddown + 2
+ * intervals: flows rerouted around a change resend what their old path
+ * lost. The same loss names S1 -> L3 once the window has passed. */
+static void no_loss_evidence_while_fabric_changes(void **st)
+{
+    (void)st;
+    struct state s;
+    struct events ev;
+    struct config c;
+    struct health h;
+    config_defaults(&c);
+    events_init(&ev);
+    assert_int_equal(state_init(&s, fx_topo_spec("leafspine:leaves=3,spines=2,hosts=2,gbps=0.05"), 100, 3, 99), 0);
+    assert_int_equal(health_init(&h, &c), 0);
+    double t0 = 100, window = s.link_holddown + 2 * c.interval;
+    assert_int_equal(health_drain(&s, &ev, "L1", "S2", true, "test", t0), 0);
+    double now = t0;
+    for (; now < t0 + window; now += c.interval) {
+        post_lossy(&s, now);
+        health_tick(&h, &s, &ev, now);
+    }
+    assert_false(fx_has_event(&ev, "link_suspect", "S1 -> L3"));
+    for (int k = 0; k < 3 && !fx_has_event(&ev, "link_suspect", "S1 -> L3"); k++, now += c.interval) {
+        post_lossy(&s, now);
+        health_tick(&h, &s, &ev, now);
+    }
+    assert_true(fx_has_event(&ev, "link_suspect", "S1 -> L3"));
+    assert_false(fx_has_event(&ev, "link_suspect", "L1 -> S1"));
+    health_free(&h);
+    state_free(&s);
+    events_destroy(&ev);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -282,6 +335,7 @@ int main(void)
         cmocka_unit_test(hysteresis),
         cmocka_unit_test(flaps),
         cmocka_unit_test(drain_in_state),
+        cmocka_unit_test(no_loss_evidence_while_fabric_changes),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
