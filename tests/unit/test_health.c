@@ -119,7 +119,7 @@ static void loss_outweighs_count(void **st)
     (void)st;
     struct health_flow f[] = {
         flow("H1", "H5", "S1", 60), flow("H3", "H6", "S1", 45),   /* through S1 -> L3: 1.6%, 1.2% */
-        flow("H4", "H2", "S1", 9),                               /* L2 -> S1 -> L1: 0.24% */
+        flow("H4", "H2", "S1", 23),                              /* L2 -> S1 -> L1: 0.6% */
         flow("H2", "H4", "S1", 0),  flow("H5", "H2", "S2", 0),  flow("H6", "H3", "S3", 0),
     };
     struct health_dir_in d[64];
