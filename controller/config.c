@@ -96,7 +96,7 @@ static const struct config_key config_keys[] = {
     {"thresholds.harm_intervals", CK_DOUBLE, F(harm_intervals), "3", 1, 1000, NULL, CK_RELOAD},
     {"thresholds.harm_margin", CK_DOUBLE, F(harm_margin), "0.05", 0, 1, NULL, CK_RELOAD},
     {"thresholds.drain", CK_BOOL, F(drain), "false", 0, 0, NULL, CK_RELOAD},
-    {"thresholds.gray_loss", CK_DOUBLE, F(gray_loss), "0.002", 0.00001, 1, NULL, CK_RELOAD},
+    {"thresholds.gray_loss", CK_DOUBLE, F(gray_loss), "0.005", 0.00001, 1, NULL, CK_RELOAD},
     {"thresholds.gray_min_loss", CK_LONG, F(gray_min_loss), "3", 1, 1000000, NULL, CK_RELOAD},
     {"thresholds.gray_min_flows", CK_LONG, F(gray_min_flows), "2", 1, 1000, NULL, CK_RELOAD},
     {"thresholds.gray_clean_share", CK_DOUBLE, F(gray_clean_share), "0.34", 0, 1, NULL, CK_RELOAD},

@@ -109,6 +109,28 @@ static void gray_link_named(void **st)
     assert_true(v[g].conf > 0.99);
 }
 
+/* Bench 65's case: a flow of L2 through the gray S1 -> L3 and one of L2's
+ * other flows, lossy now and then by a little (the lab's background
+ * retransmits), make L2 -> S1 as many lossy flows as S1 -> L3 has. The
+ * direction that explains the most loss is blamed: S1 -> L3, and the
+ * background flow alone names nothing. */
+static void loss_outweighs_count(void **st)
+{
+    (void)st;
+    struct health_flow f[] = {
+        flow("H1", "H5", "S1", 60), flow("H3", "H6", "S1", 45),   /* through S1 -> L3: 1.6%, 1.2% */
+        flow("H4", "H2", "S1", 23),                              /* L2 -> S1 -> L1: 0.6% */
+        flow("H2", "H4", "S1", 0),  flow("H5", "H2", "S2", 0),  flow("H6", "H3", "S3", 0),
+    };
+    struct health_dir_in d[64];
+    struct health_verdict v[64];
+    dirs_in(d);
+    assert_int_equal(health_localise(&C, f, 6, d, 2 * T->nlinks, v), 0);
+    assert_true(v[dir("S1", "L3")].bad);
+    assert_false(v[dir("L2", "S1")].bad);
+    assert_int_equal(nbad(v), 1);
+}
+
 /* The same loss on a direction whose own queue dropped is congestion. */
 static void congestion_is_not_gray(void **st)
 {
@@ -328,6 +350,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(gray_link_named),
+        cmocka_unit_test(loss_outweighs_count),
         cmocka_unit_test(congestion_is_not_gray),
         cmocka_unit_test(one_path_blames_nothing),
         cmocka_unit_test(no_blame_without_evidence),
