@@ -68,7 +68,7 @@ gray_rule_add S1 "$GIF" 0.001
 read -r t names <<< "$(gray_time_to_name "$URL" "$id" 10)"
 gray_rules_clear
 case ${names:-} in
-  "") echo "detect 0.1%: below detection (nothing named in 10 s; thresholds.gray_loss 0.005)" ;;
+  "") echo "detect 0.1%: below detection (nothing named in 10 s; below the default thresholds.gray_loss)" ;;
   "S1 -> L3") echo "detect 0.1%: named S1 -> L3 after $t s" ;;
   *) echo "detect 0.1%: WRONG LINK named: $names"; wrong=$((wrong + 1)) ;;
 esac
