@@ -219,6 +219,17 @@ static void check_cuts(int dlt, const struct fb *f, uint32_t l3_end, uint32_t l4
 
 /* ---- Ethernet, tags ----------------------------------------------------- */
 
+/* An IPv4/TCP segment without payload, padded to Ethernet's 60 bytes:
+ * the padding is neither datagram nor payload. */
+static void padded_tcp4(struct fb *f, uint16_t frag, uint16_t sport, uint16_t dport)
+{
+    eth(f, 0, NULL, NULL, 0x0800);
+    uint32_t o = ip4(f, 0, frag, 6, 0);
+    tcp(f, sport, dport, 0);
+    ip4_fix(f, o);
+    zeros(f, 6);
+}
+
 static void test_eth_ipv4_tcp(void **state)
 {
     (void)state;
@@ -250,11 +261,7 @@ static void test_eth_ipv4_tcp(void **state)
     check_cuts(DLT_EN10MB, &f, 34, 54, 66);
     /* Ethernet padding after a short datagram is not part of it. */
     struct fb g = {0};
-    eth(&g, 0, NULL, NULL, 0x0800);
-    o = ip4(&g, 0, 0, 6, 0);
-    tcp(&g, 1, 2, 0);
-    ip4_fix(&g, o);
-    zeros(&g, 6);
+    padded_tcp4(&g, 0, 1, 2);
     assert_int_equal(dec(DLT_EN10MB, &g, g.n, g.n, &p), 0);
     assert_int_equal(p.ip_len, 40);
     assert_int_equal(p.flags, 0);
@@ -747,11 +754,7 @@ static void test_loss_fields(void **state)
     assert_int_equal(p.seg_len, 1000);
     /* Ethernet padding is not payload: a pure ACK padded to 60 bytes. */
     struct fb a = {0};
-    eth(&a, 0, NULL, NULL, 0x0800);
-    o = ip4(&a, 0, 0x4000, 6, 0);
-    tcp(&a, 49152, 5001, 0);
-    ip4_fix(&a, o);
-    zeros(&a, 6);
+    padded_tcp4(&a, 0x4000, 49152, 5001);
     assert_int_equal(dec(DLT_EN10MB, &a, a.n, a.n, &p), 0);
     assert_int_equal(p.seg_len, 0);
     assert_int_equal(p.tcp_seq, 1);

@@ -504,6 +504,18 @@ static bool dir_measured(struct state *s, const char *from, const char *to)
     return s->dirs[dir].measured;
 }
 
+/* The reply's refused entries are exactly want (path, message), in order. */
+static void assert_refused(json_t *r, const char *const want[][2], size_t n)
+{
+    json_t *ref = json_object_get(r, "refused");
+    assert_int_equal(json_array_size(ref), n);
+    for (size_t i = 0; i < n; i++) {
+        json_t *e = json_array_get(ref, i);
+        assert_string_equal(jstr(e, "path", NULL), want[i][0]);
+        assert_string_equal(jstr(e, "message", NULL), want[i][1]);
+    }
+}
+
 /* One value out of bounds (a sampling rate of 2^32-1, a flow rate no link
  * could carry, a drop counter that jumped) costs its entry, never the
  * report: the rest applies, and the reply names each entry by its path. */
@@ -529,8 +541,6 @@ static void bad_entry_not_whole_report(void **st)
     assert_int_equal(json_integer_value(json_object_get(r, "flows")), 1);
     assert_int_equal(json_integer_value(json_object_get(r, "links")), 1);
     assert_int_equal(json_integer_value(json_object_get(r, "refused_entries")), 4);
-    json_t *ref = json_object_get(r, "refused");
-    assert_int_equal(json_array_size(ref), 4);
     /* Parse-time refusals first (in the body's order), then the topology's. */
     const char *want[][2] = {
         {"flows[1].sampling", "flows[1].sampling: 4294967295 exceeds the maximum 1073741824"},
@@ -539,11 +549,7 @@ static void bad_entry_not_whole_report(void **st)
         {"links[2].tx_bps", "links[2].tx_bps: 3e+11 beyond the bound 2e+11 (2 times what L1 -> S3 carries at 100 Gb/s)"},
         {"flows[2].bps", "flows[2].bps: 4e+11 beyond the bound 2e+11 (2 times what L1 -> S2 carries at 100 Gb/s)"},
     };
-    for (size_t i = 0; i < 4; i++) {
-        json_t *e = json_array_get(ref, i);
-        assert_string_equal(jstr(e, "path", NULL), want[i][0]);
-        assert_string_equal(jstr(e, "message", NULL), want[i][1]);
-    }
+    assert_refused(r, want, TF_ARRAY_SIZE(want));
     json_decref(r);
     /* Applied: the good flow and link; the refused ones left no trace. */
     assert_non_null(flow_of(&s, "10.0.1.1", "10.0.2.1", 1));
@@ -614,7 +620,6 @@ static void gray_signals_stored(void **st)
     assert_int_equal(post_from(&s, NULL, &o, "192.0.2.1", body, NOW, &r), 200);
     assert_int_equal(json_integer_value(json_object_get(r, "flows")), 2);
     assert_int_equal(json_integer_value(json_object_get(r, "links")), 2);
-    json_t *ref = json_object_get(r, "refused");
     const char *want[][2] = {
         {"flows[2].retx_pkts", "flows[2].retx_pkts: 11 exceeds the flow's pkts 10"},
         {"flows[3].naks", "flows[3].naks: 1 exceeds the flow's pkts 0"},
@@ -624,12 +629,7 @@ static void gray_signals_stored(void **st)
         {"links[3].errors", "links[3].errors: 2e+09 beyond the bound 1.19048e+09 (2 times what L1 -> S4 carries at "
                             "100 Gb/s, in packets of the interval, both ways)"},
     };
-    assert_int_equal(json_array_size(ref), TF_ARRAY_SIZE(want));
-    for (size_t i = 0; i < TF_ARRAY_SIZE(want); i++) {
-        json_t *e = json_array_get(ref, i);
-        assert_string_equal(jstr(e, "path", NULL), want[i][0]);
-        assert_string_equal(jstr(e, "message", NULL), want[i][1]);
-    }
+    assert_refused(r, want, TF_ARRAY_SIZE(want));
     json_decref(r);
     const struct state_flow *f = flow_of(&s, "10.0.1.1", "10.0.2.1", 1);
     assert_non_null(f);
