@@ -6,9 +6,14 @@
 # 1% of the first flow's segments at random (`-m statistic`, a gray failure:
 # no interface counter moves) after they crossed the capture point, so the
 # probe sees every original and every retransmission. Checks: the first
-# flow's retx_pkts against the exact count the iptables rule dropped, the
-# second flow's retx_pkts near 0, and then the sender's carrier_changes after
-# the peer goes down and up once (2 transitions).
+# flow's retx_pkts against the exact count the iptables rule dropped; each
+# flow's retx_pkts against the segments its sender's kernel retransmitted
+# (iperf3's "retransmits", TCP_INFO's total_retrans): the second flow has no
+# drop rule, but the two flows fill the 100-Mbit/s queue and Cubic overflows
+# it now and then (a CI run counted 18 such resends in 16617 packets, 0.11%),
+# so "near 0" is not an oracle and the kernel's own count is; and then the
+# sender's carrier_changes after the peer goes down and up once (2
+# transitions).
 # Segments are kept MSS-sized (gso_max_segs 1): one dropped packet is then
 # one segment, as on a switch port, and the rule's counter is comparable.
 set -u
@@ -66,8 +71,18 @@ t_check "iptables dropped about 1% of the lossy flow ($dropped of $pkts1)" \
 # once): the ratio stays near 1.
 t_check "lossy flow: retx_pkts $retx1 within 0.7..1.5 of the $dropped drops" \
   awk -v r="$retx1" -v d="$dropped" 'BEGIN{exit !(d > 0 && r/d >= 0.7 && r/d <= 1.5)}'
-t_check "clean flow: retx_pkts $retx2 at most 0.1% of its $pkts2 packets" \
-  awk -v r="$retx2" -v n="$pkts2" 'BEGIN{exit !(n > 10000 && r <= n / 1000)}'
+# The sender's kernel counts every segment it sends again (fast retransmit,
+# RTO, tail-loss probe), the probe every sequence range it sees again: the
+# same events from both ends of one veth. A few apart for the intervals'
+# edges and a resend the capture's ring missed.
+k1=$(jq -r '.end.sum_sent.retransmits // empty' "$T/c1.json" 2>/dev/null)
+k2=$(jq -r '.end.sum_sent.retransmits // empty' "$T/c2.json" 2>/dev/null)
+echo "# the senders' kernels retransmitted: lossy flow ${k1:-?}, clean flow ${k2:-?} segments"
+near() { awk -v r="$1" -v k="$2" 'BEGIN{d = r - k; if (d < 0) d = -d; exit !(k != "" && d <= 3 + 0.1 * k)}'; }
+t_check "lossy flow: retx_pkts $retx1 within 3 + 10% of the kernel's ${k1:-?} retransmits" near "$retx1" "$k1"
+t_check "clean flow: retx_pkts $retx2 within 3 + 10% of the kernel's ${k2:-?} retransmits" near "$retx2" "$k2"
+t_check "clean flow lost less than the lossy one (kernel: ${k2:-?} vs ${k1:-?} retransmits)" \
+  awk -v a="$k2" -v b="$k1" 'BEGIN{exit !(a != "" && b != "" && a * 2 < b)}'
 cc=$(jq -s '[.[].links[] | select(.if == "grpv0") | .carrier_changes // 0] | add' "$T/reports")
 t_eq "carrier_changes on grpv0: the peer's down and up" 2 "$cc"
 t_done
