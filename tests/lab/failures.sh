@@ -172,7 +172,13 @@ fail_wait_routing() { # prints seconds waited, or -1 after SECS
     ok=1
     for n in "${FAIL_SWITCHES[@]}"; do [ "$(fail_rt_sig "$n")" = "${FAIL_RTSIG[$n]}" ] || { ok=0; break; }; done
     [ $ok -eq 1 ] && { awk -v a="$t0" -v b="$(fail_now)" 'BEGIN{printf "%.1f\n", b - a}'; return 0; }
-    awk -v a="$t0" -v b="$(fail_now)" -v s="$1" 'BEGIN{exit !(b - a > s)}' && { echo -1; return 1; }
+    awk -v a="$t0" -v b="$(fail_now)" -v s="$1" 'BEGIN{exit !(b - a > s)}' && {
+      # Say which switch, and how: a CI run once spent 5 x 30 s here.
+      for n in "${FAIL_SWITCHES[@]}"; do
+        [ "$(fail_rt_sig "$n")" = "${FAIL_RTSIG[$n]}" ] ||
+          echo "# routing at $n not back after $1 s: now [$(fail_rt_sig "$n")], before [${FAIL_RTSIG[$n]}]; table: $(ip -n "${FAIL_NS[$n]}" -o route show table main | tr -s '\n\t\\' '|  ')" >&2
+      done
+      echo -1; return 1; }
     sleep 0.2
   done
 }
