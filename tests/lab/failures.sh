@@ -75,6 +75,9 @@ FAIL_SETTLE=${FAIL_SETTLE:-4}
 FAIL_RESTORE_HOLD=${FAIL_RESTORE_HOLD:-8}
 FAIL_WARMUP=${FAIL_WARMUP:-6}
 FAIL_BASE=${FAIL_BASE:-4}
+# Routing comes back within 0-2.5 s of a link's return here (ECMP runs);
+# past this the run goes on and the scenario says -1.
+FAIL_ROUTING_WAIT=${FAIL_ROUTING_WAIT:-12}
 FAIL_TABLE_MIN=${FAIL_TABLE_MIN:-7700}   # tierflow's tables (tierflowd's table_base + 0..255)
 FAIL_TABLE_MAX=${FAIL_TABLE_MAX:-7955}
 
@@ -511,7 +514,7 @@ fail_run() {
         fail_align; te=$FAIL_T
         fail_up restore; down_src=0
         [ "$mode" = oracle ] && fail_oracle_install none
-        FAIL_R["$mode restore routing"]=$(fail_wait_routing 30) ;;
+        FAIL_R["$mode restore routing"]=$(fail_wait_routing "$FAIL_ROUTING_WAIT") ;;
       *)
         fail_align; te=$FAIL_T
         fail_down "$s"
@@ -543,7 +546,7 @@ fail_run() {
       *) fail_up "$s"; [ "$mode" = oracle ] && fail_oracle_install none ;;
     esac
     if [ $down_src -eq 0 ]; then
-      [ "$s" = restore ] || FAIL_R["$mode $s routing"]=$(fail_wait_routing 30)
+      [ "$s" = restore ] || FAIL_R["$mode $s routing"]=$(fail_wait_routing "$FAIL_ROUTING_WAIT")
       sleep "$FAIL_SETTLE"
     fi
   done
