@@ -48,14 +48,17 @@ int backend_read(struct backend *b, struct plan *have);
 /* Removes everything this backend owns, on every switch it can reach. */
 int backend_withdraw(struct backend *b, struct backend_result *res);
 /*
- * What the switches' own routing says (netlink only; backend.h of
- * nl_backend.h for the watch): down[ndirs] (ndirs = 2 * the topology's
- * links) gets 1 for every link direction an interface state or a routing
- * withdrawal makes unusable, and notes (may be NULL) the lines describing
- * pins the backend withdrew since the last call ("" when none).
- * -EOPNOTSUPP for the other kinds (down all 0), -ESTALE when ndirs is not
- * this backend's topology's.
+ * What the switches' own routing says (netlink and bgp; nl_backend.h and
+ * bgp_view.h for the watches): down[ndirs] (ndirs = 2 * the topology's
+ * links) gets BACKEND_DIR_DOWN for every link direction an interface state
+ * or a routing withdrawal makes unusable, BACKEND_DIR_UNSEEN for one the
+ * backend can no longer watch (bgp: the session with a switch at its end
+ * is lost) though routing may well still use it, 0 otherwise; and notes
+ * (may be NULL) the lines describing pins the backend withdrew since the
+ * last call ("" when none). -EOPNOTSUPP for the other kinds (down all 0),
+ * -ESTALE when ndirs is not this backend's topology's.
  */
+
 int backend_routing(struct backend *b, uint8_t *down, uint32_t ndirs, char *notes, size_t noteslen);
 bool backend_healthy(struct backend *b);
 /* The bgp kind's speaker, sessions and announcements (bgp_backend_json);

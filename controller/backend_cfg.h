@@ -9,6 +9,14 @@
 #ifndef TF_BACKEND_CFG_H
 #define TF_BACKEND_CFG_H
 
+/* What backend_routing says of a link direction (0: nothing against it).
+ * DOWN: routing withdrew it (an interface down, a path lost): unusable.
+ * UNSEEN: the backend lost its watch over it (bgp: the session with the
+ * switch at one end is gone) while the switches' routing may well still
+ * use it: nothing new is pinned through it, flows routing put there stay. */
+#define BACKEND_DIR_DOWN 1
+#define BACKEND_DIR_UNSEEN 2
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>

@@ -10,6 +10,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "controller/backend_cfg.h"
 #include "policy/topo.h"
 
 int bgp_view_init(struct bgp_view *v, const struct topo *t, char *err, size_t errlen)
@@ -190,10 +191,13 @@ bool bgp_view_refresh(struct bgp_view *v)
     for (uint32_t l = 0; l < v->t->nlinks; l++) {
         const struct topo_link *k = &v->t->links[l];
         uint32_t pi = v->peer_of[k->hi];
-        uint8_t lost = session_lost(v, k->lo) || session_lost(v, k->hi), d = lost;
+        /* Lost from view is not down: the switches' routing still uses the
+         * links (only the controller's session went), and taking them as
+         * down would pile every fat flow onto the other spines. */
+        uint8_t lost = session_lost(v, k->lo) || session_lost(v, k->hi) ? BACKEND_DIR_UNSEEN : 0, d = lost;
         if (!lost && pi != UINT32_MAX && v->t->nodes[k->lo].tier == TOPO_LEAF && v->peers[pi].rib &&
             v->peers[pi].up)
-            d = !v->peers[pi].reach[k->lo];
+            d = v->peers[pi].reach[k->lo] ? 0 : BACKEND_DIR_DOWN;
         changed |= v->down[2 * l] != lost || v->down[2 * l + 1] != d;
         v->down[2 * l] = lost;
         v->down[2 * l + 1] = d;

@@ -12,7 +12,8 @@
  * first): until then what it has not announced yet is not taken as lost.
  * A peer never heard from, or whose routes are not complete, reaches
  * everything (nothing to go by). A spine whose session, once up, went down
- * takes all its links down both ways. Not thread-safe: the backend's
+ * takes all its links out of view both ways (BACKEND_DIR_UNSEEN, not down:
+ * its data plane may be fine). Not thread-safe: the backend's
  * mutex guards it.
  */
 #ifndef TF_BGP_VIEW_H
@@ -47,7 +48,7 @@ struct bgp_view {
     struct bgp_view_peer *peers;
     size_t npeers;
     uint32_t *peer_of;             /* topology node -> peer index, UINT32_MAX none */
-    uint8_t *down;                 /* per link direction (2 * nlinks) */
+    uint8_t *down;                 /* per link direction (2 * nlinks): BACKEND_DIR_* or 0 */
     uint32_t ndirs;
 };
 

@@ -130,20 +130,25 @@ int rebalance_routing(struct rebalance *rb, double now)
     pthread_rwlock_wrlock(&s->lock);
     const struct topo *t = s->topo;
     for (uint32_t d = 0; d < nd; d++) {
-        if (!state_dir_set_route_down(s, d, down[d], now))
+        bool unseen_changed = state_dir_set_route_unseen(s, d, down[d] == BACKEND_DIR_UNSEEN, now);
+        if (!state_dir_set_route_down(s, d, down[d] == BACKEND_DIR_DOWN, now) && !unseen_changed)
             continue;
-        went_down += down[d];
+        went_down += down[d] != 0;
         if (evs++ >= REBALANCE_ROUTING_EVENTS) {
             more++;
             continue;
         }
-        if (down[d])
+        const char *a = nm(t, topo_dir_from(t, d)), *b = nm(t, topo_dir_to(t, d));
+        if (down[d] == BACKEND_DIR_DOWN)
             events_add(rb->ev, now, "routing_down", "%s -> %s: the switches' routing withdrew it (interface down "
-                       "or path lost); pins on it are removed and it is not used", nm(t, topo_dir_from(t, d)),
-                       nm(t, topo_dir_to(t, d)));
+                       "or path lost); pins on it are removed and it is not used", a, b);
+        else if (down[d] == BACKEND_DIR_UNSEEN)
+            events_add(rb->ev, now, "routing_down", "%s -> %s: out of the controller's view (its session with a "
+                       "switch at either end is down); pins on it are removed and nothing new is pinned through "
+                       "it, flows the switches route there stay", a, b);
         else
             events_add(rb->ev, now, "routing_up", "%s -> %s: routing offers it again; usable after %.1f s hold-down",
-                       nm(t, topo_dir_from(t, d)), nm(t, topo_dir_to(t, d)), s->link_holddown);
+                       a, b, s->link_holddown);
     }
     pthread_rwlock_unlock(&s->lock);
     if (more)

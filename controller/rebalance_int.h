@@ -67,6 +67,7 @@ struct round {
     double *bps, *ce, *bg;
     uint32_t *nfat;
     uint8_t *down, *hot;
+    uint8_t *closed;             /* out of the backend's view: no new pin through it (state_dir_closed) */
     uint32_t nhot;               /* contended directions: the assignment runs only if > 0 */
     bool degraded;               /* some direction is down (probe, routing or hold-down) */
     bool returning;              /* some direction is in its hold-down: routing gave it back */
@@ -82,7 +83,7 @@ struct round {
     struct unpin {
         struct state_flow_key k;
         uint64_t id;
-        enum { UNPIN_AGED, UNPIN_FAILED, UNPIN_HARM } why;
+        enum { UNPIN_AGED, UNPIN_FAILED, UNPIN_HARM, UNPIN_UNSEEN } why;
         double age;
     } *unpin;
     size_t nunpin;
@@ -164,6 +165,9 @@ void rebalance_backend_init(struct rebalance *rb, struct backend *be);
 
 /* rebalance_pins.c */
 bool rebalance_forced(const struct round *r, size_t i);
+/* Whether path idx from src to dst crosses a direction out of view
+ * (r->closed): nothing may be pinned there. */
+bool rebalance_closed(const struct round *r, const struct topo *t, uint32_t src, uint32_t dst, int64_t idx);
 void rebalance_class_rules_build(const struct classes *cs, const struct topo *t, struct rebalance_class_rules *cr);
 int  rebalance_group_pins(struct round *r, const struct assign_flow *af, uint32_t *path);
 int  rebalance_build_plan(struct rebalance *rb, const struct round *r, const uint32_t *path,

@@ -28,6 +28,16 @@ bool rebalance_forced(const struct round *r, size_t i)
     return false;
 }
 
+bool rebalance_closed(const struct round *r, const struct topo *t, uint32_t src, uint32_t dst, int64_t idx)
+{
+    uint32_t dirs[TOPO_MAX_HOPS];
+    int n = idx < 0 ? 0 : topo_path_dirs(t, src, dst, (uint64_t)idx, dirs, TOPO_MAX_HOPS);
+    for (int j = 0; j < n; j++)
+        if (r->closed[dirs[j]])
+            return true;
+    return false;
+}
+
 /* The class rules of the policy (rebalance_int.h). Read lock. */
 void rebalance_class_rules_build(const struct classes *cs, const struct topo *t, struct rebalance_class_rules *cr)
 {
@@ -140,7 +150,7 @@ void rebalance_unpin_apply(struct rebalance *rb, const struct round *r, double n
     if (!r->nunpin)
         return;
     struct state *s = rb->st;
-    size_t aged = 0, failed = 0, said = 0;
+    size_t aged = 0, failed = 0, unseen = 0, said = 0;
     pthread_rwlock_wrlock(&s->lock);
     for (size_t i = 0; i < r->nunpin; i++) {
         const struct unpin *u = &r->unpin[i];
@@ -151,21 +161,24 @@ void rebalance_unpin_apply(struct rebalance *rb, const struct round *r, double n
         f->pin = -1;
         if (u->why == UNPIN_HARM)     /* the "harm" event said it for the group */
             continue;
-        u->why == UNPIN_FAILED ? failed++ : aged++;
+        u->why == UNPIN_FAILED ? failed++ : u->why == UNPIN_UNSEEN ? unseen++ : aged++;
         if (said++ >= REBALANCE_UNPIN_EVENTS)
             continue;
         char a[64], b[64];
         events_add(rb->ev, now, "unpinned", "flow %016llx %s:%u -> %s:%u (proto %u): %s%.0f s", (unsigned long long)u->id,
                    tf_addr_str(u->k.af, u->k.src, a, sizeof(a)), u->k.sport,
                    tf_addr_str(u->k.af, u->k.dst, b, sizeof(b)), u->k.dport, u->k.proto,
-                   u->why == UNPIN_FAILED ? "its path failed while unobserved; last seen " : "unobserved or not fat for ",
+                   u->why == UNPIN_FAILED   ? "its path failed while unobserved; last seen "
+                   : u->why == UNPIN_UNSEEN ? "its path is out of the controller's view (left to the switches' "
+                                              "routing); last seen "
+                                            : "unobserved or not fat for ",
                    u->age);
     }
     s->gen++;
     pthread_rwlock_unlock(&s->lock);
     if (said > REBALANCE_UNPIN_EVENTS)
-        events_add(rb->ev, now, "unpinned", "%zu more pins removed (%zu unobserved too long, %zu on failed paths in all)",
-                   said - REBALANCE_UNPIN_EVENTS, aged, failed);
+        events_add(rb->ev, now, "unpinned", "%zu more pins removed (%zu unobserved too long, %zu on failed paths, "
+                   "%zu on paths out of view in all)", said - REBALANCE_UNPIN_EVENTS, aged, failed, unseen);
 }
 
 /* "L1 S2 L2", for logs. */
@@ -194,7 +207,8 @@ void rebalance_mark_holds(struct round *r, const uint32_t *path)
         struct snap *f = &r->f[i];
         if (f->pin >= 0 || f->path < 0 || f->withdrawn || (path[i] != ASSIGN_NO_PATH && (int64_t)path[i] != f->path))
             continue;
-        f->hold = !rebalance_forced(r, i);
+        /* Not on a path out of view: no pin could hold there. */
+        f->hold = !rebalance_forced(r, i) && !rebalance_closed(r, r->t, f->src, f->dst, f->path);
     }
 }
 

@@ -22,6 +22,7 @@ void rebalance_round_free(struct round *r)
     free(r->bg);
     free(r->nfat);
     free(r->down);
+    free(r->closed);
     free(r->hot);
     free(r->f);
     free(r->snap_of);
@@ -51,10 +52,12 @@ static void keep_or_unpin(struct round *r, struct state *s, const struct state_f
     bool placed = f->pin >= 0 && f->src_node != TOPO_NONE && f->dst_node != TOPO_NONE &&
                   (k->ndirs = topo_path_dirs(s->topo, f->src_node, f->dst_node, (uint64_t)f->pin, k->dirs,
                                              TOPO_MAX_HOPS)) > 0;
-    bool failed = false;
-    for (int j = 0; placed && j < k->ndirs; j++)
+    bool failed = false, unseen = false;
+    for (int j = 0; placed && j < k->ndirs; j++) {
         failed |= r->down[k->dirs[j]];
-    if (placed && !failed && age <= grace) {
+        unseen |= r->closed[k->dirs[j]];
+    }
+    if (placed && !failed && !unseen && age <= grace) {
         k->k = f->k;
         k->id = f->id;
         k->src = f->src_node;
@@ -63,8 +66,10 @@ static void keep_or_unpin(struct round *r, struct state *s, const struct state_f
         r->nkept++;
         return;
     }
-    r->unpin[r->nunpin++] = (struct unpin){.k = f->k, .id = f->id, .why = placed && failed ? UNPIN_FAILED : UNPIN_AGED,
-                                           .age = age};
+    r->unpin[r->nunpin++] = (struct unpin){.k = f->k, .id = f->id, .age = age,
+                                           .why = placed && failed   ? UNPIN_FAILED
+                                                  : placed && unseen ? UNPIN_UNSEEN
+                                                                     : UNPIN_AGED};
 }
 
 /* Why direction d counts as congested (NULL: it does not), and whether it is
@@ -123,18 +128,21 @@ int rebalance_snapshot(struct rebalance *rb, double now, struct round *r)
     r->bg = calloc(nd, sizeof(double));
     r->nfat = calloc(nd, sizeof(uint32_t));
     r->down = calloc(nd, 1);
+    r->closed = calloc(nd, 1);
     r->hot = calloc(nd, 1);
     r->f = calloc(s->nflows + 1, sizeof(*r->f));
     r->snap_of = malloc((s->nflows + 1) * sizeof(*r->snap_of));
     r->kept = calloc(s->nflows + 1, sizeof(*r->kept));
-    r->unpin = calloc(s->nflows + 1, sizeof(*r->unpin));
+    /* Two a flow at most: one here (aged, failed or unseen), one judged harmful. */
+    r->unpin = calloc(2 * (s->nflows + 1), sizeof(*r->unpin));
     r->congested = json_array();
-    if (!r->bps || !r->ce || !r->bg || !r->nfat || !r->down || !r->hot || !r->f || !r->snap_of || !r->kept ||
+    if (!r->bps || !r->ce || !r->bg || !r->nfat || !r->down || !r->closed || !r->hot || !r->f || !r->snap_of || !r->kept ||
         !r->unpin || rebalance_dirs_ensure(rb, r->nd) < 0)
         return -ENOMEM;
     state_dir_loads(s, now, r->bps, r->ce, r->nfat);
     for (uint32_t d = 0; d < r->nd; d++) {
         r->down[d] = !s->dirs[d].up;
+        r->closed[d] = state_dir_closed(s, d, now);
         r->degraded |= r->down[d];
         if (r->down[d]) {
             const char *why = state_dir_down_reason(s, d, now);
@@ -166,6 +174,12 @@ int rebalance_snapshot(struct rebalance *rb, double now, struct round *r)
         sf->cls = f->cls;
         sf->path = f->path;
         sf->pin = f->pinned ? f->pin : -1;
+        /* A pin through a direction out of view is gone from the switches
+         * (the backend withdrew it): the flow stays where routing puts it. */
+        if (sf->pin >= 0 && rebalance_closed(r, s->topo, sf->src, sf->dst, sf->pin)) {
+            r->unpin[r->nunpin++] = (struct unpin){.k = f->k, .id = f->id, .why = UNPIN_UNSEEN, .age = now - f->last_seen};
+            sf->pin = -1;
+        }
         sf->movable = state_flow_may_move(s, f, c->min_move_interval, now) &&
                       !(r->automatic && crosses_settling(rb, sf->dirs, sf->ndirs, now));
         for (int j = 0; j < sf->ndirs; j++)

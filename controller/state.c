@@ -604,6 +604,24 @@ bool state_dir_set_route_down(struct state *s, uint32_t dir, bool down, double n
     return true;
 }
 
+bool state_dir_set_route_unseen(struct state *s, uint32_t dir, bool unseen, double now)
+{
+    struct state_dir *d = &s->dirs[dir];
+    if (d->route_unseen == unseen)
+        return false;
+    if (!unseen)
+        d->seen_again_at = now;
+    d->route_unseen = unseen;
+    s->gen++;
+    return true;
+}
+
+bool state_dir_closed(const struct state *s, uint32_t dir, double now)
+{
+    const struct state_dir *d = &s->dirs[dir];
+    return d->route_unseen || (d->seen_again_at > 0 && now - d->seen_again_at < s->link_holddown);
+}
+
 const char *state_dir_down_reason(const struct state *s, uint32_t dir, double now)
 {
     const struct state_dir *d = &s->dirs[dir];

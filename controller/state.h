@@ -74,6 +74,12 @@ struct state_dir {
     bool probe_up;               /* false once a probe reported oper down */
     bool route_down;             /* the route backend's watch says unusable */
     double route_up_at;          /* when routing last gave it back (0 never lost) */
+    /* The route backend lost its watch over it (BACKEND_DIR_UNSEEN): still
+     * up (routing may use it, flows there stay), but closed to new pins
+     * while unseen and for link_holddown after it is seen again
+     * (state_dir_closed). */
+    bool route_unseen;
+    double seen_again_at;
     bool measured;               /* a probe reported this direction */
     uint32_t probe;              /* node index of the probe that measured it */
     double last_update;
@@ -291,6 +297,11 @@ bool state_dir_eval(struct state *s, uint32_t dir, double now);
 /* Sets what routing says of a direction and re-evaluates it; true when
  * route_down changed. Write lock. */
 bool state_dir_set_route_down(struct state *s, uint32_t dir, bool down, double now);
+/* Sets route_unseen; true when it changed. Write lock. */
+bool state_dir_set_route_unseen(struct state *s, uint32_t dir, bool unseen, double now);
+/* Whether nothing new may be pinned through dir (unseen, or seen again
+ * less than link_holddown ago). Read lock. */
+bool state_dir_closed(const struct state *s, uint32_t dir, double now);
 /* Why a direction is not up: "probe", "routing", "holddown", "drained", or NULL when
  * it is up. Read lock. */
 const char *state_dir_down_reason(const struct state *s, uint32_t dir, double now);

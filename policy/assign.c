@@ -145,11 +145,14 @@ static const struct assign_policy *policy_of(const struct ctx *c, int cls)
     return in->pol && cls >= 0 && (uint32_t)cls < in->npol ? &in->pol[cls] : NULL;
 }
 
-static bool usable(const struct ctx *c, const struct cand *p, const struct assign_policy *pol)
+/* stay: p is the flow's current path, which a closed direction does not bar. */
+static bool usable(const struct ctx *c, const struct cand *p, const struct assign_policy *pol, bool stay)
 {
     for (int h = 0; h < p->nh; h++) {
         uint32_t d = p->d[h];
         if (c->in->down && c->in->down[d])
+            return false;
+        if (!stay && c->in->closed && c->in->closed[d])
             return false;
         if (!pol)
             continue;
@@ -269,7 +272,7 @@ static void fill(const struct ctx *c, struct pairc *pc, const struct assign_poli
     pc->n = 0;
     if (cnt <= c->k) {
         for (uint32_t i = 0; i < cnt; i++)
-            if (decode(c, pc->src, pc->dst, i, &pc->c[pc->n]) && usable(c, &pc->c[pc->n], pol))
+            if (decode(c, pc->src, pc->dst, i, &pc->c[pc->n]) && usable(c, &pc->c[pc->n], pol, false))
                 pc->n++;
         return;
     }
@@ -278,11 +281,11 @@ static void fill(const struct ctx *c, struct pairc *pc, const struct assign_poli
     uint64_t off = mix64(((uint64_t)pc->src << 32 | pc->dst) ^ c->seed) % cnt;
     for (uint32_t i = 0; i < c->k; i++) {
         uint32_t idx = (uint32_t)((off + (uint64_t)i * cnt / c->k) % cnt);
-        if (decode(c, pc->src, pc->dst, idx, &pc->c[pc->n]) && usable(c, &pc->c[pc->n], pol))
+        if (decode(c, pc->src, pc->dst, idx, &pc->c[pc->n]) && usable(c, &pc->c[pc->n], pol, false))
             pc->n++;
     }
     for (uint64_t i = 0; pc->n == 0 && i < cnt && pc->n < c->k; i++)
-        if (decode(c, pc->src, pc->dst, (uint32_t)i, &pc->c[pc->n]) && usable(c, &pc->c[pc->n], pol))
+        if (decode(c, pc->src, pc->dst, (uint32_t)i, &pc->c[pc->n]) && usable(c, &pc->c[pc->n], pol, false))
             pc->n++;
 }
 
@@ -323,7 +326,8 @@ static bool path_usable(struct ctx *c, const struct assign_flow *f, uint32_t idx
     if (idx == ASSIGN_NO_PATH)
         return false;
     const struct assign_policy *pol = policy_of(c, f->cls);
-    if (decode(c, f->src, f->dst, idx, p) && usable(c, p, pol))
+    bool stay = idx == f->path;
+    if (decode(c, f->src, f->dst, idx, p) && usable(c, p, pol, stay))
         return true;
     if (!pol)
         return false;
@@ -332,7 +336,7 @@ static bool path_usable(struct ctx *c, const struct assign_flow *f, uint32_t idx
         return false;
     if (!decode(c, f->src, f->dst, idx, p))
         return false;
-    return usable(c, p, pc->ignored ? NULL : policy_of(c, f->cls));
+    return usable(c, p, pc->ignored ? NULL : policy_of(c, f->cls), stay);
 }
 
 static void add_load(struct ctx *c, const struct cand *p, double g)
@@ -1120,7 +1124,7 @@ int assign_run(int algo, const struct assign_input *in, const struct assign_para
         const struct assign_policy *pol = policy_of(&c, f->cls);
         /* A path inside the policy proves it is not ignored for the pair. */
         if (res->path[i] == ASSIGN_NO_PATH || !pol ||
-            (decode(&c, f->src, f->dst, res->path[i], &pp) && usable(&c, &pp, pol)))
+            (decode(&c, f->src, f->dst, res->path[i], &pp) && usable(&c, &pp, pol, true)))
             continue;
         res->unconfined += cands(&c, f->src, f->dst, f->cls)->ignored;
     }

@@ -77,6 +77,10 @@ struct assign_input {
     const struct assign_paths *paths;  /* unused (topo_path_* are fast); may be NULL */
     const double *bg_gbps;      /* per direction (2 * nlinks), NULL: none */
     const uint8_t *down;        /* per direction, nonzero: out of service, NULL: none */
+    /* per direction, nonzero: closed to new flows (the controller cannot
+     * watch it): a flow already on it may stay, none is moved onto it.
+     * NULL: none. */
+    const uint8_t *closed;
     const struct assign_flow *flows;
     uint32_t nflows;
     const struct assign_policy *pol;   /* indexed by flow cls, NULL: unconstrained */

@@ -20,6 +20,22 @@
 #      tierflowd starts a new speaker that announces them again
 #   6. stop with --withdraw-on-exit: L1 holds no route from the controller
 #      and the speaker is gone
+#   7. weights (bgpbench split, the backend's code): a weighted multipath
+#      route in L1's kernel
+#   8. per destination, through tierflowd's rounds: two flows SRC0 -> DST0
+#      that ECMP splits over the two spines, and SRC1 -> DST1 colliding with
+#      one of them. One /32 per destination host can only join DST0's flows
+#      (BGP routes match destinations), so the rebalance plans (leaf, host)
+#      units: afterwards DST0's two flows cross one uplink, DST1's the
+#      other, L1 holds one single-path /32 for DST0, the aggregate reaches
+#      >= 0.9 of two links, and no flow moves more than once (a per-flow
+#      plan would split DST0 and never agree with its route). Then the
+#      controller's session with DST1's spine is shut down on the spine: the
+#      session shows down in /status and /metrics, that spine's directions
+#      are reported out of view (routing_down), no route through it remains
+#      in L1's kernel, and -- out of view is not down -- the flows stay
+#      where the leaf routes them: both uplinks busy, the aggregate >= 0.9 of
+#      ECMP's; the session back, they are routing_up again.
 set -u
 TF_ROOT=${TF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 . "$TF_ROOT/tests/lib/tap.sh"
@@ -227,4 +243,88 @@ else
   t_check "the read-back of ExaBGP's Adj-RIB-Out (extensive) matches: link bandwidths and no-advertise as asked" \
     grep -q "^read-back: matches" <<<"$out"
 fi
+lab_bgp_speaker_stop "$LAB_TMP/speaker-w"
+
+# ---- 8. per destination through the rounds; a spine's session drops ------------
+# Flow k: source host, destination host, the uplink ECMP gives it at L1.
+FSRC=("${SRC[0]}" "${SRC[0]}" "${SRC[1]}") FDST=("${DST[0]}" "${DST[0]}" "${DST[1]}") FUP=("${UP[0]}" "${UP[1]}" "${UP[1]}")
+declare -a FPORT
+for k in 0 1 2; do
+  FPORT[$k]=$(lab_pick_sport L1 "${FSRC[$k]}" "$(lab_addr "${FDST[$k]}")" $((5211 + k)) "${FUP[$k]}" $((44000 + 300 * k)))
+  [ -n "${FPORT[$k]}" ] || { t_fail "a source port for unit flow $k on ${FUP[$k]}"; t_done; }
+done
+for k in 0 1 2; do iperf_server "${FDST[$k]}" $((5211 + k)) "$LAB_TMP/usrv$k.json"; done
+for k in 0 1 2; do iperf_wait_listen "${FDST[$k]}" $((5211 + k)); done
+for k in 0 1 2; do
+  iperf_client "${FSRC[$k]}" "$(lab_addr "${FDST[$k]}")" $((5211 + k)) "${FPORT[$k]}" 40 "$LAB_TMP/ucli$k.json"
+done
+sleep 2
+R=($(rates 2)); ECMP8=${R[2]}
+echo "# ECMP: ${UP[0]} ${UP[1]} carry $(mbit "${R[0]}") $(mbit "${R[1]}") Mbit/s; aggregate $(mbit "$ECMP8") Mbit/s" \
+  "(two links: $(mbit "$(awk -v c="$COLL" 'BEGIN{print 2*c}')"))"
+: > "$LAB_TMP/tierflowd.log"
+start_ctl
+dev_of() { lab_route_dev L1 "${FSRC[$1]}" "$(lab_addr "${FDST[$1]}")" "${FPORT[$1]}" $((5211 + $1)); }
+joined=""
+for _ in $(seq 100); do
+  d0=$(dev_of 0); d1=$(dev_of 1); d2=$(dev_of 2)
+  [ -n "$d0" ] && [ "$d0" = "$d1" ] && [ "$d2" != "$d0" ] && { joined=1; break; }
+  sleep 0.1
+done
+echo "# after tierflowd: L1 routes DST0's flows by $d0 and $d1, DST1's by $d2; controller routes:" \
+  "$(lab_bgp_routes L1 | tr -s ' ' | tr '\n' ';')"
+t_check "DST0's two flows cross one uplink, DST1's the other (ip route get at L1)" test -n "$joined"
+D0=$(lab_addr "${DST[0]}")
+r0=$("$LAB" exec L1 -- ip -4 -o route show exact "$D0/32" proto bgp)
+t_check "L1 holds one single-path /32 for DST0 from the controller ($r0)" \
+  bash -c "[ \$(grep -c . <<< '$r0') -eq 1 ] && grep -q ' via ' <<< '$r0' && ! grep -q nexthop <<< '$r0'"
+sleep 2
+R=($(rates 3)); AGG=${R[2]}
+echo "# per destination: ${UP[0]} ${UP[1]} carry $(mbit "${R[0]}") $(mbit "${R[1]}") Mbit/s; aggregate $(mbit "$AGG") Mbit/s"
+t_ge "aggregate >= 0.9 of two links" "$AGG" "$(awk -v c="$COLL" 'BEGIN{print 0.9*2*c}')"
+umoves() { # the largest move count among the three flows, in tierflowd's view
+  curl -s "$URL/api/v1/flows?limit=1000" | jq --argjson p "[${FPORT[0]},${FPORT[1]},${FPORT[2]}]" \
+    '[.flows[]? | select(.sport as $s | $p | index($s)) | .moves] | max // -1'
+}
+t_ge "no flow moved more than once (tierflowd's flows)" 1 "$(umoves)"
+
+SP=$(jq -r --arg i "$d2" '.links[] | select(.a == "L1" and .a_if == $i) | .b' "$LAB_TOPO")
+SPAS=$(jq -r --arg n "$SP" '.lab.bgp.asn[$n]' "$LAB_TOPO")
+SPNH=$(uplink_ip "$d2")
+tshut=$(date +%s)
+"$LAB" vtysh "$SP" -- "conf t" "router bgp $SPAS" "neighbor $C shutdown" >/dev/null
+down=""
+for _ in $(seq 60); do
+  curl -s "$URL/api/v1/status" | jq -e --arg n "$SP" '.backend.bgp.sessions[] | select(.node == $n) | .state != "established"' \
+    >/dev/null && { down=1; break; }
+  sleep 0.1
+done
+t_check "$SP's session shut on the spine: /status shows it not established" test -n "$down"
+t_check "/metrics: tierflow_bgp_session_up for $SP is 0" bash -c \
+  "curl -s '$URL/metrics' | grep -q '^tierflow_bgp_session_up{node=\"$SP\",peer=\"[0-9.]*\"} 0'"
+evs() { curl -s "$URL/api/v1/events?limit=1024" | jq -r --arg k "$1" --argjson t "$tshut" \
+  '[.events[] | select(.kind == $k and .ts >= $t) | .message] | .[]'; }
+sleep 1
+rd=$(evs routing_down)
+echo "# routing_down since the shutdown: $(tr '\n' ';' <<< "$rd")"
+t_check "$SP's directions reported down (routing_down events name it)" grep -q "$SP" <<< "$rd"
+t_eq "no route through $SP ($SPNH) left in L1's kernel" 0 "$(lab_bgp_routes L1 | grep -c " via $SPNH " || true)"
+R=($(rates 2))
+echo "# $SP's session down: ${UP[0]} ${UP[1]} carry $(mbit "${R[0]}") $(mbit "${R[1]}") Mbit/s; aggregate $(mbit "${R[2]}") Mbit/s" \
+  "(ECMP $(mbit "$ECMP8"))"
+# Out of view is not down: the flows stay where they run (DST1's by the
+# leaf's ECMP once its pin is gone), none is piled onto the other spine.
+t_ge "no worse than ECMP with $SP out of view (>= 0.9 of ECMP's $(mbit "$ECMP8") Mbit/s)" "${R[2]}" \
+  "$(awk -v e="$ECMP8" 'BEGIN{print 0.9*e}')"
+t_check "the other spine does not carry all three flows (${UP[0]} ${UP[1]}: $(mbit "${R[0]}") $(mbit "${R[1]}"))" \
+  awk -v a="${R[0]}" -v b="${R[1]}" -v c="$COLL" 'BEGIN{exit !(a > 0.3 * c && b > 0.3 * c)}'
+"$LAB" vtysh "$SP" -- "conf t" "router bgp $SPAS" "no neighbor $C shutdown" >/dev/null
+up=""
+for _ in $(seq 150); do
+  evs routing_up | grep -q "$SP" && { up=1; break; }
+  sleep 0.1
+done
+t_check "the session back: $SP's directions routing_up again" test -n "$up"
+for k in 0 1 2; do lab_stop "cli-${FSRC[$k]}-${FPORT[$k]}"; done
+lab_stop tierflowd
 t_done

@@ -399,7 +399,7 @@ static void remote_failure(void **st)
 }
 
 /* down[] from backend_routing against want(direction): each direction named. */
-static void routing_is(bool (*want)(uint32_t d, uint32_t s2_l2), char *notes, size_t len)
+static void routing_is(uint8_t (*want)(uint32_t d, uint32_t s2_l2), char *notes, size_t len)
 {
     uint8_t down[16] = {0};
     uint32_t s2_l2;
@@ -416,8 +416,12 @@ static bool touches_s1(uint32_t d)
     return !strcmp(topo->nodes[topo_dir_from(topo, d)].name, "S1") ||
            !strcmp(topo->nodes[topo_dir_to(topo, d)].name, "S1");
 }
-static bool s1_lost(uint32_t d, uint32_t s2_l2) { return d == s2_l2 || touches_s1(d); }
-static bool s1_back(uint32_t d, uint32_t s2_l2) { return d == s2_l2; }
+/* S2 -> L2 withdrawn by routing (down); S1's session lost: its links out of view, not down. */
+static uint8_t s1_lost(uint32_t d, uint32_t s2_l2)
+{
+    return d == s2_l2 ? BACKEND_DIR_DOWN : touches_s1(d) ? BACKEND_DIR_UNSEEN : 0;
+}
+static uint8_t s1_back(uint32_t d, uint32_t s2_l2) { return d == s2_l2 ? BACKEND_DIR_DOWN : 0; }
 
 /* After remote_failure (S2 no longer reaches L2): S1's session drops. The
  * route through S1 is withdrawn at once and every direction of S1, both
@@ -450,11 +454,11 @@ static void session_lost(void **st)
     routing_is(s1_back, notes, sizeof(notes));
 }
 
-static bool s1_l2_lost(uint32_t d, uint32_t s2_l2)
+static uint8_t s1_l2_lost(uint32_t d, uint32_t s2_l2)
 {
     uint32_t s1_l2;
     assert_int_equal(topo_dir_between(topo, topo_node_by_name(topo, "S1"), topo_node_by_name(topo, "L2"), &s1_l2), 0);
-    return d == s2_l2 || d == s1_l2;
+    return d == s2_l2 || d == s1_l2 ? BACKEND_DIR_DOWN : 0;
 }
 
 #define S1_UP SAYS("127.0.0.4", "state") "\"state\": \"up\"}}\n"
@@ -694,29 +698,69 @@ static const char *rb_reason(const char *from, const char *to, double now)
     speaker_says(SAYS(addr, "update") "\"message\": {\"update\": {\"announce\": {\"ipv4 unicast\": {\"" addr \
                  "\": [{\"nlri\": \"10.0.2.0/24\"}, {\"nlri\": \"10.0.1.0/24\"}]}}}}}}\n")
 
-/* After rounds_stable: S1's session drops. The policy hears S1's links
- * down both ways (routing_down events), the next round puts every flow on
- * S2 and nothing is announced via S1; S1 back, its links come back after
- * the hold-down (routing_up). */
+static bool rb_closed(const char *from, const char *to, double now)
+{
+    uint32_t d;
+    assert_int_equal(topo_dir_between(topo, topo_node_by_name(topo, from), topo_node_by_name(topo, to), &d), 0);
+    return state_dir_closed(&rst, d, now);
+}
+
+/* After rounds_stable: S1's session drops. The controller has lost its
+ * view through S1, not S1: the switches still route through it. Its links
+ * are out of view (routing_down events saying so), not down; the next
+ * round withdraws the pins through S1 and leaves every flow where it runs
+ * (a lab run that took them as down put every fat flow on S2: half the
+ * aggregate ECMP had), and moves none onto S1 however loaded S2 is. S1
+ * back, its links take new pins again after the hold-down (routing_up). */
 static void session_lost_round(void **st)
 {
     (void)st;
-    const char *on[4], *now[4];
+    const char *now[4], *s2[4] = {"S2", "S2", "S2", "S2"};
     char want[256], got[256];
     SPINE_UP("127.0.0.4");
     SPINE_UP("127.0.0.5");
     sleep_ms(300);
     assert_int_equal(rebalance_routing(&rrb, T0 + 9), 0);   /* both up: nothing down */
-    rb_pins(on, want, sizeof(want));
+    /* Routing hashes all four onto S2 (160 Gb/s on 100): a destination's
+     * flows are pinned through S1. */
+    rb_report(T0 + 10, s2);
+    assert_true(rb_round(T0 + 10) >= 1);
+    rb_pins(now, want, sizeof(want));
+    int on_s1 = 0;
+    for (int i = 0; i < 4; i++)
+        on_s1 += !strcmp(now[i], "S1");
+    assert_int_equal(on_s1, 2);
+    announced(got, sizeof(got));
+    assert_non_null(strstr(got, "S1;"));
+    const char *on[4] = {now[0], now[1], now[2], now[3]};
+
     speaker_says(SAYS("127.0.0.4", "state") "\"state\": \"down\"}}\n");
     sleep_ms(300);
-    assert_true(rebalance_routing(&rrb, T0 + 10) > 0);
-    assert_true(fx_has_event(&rev, "routing_down", "S1 -> L1"));
-    assert_true(fx_has_event(&rev, "routing_down", "L1 -> S1"));
-    assert_true(fx_has_event(&rev, "routing_down", "S1 -> L2"));
-    assert_string_equal(rb_reason("L1", "S1", T0 + 10), "routing");
-    rb_report(T0 + 10, on);
-    rb_round(T0 + 10);
+    assert_true(rebalance_routing(&rrb, T0 + 11) > 0);
+    assert_true(fx_has_event(&rev, "routing_down", "S1 -> L1: out of the controller's view"));
+    assert_true(fx_has_event(&rev, "routing_down", "L1 -> S1: out of the controller's view"));
+    assert_true(fx_has_event(&rev, "routing_down", "S1 -> L2: out of the controller's view"));
+    assert_null(rb_reason("L1", "S1", T0 + 11));   /* not down */
+    assert_true(rb_closed("L1", "S1", T0 + 11));
+    announced(got, sizeof(got));
+    assert_null(strstr(got, "S1;"));   /* the backend withdrew them at once */
+    /* The flows still run where they did (the leaf's ECMP kept them on S1). */
+    rb_report(T0 + 11, on);
+    rb_round(T0 + 11);
+    rb_pins(now, want, sizeof(want));
+    for (int i = 0; i < 4; i++) {
+        assert_string_equal(now[i], on[i]);   /* nobody piled onto S2 */
+        struct state_flow_key k = fx_key(rb_src[i], rb_dst[i], (uint16_t)(i + 1));
+        if (!strcmp(on[i], "S1"))
+            assert_false(state_flow_find(&rst, &k)->pinned);
+    }
+    assert_true(fx_has_event(&rev, "unpinned", "out of the controller's view"));
+    announced(got, sizeof(got));
+    assert_null(strstr(got, "S1;"));
+    /* Routing hashes them all onto S2 again: none is moved onto S1 while it
+     * is out of view. */
+    rb_report(T0 + 12, s2);
+    rb_round(T0 + 12);
     rb_pins(now, want, sizeof(want));
     for (int i = 0; i < 4; i++)
         assert_string_equal(now[i], "S2");
@@ -724,10 +768,18 @@ static void session_lost_round(void **st)
     assert_null(strstr(got, "S1;"));
     SPINE_UP("127.0.0.4");
     sleep_ms(300);
-    assert_int_equal(rebalance_routing(&rrb, T0 + 11), 0);   /* counts what went down: nothing */
+    assert_int_equal(rebalance_routing(&rrb, T0 + 13), 0);   /* counts what went down: nothing */
     assert_true(fx_has_event(&rev, "routing_up", "L1 -> S1"));
-    assert_string_equal(rb_reason("L1", "S1", T0 + 11), "holddown");
-    assert_null(rb_reason("L1", "S1", T0 + 11.1 + rst.link_holddown));
+    assert_true(rb_closed("L1", "S1", T0 + 13));   /* the hold-down */
+    assert_false(rb_closed("L1", "S1", T0 + 13.1 + rst.link_holddown));
+    /* Past it, S2's overload is fixed through S1 again. */
+    rb_report(T0 + 13.2 + rst.link_holddown, s2);
+    assert_true(rb_round(T0 + 13.2 + rst.link_holddown) >= 1);
+    rb_pins(now, want, sizeof(want));
+    on_s1 = 0;
+    for (int i = 0; i < 4; i++)
+        on_s1 += !strcmp(now[i], "S1");
+    assert_int_equal(on_s1, 2);
 }
 
 int main(void)
