@@ -60,10 +60,10 @@ static json_t *dir_json(struct state *s, const struct loads *l, uint32_t d, cons
     double u = state_dir_util(s, d, l->bps[d]);
     double now = tf_now_real();
     const char *why = state_dir_down_reason(s, d, now);
-    json_t *o = json_pack("{sI ss ss sf sf sf sI sb so sb sI sb sf}", "dir", (json_int_t)d, "from",
+    json_t *o = json_pack("{sI ss ss sf sf sf sI sb so sb sb sI sb sf}", "dir", (json_int_t)d, "from",
                      t->nodes[topo_dir_from(t, d)].name, "to", t->nodes[topo_dir_to(t, d)].name, "util", u,
                      "bps", l->bps[d], "ce_frac", l->ce[d], "drops", (json_int_t)sd->drops, "up", sd->up,
-                     "down_reason", why ? json_string(why) : json_null(),
+                     "down_reason", why ? json_string(why) : json_null(), "closed", state_dir_closed(s, d, now),
                      "congested", config_congested(cfg, u, l->ce[d]), "fat_flows", (json_int_t)l->nfat[d],
                      "measured", state_dir_measured(s, d, l->bps[d], now), "last_update", sd->last_update);
     json_object_set_new(o, "health", api_health_json(sd));

@@ -307,7 +307,9 @@ evs() { curl -s "$URL/api/v1/events?limit=1024" | jq -r --arg k "$1" --argjson t
 sleep 1
 rd=$(evs routing_down)
 echo "# routing_down since the shutdown: $(tr '\n' ';' <<< "$rd")"
-t_check "$SP's directions reported down (routing_down events name it)" grep -q "$SP" <<< "$rd"
+t_check "$SP's directions reported out of view (routing_down events name it)" grep -q "$SP: out of the controller's view" <<< "$rd"
+t_check "/api/v1/topology: L1 -> $SP still up, and closed to new pins" bash -c \
+  "curl -s '$URL/api/v1/topology' | jq -e --arg s '$SP' '[.links[].dirs[] | select(.from == \"L1\" and .to == \$s)] | length == 1 and all(.up and .closed)' >/dev/null"
 t_eq "no route through $SP ($SPNH) left in L1's kernel" 0 "$(lab_bgp_routes L1 | grep -c " via $SPNH " || true)"
 R=($(rates 2))
 echo "# $SP's session down: ${UP[0]} ${UP[1]} carry $(mbit "${R[0]}") $(mbit "${R[1]}") Mbit/s; aggregate $(mbit "${R[2]}") Mbit/s" \
