@@ -26,6 +26,15 @@ const CHROMIUM = process.env.TF_CHROMIUM || '/usr/bin/chromium';
 // ---- cleanup: everything this test started, by handle ----------------------
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tf-dash-'));
 let daemon = null, ctx = null, feeder = null;
+// The bgp step's ExaBGP speaker outlives a tierflowd killed hard (by
+// design, docs/bgp.md): stopped by its PID file, if it is still ExaBGP.
+const speakerDir = path.join(tmp, 'speaker');
+function stopSpeaker() {
+  try {
+    const pid = Number(fs.readFileSync(path.join(speakerDir, 'exabgp.pid'), 'utf8').trim());
+    if (pid > 0 && /exabgp/.test(fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8'))) process.kill(pid, 'SIGTERM');
+  } catch { /* none, or gone */ }
+}
 async function cleanup() {
   if (feeder) clearInterval(feeder);
   if (ctx) await ctx.close().catch(() => {});
@@ -33,6 +42,7 @@ async function cleanup() {
     daemon.kill('SIGTERM');
     await new Promise((r) => { const t = setTimeout(() => { daemon.kill('SIGKILL'); r(); }, 5000); daemon.once('exit', () => { clearTimeout(t); r(); }); });
   }
+  stopSpeaker();
   fs.rmSync(tmp, { recursive: true, force: true });
 }
 for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => { cleanup().finally(() => process.exit(1)); });
@@ -397,6 +407,53 @@ await step('an unreachable controller shows a banner', async () => {
   await page.waitForSelector('#banner:not([hidden])', { timeout: 8000 });
   const b = await page.textContent('#banner');
   ok('the banner says the controller is unreachable', /unreachable/i.test(b), b);
+});
+
+// The bgp backend (docs/bgp.md): tierflowd drives a real ExaBGP speaker
+// whose neighbors -- the switches' management addresses, on loopback here,
+// where no BGP listens -- never come up. The header's backend chip shows
+// the speaker running and its sessions, none established (warn), and its
+// tooltip names every session with its state.
+await step('the bgp backend: the speaker and its sessions in the header', async () => {
+  const bgpTopo = JSON.parse(JSON.stringify(TOPO));
+  let k = 0;
+  for (const n of bgpTopo.nodes) {
+    if (n.tier === 'host') continue;
+    k++;
+    n.mgmt = `127.0.0.${10 + k}`;
+    n.asn = 65000 + k;
+  }
+  const bgpFile = path.join(tmp, 'topology-bgp.json');
+  fs.writeFileSync(bgpFile, JSON.stringify(bgpTopo, null, 1));
+  const port2 = await freePort();
+  daemon = spawn(TIERFLOWD, ['--topology', bgpFile, '--listen', `127.0.0.1:${port2}`, '--backend', 'bgp',
+    '--set', `backend_options.bgp_dir=${speakerDir}`, '--set', 'backend_options.bgp_local_address=127.0.0.1',
+    '--token-file', tokenFile, '--interval', '60', '--withdraw-on-exit', '--web-dir', path.join(ROOT, 'web')],
+  { stdio: ['ignore', logFd, logFd] });
+  const st = await until('tierflowd with the bgp backend to show its speaker running', async () => {
+    if (daemon.exitCode !== null) throw new Error(`tierflowd exited with ${daemon.exitCode}`);
+    const r = await fetch(`http://127.0.0.1:${port2}/api/v1/status`).then((x) => x.json()).catch(() => null);
+    return r && r.backend && r.backend.bgp && r.backend.bgp.speaker.running ? r : null;
+  }, 20000).catch((e) => { throw new Error(`${e.message}\n${daemonLog()}`); });
+  const sessions = st.backend.bgp.sessions;
+  ok('/status lists one session per switch', sessions.length === k, JSON.stringify(sessions));
+  await page.goto(`http://127.0.0.1:${port2}/?poll=1000`);
+  await page.waitForFunction(() => /BGP \d+\/\d+ sessions/.test(document.getElementById('hdr-backend').textContent), null, { timeout: 10000 });
+  const chipText = await page.textContent('#hdr-backend');
+  ok('the backend chip says bgp and counts the sessions established of all', chipText.includes('bgp') &&
+    chipText.includes(`BGP 0/${k} sessions`) && chipText.includes('0 routes'), chipText);
+  const state = await page.getAttribute('#hdr-backend', 'data-state');
+  ok('sessions down: the chip warns', state === 'warn' || state === 'bad', state);
+  const title = await page.getAttribute('#hdr-backend', 'title');
+  const named = bgpTopo.nodes.filter((n) => n.mgmt).every((n) => title.includes(`${n.name} (${n.mgmt}, AS ${n.asn}): `));
+  ok('its tooltip names every session with its address, AS and state', named, title);
+  daemon.kill('SIGTERM');
+  await new Promise((r) => (daemon.exitCode !== null ? r() : daemon.once('exit', r)));
+  ok('tierflowd with the bgp backend exits cleanly on SIGTERM', daemon.exitCode === 0, `exit ${daemon.exitCode}\n${daemonLog()}`);
+  let pid = 0, alive = false;
+  try { pid = Number(fs.readFileSync(path.join(speakerDir, 'exabgp.pid'), 'utf8').trim()); } catch { /* removed on exit */ }
+  try { alive = pid > 0 && /exabgp/.test(fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8')); } catch { /* gone */ }
+  ok('--withdraw-on-exit stopped the speaker', !alive, `pid ${pid}`);
 });
 
 await finish();
