@@ -15,7 +15,8 @@
 #   3. restart: tierflowd killed (-9) and started again adopts the running
 #      speaker; `ip monitor route` in L1 sees the /32 never deleted
 #   4. remote failure: the steering spine's link to L2 goes down; the /32 is
-#      withdrawn from L1 within 2 s (time printed) and traffic keeps flowing
+#      withdrawn from L1 within 2 s (time printed), and over 0.5-2 s after
+#      the failure the flows carry >= 0.9 of the one spine left
 #   5. the speaker is killed: L1 drops its routes with the session, and
 #      tierflowd starts a new speaker that announces them again
 #   6. stop with --withdraw-on-exit: L1 holds no route from the controller
@@ -194,10 +195,12 @@ done
 ms=$([ -n "$gone" ] && awk -v a="$tdown" -v b="$gone" 'BEGIN{printf "%d", (b-a)*1000}' || echo 9999)
 echo "# $SPINE -> L2 down: no /32 via $SPINE in L1's kernel after $ms ms"
 t_ge "remote failure: the steered route withdrawn within 2 s ($ms ms)" 2000 "$ms"
-sleep 0.5
-R=($(rates 2)); AGG=${R[2]}
-echo "# after the failure: aggregate $(mbit "$AGG") Mbit/s over one spine"
-t_ge "traffic keeps flowing (>= 0.8 of the collided aggregate)" "$AGG" "$(awk -v c="$COLL" 'BEGIN{print 0.8*c}')"
+# Recovered within 2 s: over [0.5 s, 2 s] after the link went down, the two
+# flows (L2 is left with one spine) carry >= 0.9 of that spine's link.
+sleep "$(awk -v t="$tdown" -v n="$(date +%s.%N)" 'BEGIN{d = t + 0.5 - n; printf "%.3f", d > 0 ? d : 0}')"
+R=($(rates 1.5)); AGG=${R[2]}
+echo "# after the failure: aggregate $(mbit "$AGG") Mbit/s over one spine in [0.5, 2] s after it (one link: $(mbit "$COLL"))"
+t_ge "recovered within 2 s: >= 0.9 of what the one spine left carries" "$AGG" "$(awk -v c="$COLL" 'BEGIN{print 0.9*c}')"
 "$LAB" exec "$SPINE" -- ip link set L2 up
 
 # ---- 5. the speaker dies: its routes go with its sessions; tierflowd restarts it
