@@ -18,8 +18,8 @@
 # start; seconds until the aggregate reaches 90% of its settled value (0.2-s
 # bins), at --interval 1 and 0.2, BENCH_REACT_RUNS runs each (median), with
 # the oracle's own ramp (TCP start, no collision) beside it and the cores
-# tierflowd and the probes used. Figures are reported, not asserted. Needs
-# root.
+# tierflowd and the probes used (BENCH_REACT_INTERVALS: which intervals,
+# default "1 0.2"). Figures are reported, not asserted. Needs root.
 set -u
 TF_ROOT=${TF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 . "$TF_ROOT/tests/lab/lib.sh"
