@@ -412,10 +412,10 @@ bool state_flow_observe(struct state *s, struct state_flow *f, bool inserted, ui
          * report: which core is beyond what the edge sees) is not known to
          * be on that path: a narrower report inside the range (the
          * aggregation switch's) says where it is, whatever rate it measured
-         * over its own interval. Dropping it as a remnant when it measured
-         * less kept half the fat tree's flows on a guessed core, and the
-         * first round moved flows off phantom collisions while the real
-         * ones waited (docs/lab.md, the fat tree's first round). */
+         * over its own interval. Dropped as a remnant whenever it measured
+         * less, it left flows on a guessed core, and the fat tree's first
+         * round moved flows off phantom collisions and onto real ones
+         * (docs/lab.md). */
         bool guessed = f->pin < 0 && f->loc_count > 1 && (uint64_t)f->path == f->loc_first;
         bool inside = l->first >= f->loc_first && l->first + l->count <= f->loc_first + f->loc_count;
         if (!fits && bps < f->bps && !(guessed && inside))
