@@ -141,6 +141,7 @@ static int round_assign(struct rebalance *rb, struct round *r, bool per_dst)
     double *load = calloc(r->nd + 1, sizeof(double));
     r->before = r->after = load ? assign_loads(&in, r->path, load) : 0;
     free(load);
+    rebalance_trace(r);
     if (r->nhot == 0 || r->n == 0)
         return 0;
     struct assign_params ap;
@@ -156,6 +157,8 @@ static int round_assign(struct rebalance *rb, struct round *r, bool per_dst)
         return rc;
     }
     r->after = res.max_util;
+    log_debug("rebalance: assignment: max util %.2f -> %.2f moving %u flows (before do no harm)", r->before, r->after,
+              round_moved(r));
     if (r->automatic)
         r->after = rebalance_gate_moves(r, &in, r->path, c->hysteresis, r->after);
     r->moved = round_moved(r);

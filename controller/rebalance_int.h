@@ -148,6 +148,7 @@ const char *rebalance_dir_congested(const struct state *s, const struct config *
                                     double ce, uint32_t nfat, double bg, bool *hot);
 int  rebalance_dirs_ensure(struct rebalance *rb, uint32_t nd);
 void rebalance_estimate(struct round *r);
+void rebalance_trace(const struct round *r);
 
 /* rebalance_judge.c */
 void rebalance_group_drop(struct rebalance *rb, size_t i);
@@ -175,5 +176,7 @@ int  rebalance_build_plan(struct rebalance *rb, const struct round *r, const uin
 void rebalance_mark_holds(struct round *r, const uint32_t *path);
 void rebalance_record_pins(struct rebalance *rb, const struct round *r, const uint32_t *path, double now);
 void rebalance_unpin_apply(struct rebalance *rb, const struct round *r, double now);
+/* "L1 S1 C2 S3 L4": path idx from src to dst, for the debug log. */
+void rebalance_path_str(const struct topo *t, uint32_t src, uint32_t dst, uint64_t idx, char *buf, size_t len);
 
 #endif

@@ -182,7 +182,7 @@ void rebalance_unpin_apply(struct rebalance *rb, const struct round *r, double n
 }
 
 /* "L1 S2 L2", for logs. */
-static void path_str(const struct topo *t, uint32_t src, uint32_t dst, uint64_t idx, char *buf, size_t len)
+void rebalance_path_str(const struct topo *t, uint32_t src, uint32_t dst, uint64_t idx, char *buf, size_t len)
 {
     uint32_t dirs[TOPO_MAX_HOPS];
     int n = topo_path_dirs(t, src, dst, idx, dirs, TOPO_MAX_HOPS);
@@ -237,8 +237,8 @@ void rebalance_record_pins(struct rebalance *rb, const struct round *r, const ui
             continue;
         if (log_enabled(LOG_DEBUG)) {
             char from[160], to[160];
-            path_str(r->t, r->f[i].src, r->f[i].dst, (uint64_t)r->f[i].path, from, sizeof(from));
-            path_str(r->t, r->f[i].src, r->f[i].dst, path[i], to, sizeof(to));
+            rebalance_path_str(r->t, r->f[i].src, r->f[i].dst, (uint64_t)r->f[i].path, from, sizeof(from));
+            rebalance_path_str(r->t, r->f[i].src, r->f[i].dst, path[i], to, sizeof(to));
             log_debug("rebalance: flow %016llx %u->%u %.3f Gb/s%s: %s => %s", (unsigned long long)r->f[i].id,
                       r->f[i].k.sport, r->f[i].k.dport, r->f[i].gbps, r->f[i].on_hot ? " (contended)" : "", from, to);
         }

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "controller/rebalance_int.h"
+#include "common/log.h"
 #include "controller/config.h"
 #include "policy/demand.h"
 
@@ -247,4 +248,28 @@ out:
     free(map);
     free(cap);
     free(dem);
+}
+
+/* At debug level, what a round decides on: its contended directions and
+ * every fat flow with its measured rate, natural demand, the demand the
+ * assignment uses, its path and whether it may move. This is what explains
+ * a round's result after the fact (docs/lab.md, the fat tree's first round). */
+void rebalance_trace(const struct round *r)
+{
+    if (!log_enabled(LOG_DEBUG))
+        return;
+    const struct topo *t = r->t;
+    log_debug("rebalance: round on %zu fat flows, %u contended directions", r->n, r->nhot);
+    for (uint32_t d = 0; d < r->nd; d++)
+        if (r->hot[d])
+            log_debug("rebalance:   contended %s->%s: %.4f Gb/s of %.4f, %u fat, background %.4f", nm(t, topo_dir_from(t, d)),
+                      nm(t, topo_dir_to(t, d)), r->bps[d] / 1e9, topo_dir_gbps(t, d), r->nfat[d], r->bg[d]);
+    for (size_t i = 0; i < r->n; i++) {
+        const struct snap *f = &r->f[i];
+        char p[160];
+        rebalance_path_str(t, f->src, f->dst, (uint64_t)f->path, p, sizeof(p));
+        log_debug("rebalance:   flow %016llx %u->%u measured %.4f natural %.4f demand %.4f%s%s path %lld: %s",
+                  (unsigned long long)f->id, f->k.sport, f->k.dport, f->meas, f->nat, f->gbps, f->on_hot ? " contended" : "",
+                  f->movable ? "" : " unmovable", (long long)f->path, p);
+    }
 }

@@ -18,8 +18,8 @@
 # start; seconds until the aggregate reaches 90% of its settled value (0.2-s
 # bins), at --interval 1 and 0.2, BENCH_REACT_RUNS runs each (median), with
 # the oracle's own ramp (TCP start, no collision) beside it and the cores
-# tierflowd and the probes used. Figures are reported, not asserted. Needs
-# root.
+# tierflowd and the probes used (BENCH_REACT_INTERVALS: which intervals,
+# default "1 0.2"). Figures are reported, not asserted. Needs root.
 set -u
 TF_ROOT=${TF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 . "$TF_ROOT/tests/lab/lib.sh"
@@ -29,6 +29,7 @@ MBIT=${BENCH_MBIT:-50}
 PATTERNS=${BENCH_PATTERNS:-"stride:1 stride:2 stride:4 stride:8 staggered:0.5,0.3 random randbij"}
 FABRICS=${BENCH_FABRICS:-"leafspine:leaves=4,spines=4,hosts=4,gbps=1 fattree:k=4,gbps=1"}
 RUNS=${BENCH_REACT_RUNS:-3}
+REACT_INTERVALS=${BENCH_REACT_INTERVALS:-"1 0.2"}   # the reaction part's --interval values
 CTL=$(tf_bin tierflowd); PROBE=$(tf_bin tierflow-probe)
 if [ -z "$CTL" ] || [ -z "$PROBE" ] || [ -z "$(tf_bin tierflow-sim)" ]; then
   echo "50-e2e: NOT RUN: tierflowd, tierflow-probe or tierflow-sim is not built ($TF_OPT_BIN)"; exit 1
@@ -71,7 +72,7 @@ for fab in $FABRICS; do
       "demand estimate's median error by reporting tier: $E2E_EST"
   done
   lab_pattern stride:4 1 > "$LAB_TMP/pairs"
-  for iv in 1 0.2; do
+  for iv in $REACT_INTERVALS; do
     r=""; o=""; cpu=""
     for ((k = 0; k < RUNS; k++)); do
       IPERF_INTERVAL=0.2 e2e_oracle "$LAB_TMP/pairs" 3 5 || true; o+=" $E2E_ORACLE_REACH"

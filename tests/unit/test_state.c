@@ -133,6 +133,58 @@ static void observations_merge(void **st)
     state_free(&s);
 }
 
+/* The edge's report first (the order of one interval's reports is
+ * arbitrary): H1 -> H5 leaves L1 by S1, placed on the first of its two
+ * paths (through SS1) for want of more. S1's report then says SS2 at a
+ * lower rate (another probe's interval, a flow still ramping): it narrows
+ * the edge's range, so it is taken, not dropped as a remnant (it was, and
+ * the fat tree's first round saw flows on cores they were not on). A
+ * pinned flow's path is not a guess: the remnant rule stands for it. */
+static void edge_guess_narrowed(void **st)
+{
+    (void)st;
+    char err[256];
+    struct topo *t;
+    struct state s;
+    assert_int_equal(topo_load("fattree:k=4,gbps=1", &t, err, sizeof(err)), 0);
+    assert_int_equal(state_init(&s, t, 1000, STALE, T0), 0);
+    struct state_flow_key k = {.af = 4, .proto = 6, .sport = 42000, .dport = 5400};
+    memcpy(k.src, t->nodes[fx_node(t, "H1")].addr, 16);
+    memcpy(k.dst, t->nodes[fx_node(t, "H5")].addr, 16);
+    bool ins;
+    struct state_flow *f = state_flow_upsert(&s, &k, &ins);
+    assert_non_null(f);
+    f->probe = TOPO_NONE;
+    assert_true(observe(&s, f, ins, "L1", "S1", 24.8e6, T0));
+    assert_int_equal(f->loc_count, 2);
+    uint32_t d[TOPO_MAX_HOPS];
+    assert_true(state_flow_dirs(&s, f, d, TOPO_MAX_HOPS) > 2);
+    assert_int_equal(d[2], dir_of(t, "S1", "SS1"));   /* the guess */
+    assert_true(observe(&s, f, false, "S1", "SS2", 23.4e6, T0 + 0.002));
+    assert_int_equal(f->loc_count, 1);
+    assert_int_equal(f->probe, fx_node(t, "S1"));
+    assert_true(state_flow_dirs(&s, f, d, TOPO_MAX_HOPS) > 2);
+    assert_int_equal(d[2], dir_of(t, "S1", "SS2"));
+    /* The edge's next report is consistent and wider: the path stays. */
+    assert_true(observe(&s, f, false, "L1", "S1", 30e6, T0 + 1));
+    assert_true(state_flow_dirs(&s, f, d, TOPO_MAX_HOPS) > 2);
+    assert_int_equal(d[2], dir_of(t, "S1", "SS2"));
+    /* A flow pinned through SS2 that the edge reports first is placed on
+     * its pin: S1's slower report of SS1 is the remnant of the path it left. */
+    int64_t pin = f->path;
+    k.sport = 42001;
+    f = state_flow_upsert(&s, &k, &ins);
+    assert_non_null(f);
+    f->probe = TOPO_NONE;
+    f->pin = pin;
+    f->pinned = true;
+    assert_true(observe(&s, f, ins, "L1", "S1", 45e6, T0 + 1.5));
+    assert_int_equal(f->path, pin);
+    assert_false(observe(&s, f, false, "S1", "SS1", 10e6, T0 + 1.7));
+    assert_int_equal(f->path, pin);
+    state_free(&s);
+}
+
 /* A pinned flow, then a failure beyond what a probe sees (core SS4's link
  * down to pod 2's S4): a report from S2 that still shows the flow leaving
  * for SS4 (its interval straddles the failure and the pin) leaves it on its
@@ -420,7 +472,7 @@ static void flows_classified_by_job(void **st)
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(reload_keeps_pins_by_name),
-                                       cmocka_unit_test(observations_merge),
+                                       cmocka_unit_test(observations_merge), cmocka_unit_test(edge_guess_narrowed),
                                        cmocka_unit_test(stale_report_beyond_a_failure),
                                        cmocka_unit_test(fabric_change_frees_flows),
                                        cmocka_unit_test(probe_goes_stale_and_data_ages_out),
