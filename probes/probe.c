@@ -421,6 +421,9 @@ static int open_sources(struct probe *pr)
      * is known to be arriving (the flow's arrival view: holes, flowtab.h)
      * or leaving. */
     bool in = pr->o.inbound && !pr->offline;
+    /* -r with --inbound: the file's records are arrivals (a capture made
+     * with tcpdump -Q in, an ingress mirror's): holes only, no flow leaves. */
+    uint16_t file_in = pr->offline && pr->o.inbound ? FLOWTAB_IN : 0;
     struct capture_opts co = {.snaplen = (int)pr->o.snaplen, .buffer_mb = (int)pr->o.buffer_mb,
                               .filter = pr->o.filter, .libpcap_reader = pr->o.libpcap_reader,
                               .dir = pr->o.telemetry && !in ? CAPTURE_BOTH : CAPTURE_OUT};
@@ -432,7 +435,7 @@ static int open_sources(struct probe *pr)
             return r;
         pr->ncap++;
         pr->nhandles++;
-        pr->src[i] = (struct probe_src){pr, (uint16_t)i, (uint16_t)i, pr->cap[i].dlt};
+        pr->src[i] = (struct probe_src){pr, (uint16_t)i, (uint16_t)(i | file_in), pr->cap[i].dlt};
         pr->ifname[i] = pr->cap[i].name;
         double sys = pr->offline ? 0 : linkstats_speed_bps(pr->cap[i].name);
         pr->link_bps[i] = pr->o.link_gbps > 0 ? pr->o.link_gbps * 1e9
