@@ -81,6 +81,8 @@ static bool hop_walk(const struct health_cfg *c, const struct health_flow *f, co
             all = false;
             continue;
         }
+        /* Fewer holes downstream than upstream: a retransmission filled one
+         * between the two captures, no loss of this hop. */
         uint64_t inc = f->holes[j] > f->holes[j - 1] ? f->holes[j] - f->holes[j - 1] : 0;
         bool lossy = (double)inc >= c->min_loss && (double)inc >= c->loss_frac * (pkts >= 1 ? pkts : 1);
         if (!lossy) {

@@ -148,7 +148,7 @@ static void note_arrival(const struct topo *t, struct state_flow *f, uint32_t no
         if (f->arr[i].ts < f->arr[k].ts)
             k = i;
     }
-    f->arr[k] = (struct state_arrival){dir, in->holes, ts};
+    f->arr[k] = (struct state_arrival){dir, in->holes < UINT32_MAX ? (uint32_t)in->holes : UINT32_MAX, ts};
 }
 
 static void apply_flow(struct state *s, uint32_t node, const struct ingest_flow *in, uint32_t egress,

@@ -139,9 +139,9 @@ struct state_flow {
      * reused): the holes of that report's interval and the report's time
      * (ts 0: an empty slot). Several probes' reports of one interval carry
      * the same ts, which is how health pairs the hops of one interval. */
-    struct state_arrival {
+    struct state_arrival {       /* 16 bytes: 96 a flow */
         uint32_t dir;            /* the direction it arrived by (P -> N for probe N) */
-        uint64_t holes;
+        uint32_t holes;          /* saturated at UINT32_MAX (an interval's, of one flow) */
         double ts;
     } arr[TOPO_MAX_HOPS];
     uint32_t probe;              /* reporting node */
