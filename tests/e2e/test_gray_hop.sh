@@ -40,11 +40,13 @@ trap 'exit 130' INT TERM
 
 lab_init ${GRAY_LAB:-gryh}
 GRAY_HOP=1 GRAY_CTL_ARGS="--set thresholds.drain=true --set thresholds.gray_holddown=10" \
-  gray_lab_up "$MBIT" 30 || { t_fail "the per-hop gray lab: $GRAY_ERR"; t_done; }
+  gray_lab_up "$MBIT" 40 || { t_fail "the per-hop gray lab: $GRAY_ERR"; t_done; }
 t_pass "lab up leafspine 3x3 at ${MBIT} Mbit/s, probes --inbound on every switch port, $n flows at the link rate"
 
 # ---- 1. collisions separated, one flow per downlink -----------------------------
-sleep 7
+sleep 5
+tb=$(date +%s)   # [tb, tb + 4): before any loss, once separated
+sleep 4
 t_eq "no link named before any loss" "" "$(gray_suspects "$URL")"
 pick=$(gray_single_downlink "$URL")
 t_check "a spine downlink carries exactly one fat flow once tierflow has separated them ('$pick')" test -n "$pick"
@@ -68,15 +70,15 @@ t_eq "... and no other direction" "$GSP -> $GLF" "$(gray_suspects "$URL")"
 t_check "... drained (thresholds.drain)" gray_event "$URL" link_drained "$GSP -> $GLF"
 
 # ---- 3. the flows leave it -------------------------------------------------------------
-sleep 3
+sleep 4   # the move and TCP's recovery from the loss it had
 t1=$(date +%s)
 on=$(curl -s "$URL/api/v1/flows?fat=true&limit=100" | jq --arg a "$GSP" --arg b "$GLF" '[.flows[] | select(.stale | not) | .path // [] | [.[:-1], .[1:]] | transpose[] | select(.[0] == $a and .[1] == $b)] | length')
 t_eq "no fresh fat flow on $GSP -> $GLF in tierflow's view" 0 "$on"
 sleep 5
 for ((i = 0; i < n; i++)); do lab_stop "cli-$i"; done   # the one-shot servers write their JSON
 for ((i = 0; i < n; i++)); do for k in $(seq 50); do [ -s "$LAB_TMP/srv-$i.json" ] && break; sleep 0.1; done; done
-agg=$(iperf_window "$t1" $((t1 + 4)) "$LAB_TMP"/srv-*.json)
-echo "# aggregate with $GSP -> $GLF lossy and drained, [t1, t1+4): $(fail_mbit "$agg") of $(fail_mbit "$CAP") Mbit/s"
+agg=$(iperf_window "$t1" $((t1 + 4)) "$LAB_TMP"/srv-*.json); base=$(iperf_window "$tb" $((tb + 4)) "$LAB_TMP"/srv-*.json)
+echo "# aggregate with $GSP -> $GLF lossy and drained, [t1, t1+4): $(fail_mbit "$agg") of $(fail_mbit "$CAP") Mbit/s; before any loss $(fail_mbit "$base"); bins from tb $(iperf_bins "$tb" $((t1 + 4)) "$LAB_TMP"/srv-*.json | awk '{printf "%.1f ", $2/1e6}')"
 t_ge "aggregate >= 0.9 of the fabric without $GSP -> $GLF" "$agg" "$(awk -v c="$CAP" 'BEGIN{printf "%.0f", 0.9*c}')"
 tf_stop
 echo "# $(( $(date +%s) - T0 )) s from lab up to the end"
