@@ -54,6 +54,16 @@
  * jumped, not a flapping cable (a flap a second is already a dead link). */
 #define REPORTSPEC_MAX_CARRIER_HZ 1000.0
 
+/* A flow's per-hop loss members (docs/telemetry.md, "Loss signals"): the
+ * holes its arrival at the reporting node showed in the interval (data
+ * that started beyond the highest end seen there: lost upstream), and the
+ * interface it arrived by. Emitted only by a probe that captures arrivals
+ * (--inbound) and only when it saw the flow arrive; the controller reads an
+ * absent `holes` as "not observed", not as 0. Bounded like the other loss
+ * counts (at most the flow's `pkts`). */
+#define REPORTSPEC_HOLES "holes"
+#define REPORTSPEC_IN_IF "in_if"
+
 /* The largest rate an entry on a link of link_bps may report. */
 double reportspec_rate_bound(double link_bps);
 /* The largest packet count an entry may report for one interval of

@@ -64,6 +64,50 @@ static bool crosses(const struct health_flow *f, uint32_t d)
     return false;
 }
 
+/* Per hop (health.h): walks one flow's bracketed hops. Returns true when
+ * the flow is explained by them (a hop blamed or congested, or every switch
+ * hop bracketed): it then stays out of the cover. */
+static bool hop_walk(const struct health_cfg *c, const struct health_flow *f, const struct health_dir_in *d,
+                     struct health_verdict *out)
+{
+    double pkts = f->bps * c->interval / 8 / HEALTH_PKT_BYTES;
+    bool all = true;
+    for (int j = 0; j < f->ndirs; j++) {
+        uint32_t x = f->dirs[j];
+        bool br = j > 0 && (f->obs >> j & 1) && (f->obs >> (j - 1) & 1);
+        if (!d[x].fabric)
+            continue;
+        if (!br) {
+            all = false;
+            continue;
+        }
+        /* Fewer holes downstream than upstream: a retransmission filled one
+         * between the two captures, no loss of this hop. */
+        uint64_t inc = f->holes[j] > f->holes[j - 1] ? f->holes[j] - f->holes[j - 1] : 0;
+        bool lossy = (double)inc >= c->min_loss && (double)inc >= c->loss_frac * (pkts >= 1 ? pkts : 1);
+        if (!lossy) {
+            /* None added, with packets enough to have shown gray_loss. */
+            if (pkts * c->loss_frac >= c->min_loss)
+                out[x].hop_clean++;
+            continue;
+        }
+        if (d[x].congested)
+            return true;        /* its own queue dropped: explained */
+        struct health_verdict *v = &out[x];
+        if (!v->hop_lossy++) {
+            v->hop_prev = f->dirs[j - 1];
+            v->hop_holes = f->holes[j];
+            v->hop_prev_holes = f->holes[j - 1];
+        }
+        if (v->nev < HEALTH_EVIDENCE) {
+            v->ev_id[v->nev] = f->id;
+            v->ev_frac[v->nev++] = pkts >= 1 ? (double)inc / pkts : 1;
+        }
+        return true;
+    }
+    return all;
+}
+
 int health_localise(const struct health_cfg *c, const struct health_flow *f, size_t nf,
                     const struct health_dir_in *d, uint32_t nd, struct health_verdict *out)
 {
@@ -79,10 +123,31 @@ int health_localise(const struct health_cfg *c, const struct health_flow *f, siz
         return -ENOMEM;
     }
     size_t nlossy = 0;
+    /* Per hop first: flows bracketed hop by hop are explained by their own
+     * evidence, one flow enough (health.h). */
     for (size_t i = 0; i < nf; i++) {
         bool skip = f[i].ndirs <= 0;
         for (int j = 0; j < f[i].ndirs && !skip; j++)
-            skip = f[i].dirs[j] >= nd || d[f[i].dirs[j]].down || d[f[i].dirs[j]].congested;
+            skip = f[i].dirs[j] >= nd || d[f[i].dirs[j]].down;
+        if (!skip && f[i].obs && hop_walk(c, &f[i], d, out))
+            left[i] = 3;        /* explained per hop: out of the cover */
+    }
+    for (uint32_t x = 0; x < nd; x++) {
+        struct health_verdict *v = &out[x];
+        if (!v->hop_lossy || !d[x].fabric ||
+            (double)v->hop_clean > c->clean_share * (double)(v->hop_lossy + v->hop_clean)) {
+            v->nev = 0;         /* evidence of a hop not blamed */
+            continue;
+        }
+        v->bad = v->hop = true;
+        v->why = "loss";
+        v->conf = (double)v->hop_lossy / (double)(v->hop_lossy + v->hop_clean);
+    }
+    for (size_t i = 0; i < nf; i++) {
+        bool skip = f[i].ndirs <= 0 || left[i] == 3;
+        for (int j = 0; j < f[i].ndirs && !skip; j++)
+            skip = f[i].dirs[j] >= nd || d[f[i].dirs[j]].down || d[f[i].dirs[j]].congested || out[f[i].dirs[j]].hop;
+        left[i] = 0;
         if (skip)
             continue;   /* loss explained (or path unknown): no evidence either way */
         lossy[i] = (double)f[i].lost >= c->min_loss && flow_frac(c, &f[i]) >= c->loss_frac ? 1 : 2;
@@ -115,7 +180,7 @@ int health_localise(const struct health_cfg *c, const struct health_flow *f, siz
         uint32_t best = TOPO_NONE;
         for (uint32_t x = 0; x < nd; x++) {
             const struct health_verdict *v = &out[x];
-            if (!d[x].fabric || d[x].down || (double)cover[x] < c->min_flows ||
+            if (!d[x].fabric || d[x].down || out[x].hop || (double)cover[x] < c->min_flows ||
                 (double)v->nclean > c->clean_share * (double)(v->nlossy + v->nclean))
                 continue;
             if (best == TOPO_NONE || share[x] > share[best] ||
@@ -127,7 +192,8 @@ int health_localise(const struct health_cfg *c, const struct health_flow *f, siz
          * flows, with as few clean ones, explains them as well. */
         bool tie = false;
         for (uint32_t x = 0; best != TOPO_NONE && x < nd && !tie; x++) {
-            if (x == best || !d[x].fabric || d[x].down || cover[x] != cover[best] || out[x].nclean != out[best].nclean)
+            if (x == best || !d[x].fabric || d[x].down || out[x].hop || cover[x] != cover[best] ||
+                out[x].nclean != out[best].nclean)
                 continue;
             tie = true;
             for (size_t i = 0; i < nf && tie; i++)
@@ -247,6 +313,33 @@ void health_free(struct health *h)
 
 static const char *nm(const struct topo *t, uint32_t n) { return t->nodes[n].name; }
 
+/* The arrivals of one interval on f's path (health_flow obs, holes): the
+ * newest report time among its arrivals on the path, and those within half
+ * an interval of it (probes close their intervals on the same wall-clock
+ * boundaries; a probe whose report of that interval has not arrived yet
+ * brackets nothing this round, rather than a hop being judged across two
+ * intervals). */
+static void arrivals(const struct state_flow *sf, double interval, struct health_flow *f)
+{
+    double ref = 0;
+    int at[TOPO_MAX_HOPS];
+    for (int k = 0; k < TOPO_MAX_HOPS; k++) {
+        at[k] = -1;
+        for (int j = 0; sf->arr[k].ts > 0 && j < f->ndirs; j++)
+            if (sf->arr[k].dir == f->dirs[j]) {
+                at[k] = j;
+                if (sf->arr[k].ts > ref)
+                    ref = sf->arr[k].ts;
+            }
+    }
+    f->obs = 0;
+    for (int k = 0; k < TOPO_MAX_HOPS; k++)
+        if (at[k] >= 0 && ref - sf->arr[k].ts < interval / 2) {
+            f->obs |= 1u << at[k];
+            f->holes[at[k]] = sf->arr[k].holes;
+        }
+}
+
 /* The round's input, copied under the read lock. */
 static int snapshot(struct health *h, struct state *s, double now, struct health_flow **fo, size_t *nfo,
                     struct health_dir_in *din, uint64_t *carrier)
@@ -296,6 +389,7 @@ static int snapshot(struct health *h, struct state *s, double now, struct health
         f[n].ndirs = state_flow_dirs(s, sf, f[n].dirs, TOPO_MAX_HOPS);
         f[n].bps = sf->bps;
         f[n].lost = sf->retx_pkts + sf->psn_oos + sf->naks;
+        arrivals(sf, h->cfg.interval, &f[n]);
         n += f[n].ndirs > 0;
     }
     free(bps);
@@ -306,9 +400,17 @@ static int snapshot(struct health *h, struct state *s, double now, struct health
     return 0;
 }
 
-static void evidence_str(const struct health_verdict *v, char *buf, size_t len)
+static void evidence_str(const struct topo *t, const struct health_verdict *v, uint32_t d, char *buf, size_t len)
 {
-    size_t o = (size_t)snprintf(buf, len, "%u lossy, %u clean flows", v->nlossy, v->nclean);
+    size_t o;
+    if (v->hop)
+        o = (size_t)snprintf(buf, len, "holes at %s from %s: %llu, %llu at %s from %s; %u flow%s lossy at this hop, %u clean",
+                             nm(t, topo_dir_to(t, d)), nm(t, topo_dir_from(t, d)), (unsigned long long)v->hop_holes,
+                             (unsigned long long)v->hop_prev_holes, nm(t, topo_dir_to(t, v->hop_prev)),
+                             nm(t, topo_dir_from(t, v->hop_prev)), v->hop_lossy, v->hop_lossy == 1 ? "" : "s",
+                             v->hop_clean);
+    else
+        o = (size_t)snprintf(buf, len, "%u lossy, %u clean flows", v->nlossy, v->nclean);
     for (uint8_t i = 0; i < v->nev && o < len; i++)
         o += (size_t)snprintf(buf + o, len - o, "%s%016llx %.2f%%", i ? ", " : "; ", (unsigned long long)v->ev_id[i],
                               100 * v->ev_frac[i]);
@@ -352,7 +454,7 @@ int health_tick(struct health *h, struct state *s, struct events *ev, double now
                 continue;   /* a host link has no alternative: nothing to judge or drain */
             enum health_change ch = health_step(&h->cfg, tr, &v[d], carrier[d], now, &flapping);
             if (v[d].bad)
-                evidence_str(&v[d], sd->health_why, sizeof(sd->health_why));
+                evidence_str(t, &v[d], d, sd->health_why, sizeof(sd->health_why));
             else if (flapping)
                 snprintf(sd->health_why, sizeof(sd->health_why), "carrier flapping (>= %.0f transitions in %.0f s)",
                          h->cfg.flap_count, h->cfg.flap_window);

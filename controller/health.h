@@ -17,7 +17,19 @@
  * are at most thresholds.gray_clean_share of its flows (greedy set cover,
  * the direction covering most lossy flows first). A tie (two directions
  * crossed by the same lossy flows, as the hops of one path are) blames
- * neither: a wrong link is worse than none. Host links are never blamed
+ * neither: a wrong link is worse than none.
+ *
+ * Per hop, first: where probes capture arrivals (--inbound), a flow's holes
+ * at each arrival on its path are known; the holes a hop adds (those at its
+ * far end minus those at the arrival before it, same interval) are the loss
+ * of that hop alone (its sender's queue, the wire, the receiver). A hop so
+ * bracketed that adds holes >= gray_min_loss and >= gray_loss of the
+ * flow's packets is blamed on that one flow (the first such hop on its
+ * path), unless its own queue dropped (congested: explained); one that adds
+ * none with packets enough is clean for it. Such flows are explained and
+ * leave the cover; so do flows whose every switch hop is bracketed and
+ * clean (their loss is before the first arrival or on the host link after
+ * the last). Host links are never blamed
  * (placement has no way around them); a direction routing reports down is
  * routing's business. Carrier flaps (thresholds.flap_count transitions of
  * either end within thresholds.flap_window s) and interface errors
@@ -78,6 +90,10 @@ struct health_flow {
     int ndirs;
     double bps;
     uint64_t lost;               /* retx_pkts + psn_oos + naks of its last interval */
+    /* Per hop: bit j of obs set when a probe saw it arrive by dirs[j] in
+     * the round's interval, with holes[j] holes there (docs/health.md). */
+    uint32_t obs;
+    uint64_t holes[TOPO_MAX_HOPS];
 };
 
 /* One direction of a round. */
@@ -97,6 +113,15 @@ struct health_verdict {
     uint8_t nev;
     uint64_t ev_id[HEALTH_EVIDENCE];
     double ev_frac[HEALTH_EVIDENCE]; /* those flows' loss fractions */
+    /* Per hop: flows whose holes grew across this direction (lossy) or did
+     * not (clean, with packets enough to have shown it); blamed by them,
+     * the first such flow's bracket as evidence: holes at the far end
+     * (hop_holes) and at the arrival before it (hop_prev_holes, by
+     * hop_prev). */
+    uint32_t hop_lossy, hop_clean;
+    bool hop;
+    uint32_t hop_prev;
+    uint64_t hop_holes, hop_prev_holes;
 };
 
 /* Whether a direction's loss is its own queue's (see above). */

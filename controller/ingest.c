@@ -129,8 +129,30 @@ static void refuse_bound(struct ingest_refusals *r, const struct ingest_batch *b
     ingest_refusals_add(r, &e);
 }
 
+/* A probe saw f arrive at node by in_ifname with holes in the interval
+ * ending at ts: kept by arrival direction (the reverse of the one leaving
+ * node by that interface), in the slot that direction had or the oldest. */
+static void note_arrival(const struct topo *t, struct state_flow *f, uint32_t node, const struct ingest_flow *in,
+                         double ts)
+{
+    uint32_t out;
+    if (!in->in_ifname[0] || ingest_dir_of_if(t, node, in->in_ifname, &out) < 0)
+        return;
+    uint32_t dir = out ^ 1;
+    int k = 0;
+    for (int i = 0; i < TOPO_MAX_HOPS; i++) {
+        if (f->arr[i].ts > 0 && f->arr[i].dir == dir) {
+            k = i;
+            break;
+        }
+        if (f->arr[i].ts < f->arr[k].ts)
+            k = i;
+    }
+    f->arr[k] = (struct state_arrival){dir, in->holes < UINT32_MAX ? (uint32_t)in->holes : UINT32_MAX, ts};
+}
+
 static void apply_flow(struct state *s, uint32_t node, const struct ingest_flow *in, uint32_t egress,
-                       const struct state_loc *loc, double now, struct ingest_result *res)
+                       const struct state_loc *loc, double ts, double now, struct ingest_result *res)
 {
     bool inserted;
     struct state_flow *f = state_flow_upsert(s, &in->k, &inserted);
@@ -157,6 +179,7 @@ static void apply_flow(struct state *s, uint32_t node, const struct ingest_flow 
     f->retx_pkts = in->retx_pkts;
     f->psn_oos = in->psn_oos;
     f->naks = in->naks;
+    note_arrival(s->topo, f, node, in, ts);
     f->last_seen = now;
     /* Again only when an input changed: its ends (jobs are by node), the
      * DSCP it is matched on, or the jobs and classes themselves. */
@@ -407,7 +430,7 @@ static void apply_report(struct state *s, const struct ingest_batch *b, size_t i
             refuse_bound(&res->refused, b, i, "flows", r->flows[j].idx, key, why);
             res->refused_flows++;
         } else {
-            apply_flow(s, x->node, &r->flows[j], x->egress[j], &x->loc[j], now, res);
+            apply_flow(s, x->node, &r->flows[j], x->egress[j], &x->loc[j], r->ts > 0 ? r->ts : now, now, res);
         }
     }
     if (p->stale && ev)

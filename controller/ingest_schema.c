@@ -85,9 +85,9 @@ struct raw_link {
 };
 
 struct raw_flow {
-    char src[48], dst[48], ifname[STATE_IF_LEN], source[8];
+    char src[48], dst[48], ifname[STATE_IF_LEN], source[8], in_ifname[STATE_IF_LEN];
     uint64_t proto, sport, dport, qp, vlan, dscp, bytes, pkts, cnp, sampling;
-    uint64_t retx_pkts, psn_oos, naks;
+    uint64_t retx_pkts, psn_oos, naks, holes; /* holes UINT64_MAX: absent */
     double bps, ce_frac;
     bool fat;
 };
@@ -145,6 +145,8 @@ static const struct ingest_field flow_fields[] = {
     FINT(struct raw_flow, "retx_pkts", false, 0, INGEST_MAX_COUNT, retx_pkts),
     FINT(struct raw_flow, "psn_oos", false, 0, INGEST_MAX_COUNT, psn_oos),
     FINT(struct raw_flow, "naks", false, 0, INGEST_MAX_COUNT, naks),
+    FINT(struct raw_flow, REPORTSPEC_HOLES, false, 0, INGEST_MAX_COUNT, holes),
+    FSTR(struct raw_flow, REPORTSPEC_IN_IF, false, in_ifname),
 };
 
 /* The scanner marks the members it has seen in a 32-bit mask. */
@@ -237,7 +239,13 @@ static int finish_flow(const struct ingest_ctx *c, const void *raw, void *entry)
     const struct {
         const char *key;
         uint64_t v;
-    } loss[] = {{"retx_pkts", r->retx_pkts}, {"psn_oos", r->psn_oos}, {"naks", r->naks}};
+    } loss[] = {{"retx_pkts", r->retx_pkts}, {"psn_oos", r->psn_oos}, {"naks", r->naks},
+                {REPORTSPEC_HOLES, r->holes == UINT64_MAX ? 0 : r->holes}};
+    /* Holes belong to an arrival: without the interface it came by they
+     * place nothing, and an interface without its count says nothing. */
+    if ((r->holes == UINT64_MAX) != !r->in_ifname[0])
+        return ingest_cfail(c, r->in_ifname[0] ? REPORTSPEC_IN_IF : REPORTSPEC_HOLES, "given without %s",
+                            r->in_ifname[0] ? REPORTSPEC_HOLES : REPORTSPEC_IN_IF);
     for (size_t i = 0; i < TF_ARRAY_SIZE(loss); i++)
         if (loss[i].v > r->pkts)
             return ingest_cfail(c, loss[i].key, "%llu exceeds the flow's pkts %llu", (unsigned long long)loss[i].v,
@@ -272,11 +280,13 @@ static int finish_flow(const struct ingest_ctx *c, const void *raw, void *entry)
     out->retx_pkts = r->retx_pkts;
     out->psn_oos = r->psn_oos;
     out->naks = r->naks;
+    out->holes = r->holes == UINT64_MAX ? 0 : r->holes;
+    memcpy(out->in_ifname, r->in_ifname, sizeof(out->in_ifname));
     return 0;
 }
 
 static const struct raw_link link_defaults = {.rx_bps = -1, .oper = "up"};
-static const struct raw_flow flow_defaults = {.source = "pcap", .sampling = 1};
+static const struct raw_flow flow_defaults = {.source = "pcap", .sampling = 1, .holes = UINT64_MAX};
 
 const struct ingest_list_kind ingest_links_kind = {"links", link_fields, TF_ARRAY_SIZE(link_fields),
                                                    &link_defaults, sizeof(struct raw_link),

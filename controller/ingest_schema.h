@@ -69,6 +69,10 @@ struct ingest_flow {
     double bps, ce_frac;
     uint64_t bytes, pkts, cnp;
     uint64_t retx_pkts, psn_oos, naks; /* in the interval; 0 when absent (docs/telemetry.md) */
+    /* Its arrival at the reporting node (REPORTSPEC_HOLES, _IN_IF): both
+     * or neither; in_ifname "" when absent. */
+    uint64_t holes;
+    char in_ifname[STATE_IF_LEN];
 };
 
 struct ingest_report {

@@ -134,6 +134,16 @@ struct state_flow {
      * TCP segments whose data had been seen already, RoCE packets off the
      * expected PSN, RoCE NAKs carried by this flow. */
     uint64_t retx_pkts, psn_oos, naks;
+    /* Per-hop loss (docs/health.md): where probes capturing arrivals saw
+     * it arrive, one slot per arrival direction (the oldest slot is
+     * reused): the holes of that report's interval and the report's time
+     * (ts 0: an empty slot). Several probes' reports of one interval carry
+     * the same ts, which is how health pairs the hops of one interval. */
+    struct state_arrival {       /* 16 bytes: 96 a flow */
+        uint32_t dir;            /* the direction it arrived by (P -> N for probe N) */
+        uint32_t holes;          /* saturated at UINT32_MAX (an interval's, of one flow) */
+        double ts;
+    } arr[TOPO_MAX_HOPS];
     uint32_t probe;              /* reporting node */
     char ifname[STATE_IF_LEN];
     uint32_t egress;             /* link direction it left the probe by, TOPO_NONE unmapped */

@@ -112,8 +112,9 @@ int capture_open_live(struct capture *c, const char *ifname, const struct captur
      * it (BPF `outbound`, the packet type) before any copy. */
     char both[4200];
     const char *f = o->filter;
-    if (!o->inbound) {
-        snprintf(both, sizeof(both), "outbound%s%s%s", f ? " and (" : "", f ? f : "", f ? ")" : "");
+    if (o->dir != CAPTURE_BOTH) {
+        snprintf(both, sizeof(both), "%s%s%s%s", o->dir == CAPTURE_IN ? "inbound" : "outbound", f ? " and (" : "",
+                 f ? f : "", f ? ")" : "");
         f = both;
     }
     if (!r)
@@ -215,7 +216,7 @@ const char *capture_error(struct capture *c)
 
 int capture_poll(const struct capture *cs, size_t n, int extra_fd, int timeout_ms)
 {
-    struct pollfd pfd[65];
+    struct pollfd pfd[129]; /* the probe's 64 interfaces, both directions, and one more */
     size_t np = 0;
     if (extra_fd >= 0)
         pfd[np++] = (struct pollfd){.fd = extra_fd, .events = POLLIN};

@@ -28,12 +28,17 @@
 
 #define CAPTURE_NAME_LEN 64
 
+/* Live captures: packets leaving the interface (the default: what a report's
+ * `if` describes), arriving at it (--inbound's second handle: holes), or
+ * both (ERSPAN carriers arrive on the capture interface). */
+enum capture_dir { CAPTURE_OUT, CAPTURE_IN, CAPTURE_BOTH };
+
 struct capture_opts {
     int snaplen;          /* bytes per packet kept, default 128 */
     int buffer_mb;        /* kernel buffer, 0 = libpcap's default */
     int timeout_ms;       /* TPACKET_V3 block timeout, default 100 */
     const char *filter;   /* BPF expression or NULL */
-    bool inbound;         /* live: packets arriving on the interface too (else only leaving) */
+    enum capture_dir dir; /* live: which packets of the interface (files: all) */
     bool libpcap_reader;  /* files: libpcap reads every record (see savefile.h) */
 };
 

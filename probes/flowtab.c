@@ -60,6 +60,7 @@ _Static_assert(offsetof(struct flow, pkts) == offsetof(struct flow, bytes) + 8 &
                "counters are updated in pairs");
 _Static_assert(offsetof(struct flow, seq_ok) < 128, "the loss tracking is per-packet state");
 _Static_assert(sizeof(struct flow) == 192, "three cache lines per flow");
+_Static_assert(offsetof(struct flow_key, in) == 46, "in lies in the key's former padding");
 _Static_assert(offsetof(struct flow, ifidx) == offsetof(struct flow, sampling) + 4 &&
                offsetof(struct flow, dscp) == offsetof(struct flow, sampling) + 6 &&
                offsetof(struct flow, source) == offsetof(struct flow, sampling) + 7 &&
@@ -79,6 +80,14 @@ const uint8_t flowtab_roce_trk[256] = {
 };
 #undef P8_
 #undef P_
+
+/* An arrival view judges the same packets for holes instead (flowtab.h). */
+const uint8_t flowtab_trk_dir[2][FLOWTAB_TRK_N] = {
+    {FLOWTAB_TRK_NONE, FLOWTAB_TRK_TCP, FLOWTAB_TRK_SYN, FLOWTAB_TRK_PSN, FLOWTAB_TRK_PSN_READ, FLOWTAB_TRK_NAK,
+     FLOWTAB_TRK_TCP_IN, FLOWTAB_TRK_PSN_IN, FLOWTAB_TRK_PSN_READ_IN},
+    {FLOWTAB_TRK_NONE, FLOWTAB_TRK_TCP_IN, FLOWTAB_TRK_SYN, FLOWTAB_TRK_PSN_IN, FLOWTAB_TRK_PSN_READ_IN,
+     FLOWTAB_TRK_NAK, FLOWTAB_TRK_TCP_IN, FLOWTAB_TRK_PSN_IN, FLOWTAB_TRK_PSN_READ_IN},
+};
 
 /* How many ops ahead of the one it applies a flush prefetches the flow
  * record: by then the index cell that names it has arrived. */
@@ -428,10 +437,11 @@ static inline void op_fill(struct flowtab_op *o, const struct decode_pkt *pkt, u
                            double ts, uint32_t scale, uint8_t source)
 {
     key_build(pkt, &o->key);
+    o->key.in = (uint8_t)(ifidx >> 15);
     o->ts = ts;
     o->wire_len = pkt->wire_len;
     o->scale = scale;
-    o->ifidx = ifidx;
+    o->ifidx = ifidx & (FLOWTAB_IN - 1);
     o->dscp = pkt->dscp;
     o->ecn = pkt->ecn;
     o->roce = pkt->roce;
@@ -441,8 +451,8 @@ static inline void op_fill(struct flowtab_op *o, const struct decode_pkt *pkt, u
     o->seg_len = pkt->seg_len;
     /* A 1-in-N sample is no sequence: sampled packets are not judged. */
     o->trk = source == FLOW_SRC_SFLOW ? FLOWTAB_TRK_NONE
-                                      : flowtab_trk(pkt->proto, pkt->roce, pkt->bth_opcode, pkt->nak, pkt->seg_len,
-                                                    pkt->tcp_syn);
+                                      : flowtab_trk_dir[o->key.in][flowtab_trk(pkt->proto, pkt->roce, pkt->bth_opcode,
+                                                                               pkt->nak, pkt->seg_len, pkt->tcp_syn)];
 }
 
 /* The loss signals of one packet (flowtab.h, top). Saturating: a counter
@@ -481,6 +491,34 @@ static inline __attribute__((always_inline)) void track(struct flow *f, const st
     case FLOWTAB_TRK_NAK:
         sat_inc(&f->ivl_naks);
         break;
+    case FLOWTAB_TRK_TCP_IN: {
+        /* Arrival view: data starting beyond the highest end seen lost its
+         * predecessor upstream (a hole); the first packet sets the mark. */
+        uint32_t end = o->seq + o->seg_len;
+        if (!f->seq_ok) {
+            f->seq_next = end;
+            f->seq_ok = 1;
+            break;
+        }
+        if ((int32_t)(o->seq - f->seq_next) > 0)
+            sat_inc(&f->ivl_retx);
+        if ((int32_t)(end - f->seq_next) > 0)
+            f->seq_next = end;
+        break;
+    }
+    case FLOWTAB_TRK_PSN_IN:
+    case FLOWTAB_TRK_PSN_READ_IN: {
+        /* Ahead of the expected PSN (within half the space): a hole; behind
+         * it: a resend, which neither counts nor moves the mark back. */
+        uint32_t ahead = (o->seq - f->seq_next) & 0xffffff;
+        if (f->seq_ok && ahead >= 0x800000)
+            break;
+        if (f->seq_ok && ahead)
+            sat_inc(&f->ivl_retx);
+        f->seq_next = (o->seq + 1) & 0xffffff;
+        f->seq_ok = o->trk == FLOWTAB_TRK_PSN_IN;
+        break;
+    }
     default:
         break;
     }
@@ -620,6 +658,7 @@ void flowtab_close_interval(struct flowtab *ft, double now, double interval_s,
         f->ce_pkts += f->ivl_ce;
         f->ect_pkts += f->ivl_ect;
         f->ivl_bytes = f->ivl_pkts = f->ivl_ce = f->ivl_ect = f->ivl_cnps = 0;
+        f->closed_retx = f->ivl_retx;
         f->ivl_retx = f->ivl_naks = 0;
         if (ft->idle > 0 && now - f->last_ts > ft->idle) {
             flow_remove(ft, id);

@@ -61,6 +61,18 @@
  *   the probe cannot know: the PSN after one is not judged.
  * - An RC Acknowledge whose AETH says NAK counts in ivl_naks of its own
  *   (ACK) flow.
+ * - Holes (per hop localisation, docs/health.md): a packet captured as it
+ *   arrives on an interface (ifidx | FLOWTAB_IN) goes to the flow's arrival
+ *   view, a record of its own (the key's `in` set), so that a forwarded
+ *   packet seen arriving and leaving is counted once in each view and never
+ *   twice in one: the leaving view keeps bytes, rates, retransmissions; the
+ *   arrival view counts holes in ivl_retx: TCP data segments that start
+ *   beyond the highest end seen so far at this point (RFC 1982), i.e. the
+ *   originals of some data were lost upstream; a retransmission filling a
+ *   hole is not one, nor is the flow's first packet here (it sets the mark);
+ *   a SYN resets it. RoCE RC/UC: a PSN ahead of the expected one (within
+ *   half the 24-bit space) is a hole; a PSN behind it (a go-back-N resend)
+ *   is not. Its interface is the one the flow arrived by (`in_if`).
  * The counters saturate at UINT32_MAX per interval.
  */
 #ifndef TF_FLOWTAB_H
@@ -79,7 +91,8 @@ struct flow_key {
     uint16_t sport, dport;
     uint32_t qp;              /* RoCE destination QP, 0 otherwise */
     uint8_t  af, proto;
-    uint8_t  pad[2];          /* zeroed: keys are hashed and compared bytewise */
+    uint8_t  in;              /* 1: the flow's arrival view (captured inbound, see the top) */
+    uint8_t  pad[1];          /* zeroed: keys are hashed and compared bytewise */
 };
 
 /* Laid out for the per-packet path: the key and everything a packet updates
@@ -106,6 +119,7 @@ struct flow {
     double   ivl_bps;         /* rate over the last closed interval */
     uint64_t ce_pkts, ect_pkts; /* totals over the closed intervals */
     bool     fat;
+    uint32_t closed_retx;     /* ivl_retx of the last closed interval (an arrival view's holes) */
 };
 
 enum { FLOW_SRC_PCAP = REPORTSPEC_SRC_PCAP, FLOW_SRC_ERSPAN = REPORTSPEC_SRC_ERSPAN, FLOW_SRC_SFLOW = REPORTSPEC_SRC_SFLOW };
@@ -121,6 +135,10 @@ struct flowtab;
  * table cannot be allocated. */
 struct flowtab *flowtab_new(uint32_t max_flows, double idle_timeout_s);
 void flowtab_free(struct flowtab *ft);
+
+/* Or'ed into an ifidx: the packet was captured arriving on that interface
+ * (it goes to the flow's arrival view; interfaces are < FLOWTAB_IN). */
+#define FLOWTAB_IN 0x8000u
 
 /* Accounts one decoded packet seen on interface ifidx at time ts. scale
  * multiplies bytes and packets (1 for full capture, the sampling rate for
@@ -155,7 +173,10 @@ struct flowtab_op {
 };
 
 /* How a packet feeds the loss signals (see the top). */
-enum { FLOWTAB_TRK_NONE, FLOWTAB_TRK_TCP, FLOWTAB_TRK_SYN, FLOWTAB_TRK_PSN, FLOWTAB_TRK_PSN_READ, FLOWTAB_TRK_NAK };
+enum { FLOWTAB_TRK_NONE, FLOWTAB_TRK_TCP, FLOWTAB_TRK_SYN, FLOWTAB_TRK_PSN, FLOWTAB_TRK_PSN_READ, FLOWTAB_TRK_NAK,
+       FLOWTAB_TRK_TCP_IN, FLOWTAB_TRK_PSN_IN, FLOWTAB_TRK_PSN_READ_IN, FLOWTAB_TRK_N };
+/* flowtab_trk_dir[in][trk]: what an arrival view does instead (holes). */
+extern const uint8_t flowtab_trk_dir[2][FLOWTAB_TRK_N];
 
 /* The FLOWTAB_TRK_* of a RoCEv2 packet by BTH opcode, NAKs aside (one load
  * instead of four compares per packet): RC (000) and UC (001) opcodes but
@@ -203,10 +224,11 @@ static inline void flowtab_batch_add_fast(struct flowtab *ft, struct flowtab_bat
     k->qp = f->dqp;
     k->af = 4;
     k->proto = f->proto;
+    k->in = (uint8_t)(ifidx >> 15);
     o->ts = ts;
     o->wire_len = wire_len;
     o->scale = 1;
-    o->ifidx = ifidx;
+    o->ifidx = ifidx & (FLOWTAB_IN - 1);
     o->dscp = f->dscp;
     o->ecn = f->ecn;
     o->roce = f->roce;
@@ -214,7 +236,7 @@ static inline void flowtab_batch_add_fast(struct flowtab *ft, struct flowtab_bat
     o->source = FLOW_SRC_PCAP;
     o->seq = f->roce ? f->psn : f->tcp_seq;
     o->seg_len = f->seg_len;
-    o->trk = flowtab_trk(f->proto, f->roce, f->bth_opcode, f->nak, f->seg_len, f->tcp_syn);
+    o->trk = flowtab_trk_dir[k->in][flowtab_trk(f->proto, f->roce, f->bth_opcode, f->nak, f->seg_len, f->tcp_syn)];
     if (++b->n == FLOWTAB_BATCH)
         flowtab_batch_flush(ft, b);
 }

@@ -32,15 +32,18 @@
 struct probe_src {
     struct probe *pr;
     uint16_t ifidx;
+    uint16_t ftidx;   /* ifidx, | FLOWTAB_IN for an arrivals handle (--inbound) */
     int dlt;
 };
 
 struct probe {
     struct probe_opts o;         /* as given, interval and out resolved */
-    struct capture cap[PROBE_MAX_IF];
-    struct probe_src src[PROBE_MAX_IF];
+    /* cap[0..ncap): what leaves each interface (or both directions);
+     * with --inbound, cap[ncap..2 ncap): what arrives on cap[i - ncap]'s. */
+    struct capture cap[2 * PROBE_MAX_IF];
+    struct probe_src src[2 * PROBE_MAX_IF];
     const char *ifname[PROBE_MAX_IF];
-    size_t ncap;
+    size_t ncap, nhandles;
     bool offline;
     struct flowtab *ft;
     struct flowtab_batch batch; /* captured packets not yet in ft: flushed by probe_close */
@@ -116,7 +119,7 @@ static void fill_stats(struct probe *pr)
     flowtab_get_stats(pr->ft, &fs);
     pr->st.evicted = fs.evicted;
     uint64_t drops = 0;
-    for (size_t i = 0; i < pr->ncap; i++) {
+    for (size_t i = 0; i < pr->nhandles; i++) {
         uint64_t d;
         if (capture_drops(&pr->cap[i], &d) == 0)
             drops += d;
@@ -245,7 +248,7 @@ static __attribute__((noinline)) void on_packet_full(struct probe *pr, const str
         return;
     }
     pr->st.truncated += (pkt.flags & DECODE_F_TRUNC) != 0;
-    pr->ivl_ce[s->ifidx] += pkt.ecn == 3;
+    pr->ivl_ce[s->ifidx] += pkt.ecn == 3 && s->ftidx == s->ifidx;
     if (pkt.roce)
         pr->st.roce_opcodes[pkt.bth_opcode]++;
     if (__builtin_expect(pr->mirror != NULL, 0) &&
@@ -253,7 +256,7 @@ static __attribute__((noinline)) void on_packet_full(struct probe *pr, const str
         return;
     /* Batched: the table's cache misses overlap with reading the next
      * packets (see flowtab.h). */
-    flowtab_batch_add(pr->ft, &pr->batch, &pkt, s->ifidx, ts, 1, FLOW_SRC_PCAP);
+    flowtab_batch_add(pr->ft, &pr->batch, &pkt, s->ftidx, ts, 1, FLOW_SRC_PCAP);
 }
 
 static void on_packet(u_char *user, const struct pcap_pkthdr *h, const u_char *data)
@@ -271,10 +274,10 @@ static void on_packet(u_char *user, const struct pcap_pkthdr *h, const u_char *d
      * With telemetry on, every frame takes the full way (sFlow carriers). */
     struct decode_fast fp;
     if (s->dlt == DLT_EN10MB && !pr->mirror && decode_fast_eth(data, h->caplen, h->len, &fp)) {
-        pr->ivl_ce[s->ifidx] += fp.ecn == 3;
+        pr->ivl_ce[s->ifidx] += fp.ecn == 3 && s->ftidx == s->ifidx; /* a link's CE: what leaves by it */
         if (fp.roce)
             pr->st.roce_opcodes[fp.bth_opcode]++;
-        flowtab_batch_add_fast(pr->ft, &pr->batch, &fp, h->len, s->ifidx, ts);
+        flowtab_batch_add_fast(pr->ft, &pr->batch, &fp, h->len, s->ftidx, ts);
         return;
     }
     on_packet_full(pr, s, h, data, ts);
@@ -382,10 +385,10 @@ static int run_live(struct probe *pr)
     while (!probe_stop) {
         double now = tf_now_mono();
         int wait = now >= next ? 0 : (int)((next - now) * 1000.0) + 1;
-        capture_poll(pr->cap, pr->ncap, pr->sflow_fd, wait);
+        capture_poll(pr->cap, pr->nhandles, pr->sflow_fd, wait);
         if (pr->sflow_fd >= 0)
             drain_sflow(pr);
-        for (size_t i = 0; i < pr->ncap && rc == 0; i++) {
+        for (size_t i = 0; i < pr->nhandles && rc == 0; i++) {
             if (capture_dispatch(&pr->cap[i], -1, on_packet, (u_char *)&pr->src[i]) < 0) {
                 log_err("-i %s: read failed: %s", pr->cap[i].src, capture_error(&pr->cap[i]));
                 rc = -EIO;
@@ -413,10 +416,17 @@ static int run_live(struct probe *pr)
 
 static int open_sources(struct probe *pr)
 {
+    /* Mirrored traffic (ERSPAN) arrives on the capture interface. With
+     * --inbound, what arrives has a handle of its own, so that each packet
+     * is known to be arriving (the flow's arrival view: holes, flowtab.h)
+     * or leaving. */
+    bool in = pr->o.inbound && !pr->offline;
+    /* -r with --inbound: the file's records are arrivals (a capture made
+     * with tcpdump -Q in, an ingress mirror's): holes only, no flow leaves. */
+    uint16_t file_in = pr->offline && pr->o.inbound ? FLOWTAB_IN : 0;
     struct capture_opts co = {.snaplen = (int)pr->o.snaplen, .buffer_mb = (int)pr->o.buffer_mb,
                               .filter = pr->o.filter, .libpcap_reader = pr->o.libpcap_reader,
-                              /* mirrored traffic (ERSPAN) arrives on the capture interface */
-                              .inbound = pr->o.inbound || pr->o.telemetry};
+                              .dir = pr->o.telemetry && !in ? CAPTURE_BOTH : CAPTURE_OUT};
     size_t n = pr->offline ? 1 : pr->o.nifs;
     for (size_t i = 0; i < n; i++) {
         int r = pr->offline ? capture_open_file(&pr->cap[i], pr->o.file, &co)
@@ -424,12 +434,22 @@ static int open_sources(struct probe *pr)
         if (r < 0)
             return r;
         pr->ncap++;
-        pr->src[i] = (struct probe_src){pr, (uint16_t)i, pr->cap[i].dlt};
+        pr->nhandles++;
+        pr->src[i] = (struct probe_src){pr, (uint16_t)i, (uint16_t)(i | file_in), pr->cap[i].dlt};
         pr->ifname[i] = pr->cap[i].name;
         double sys = pr->offline ? 0 : linkstats_speed_bps(pr->cap[i].name);
         pr->link_bps[i] = pr->o.link_gbps > 0 ? pr->o.link_gbps * 1e9
                           : sys > 0         ? sys
                                             : PROBE_DEFAULT_GBPS * 1e9;
+    }
+    co.dir = CAPTURE_IN;
+    for (size_t i = 0; in && i < n; i++) {
+        struct capture *c = &pr->cap[n + i];
+        int r = capture_open_live(c, pr->o.ifs[i], &co);
+        if (r < 0)
+            return r;
+        pr->nhandles++;
+        pr->src[n + i] = (struct probe_src){pr, (uint16_t)i, (uint16_t)(i | FLOWTAB_IN), c->dlt};
     }
     return 0;
 }
@@ -565,7 +585,7 @@ void probe_free(struct probe *pr)
         close(pr->sflow_fd);
     mirror_free(pr->mirror);
     mirrormap_free(pr->map);
-    for (size_t i = 0; i < pr->ncap; i++)
+    for (size_t i = 0; i < pr->nhandles; i++)
         capture_close(&pr->cap[i]);
     linkstats_free(pr->ls);
     flowtab_free(pr->ft);

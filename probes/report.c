@@ -48,7 +48,7 @@ static const struct report_snap_ent *snap_find(const struct report_snap *s, size
     return *pos < s->n ? &s->ent[*pos] : NULL;
 }
 
-static void flow_fill(struct report_flow *o, const struct flow *f,
+static void flow_fill(struct report_flow *o, struct flowtab *ft, const struct flow *f,
                       const struct report_snap_ent *e, const char *const *ifnames, size_t nif)
 {
     memset(o, 0, sizeof(*o));
@@ -73,6 +73,15 @@ static void flow_fill(struct report_flow *o, const struct flow *f,
     else if (e)
         o->psn_oos = e->retx;
     o->naks = e ? e->naks : 0;
+    /* Its arrival view, when the probe captured it arriving (flowtab.h):
+     * the holes of the interval just closed and the interface. */
+    struct flow_key k = f->key;
+    k.in = 1;
+    const struct flow *a = flowtab_lookup(ft, &k);
+    if (a && a->ifidx < nif) {
+        o->in_ifname = ifnames[a->ifidx];
+        o->holes = a->closed_retx;
+    }
 }
 
 /* Min-heap on bps over the non-fat candidates, so that top_n survive. */
@@ -129,7 +138,9 @@ int report_pick_flows(struct report *r, struct flowtab *ft, const struct report_
     const struct flow *f;
     while ((f = flowtab_next(ft, &cur))) {
         struct report_flow o;
-        flow_fill(&o, f, snap_find(s, &pos, f), ifnames, nif);
+        if (f->key.in)
+            continue;   /* an arrival view: reported with its flow */
+        flow_fill(&o, ft, f, snap_find(s, &pos, f), ifnames, nif);
         if (o.fat && nfat < REPORT_MAX_FAT) {
             fat[nfat++] = o;
         } else if (nheap < top_n) {
@@ -219,6 +230,11 @@ static json_t *flow_json(const struct report_flow *f)
     for (size_t i = 0; i < TF_ARRAY_SIZE(loss); i++)
         if (loss[i].v)
             bad |= jset(o, loss[i].k, json_integer((json_int_t)loss[i].v));
+    /* Holes go with the arrival they were seen at, 0 included: a clean
+     * arrival is evidence too (docs/health.md). */
+    if (f->in_ifname)
+        bad |= jset(o, REPORTSPEC_IN_IF, json_string(f->in_ifname)) |
+               jset(o, REPORTSPEC_HOLES, json_integer((json_int_t)f->holes));
     if (bad) {
         json_decref(o);
         return NULL;

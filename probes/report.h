@@ -70,6 +70,8 @@ struct report_flow {
     const char *ifname;
     uint64_t bytes, pkts, cnp;
     uint64_t retx_pkts, psn_oos, naks; /* this interval (flowtab's loss signals); emitted when non-zero */
+    uint64_t holes;                    /* at its arrival view, when in_ifname is set (emitted then, 0 too) */
+    const char *in_ifname;             /* interface it arrived by (captured inbound), NULL when not seen */
     double bps, ce_frac, ect_frac;
     uint32_t sampling;
     uint8_t dscp, source;

@@ -8,7 +8,8 @@
 # and probes/savefile.c reads its records in blocks (the same records and
 # errors, see probes/savefile.h and tierflow-probe(1)), and with
 # --file-reader libpcap, where libpcap reads every record: the difference is
-# what libpcap's per-record fread()s cost.
+# what libpcap's per-record fread()s cost. A third run takes every record as
+# an arrival (--inbound with -r: the hole tracking's path, docs/telemetry.md).
 # The floor and the probe runs take turns, 5 rounds of each on a warm page
 # cache, and the best CPU time (user + sys, children included, from
 # /usr/bin/time) of each is kept: taking turns gives each the same share of
@@ -75,9 +76,10 @@ for ((i = 0; i < ROUNDS; i++)); do
   once "probe --file-reader libpcap" "$P" -r "$F" --format json --file-reader libpcap || exit 1
   once "probe --max-flows 4096" "$P" -r "$F" --format json --max-flows 4096 || exit 1
   once "probe --max-flows 1048576" "$P" -r "$F" --format json --max-flows 1048576 || exit 1
+  once "probe --inbound (arrivals)" "$P" -r "$F" --format json --inbound || exit 1
   [ -n "${BENCH_BASE_PROBE:-}" ] && { once "probe (baseline)" "$BENCH_BASE_PROBE" -r "$F" --format json || exit 1; }
 done
-for name in floor probe "probe --file-reader libpcap" "probe --max-flows 4096" "probe --max-flows 1048576"; do
+for name in floor probe "probe --file-reader libpcap" "probe --max-flows 4096" "probe --max-flows 1048576" "probe --inbound (arrivals)"; do
   show "$name"
 done
 [ -n "${BENCH_BASE_PROBE:-}" ] && { echo "baseline: $BENCH_BASE_PROBE"; show "probe (baseline)"; }
@@ -95,6 +97,7 @@ verdict "probe <= 1.5 x bare libpcap loop (x$(awk -v a="${CPU[probe]}" -v b="${C
   "${CPU[probe]} <= 1.5 * ${CPU[floor]}"
 [ -n "${BENCH_BASE_PROBE:-}" ] &&
   echo "               (the baseline: x$(awk -v a="${CPU["probe (baseline)"]}" -v b="${CPU[floor]}" 'BEGIN{printf "%.2f", a/b}'); this probe costs x$(awk -v a="${CPU[probe]}" -v b="${CPU["probe (baseline)"]}" 'BEGIN{printf "%.3f", a/b}') the baseline's CPU)"
+echo "               (every record as an arrival, --inbound's hole tracking: x$(awk -v a="${CPU["probe --inbound (arrivals)"]}" -v b="${CPU[floor]}" 'BEGIN{printf "%.2f", a/b}') against x$(awk -v a="${CPU[probe]}" -v b="${CPU[floor]}" 'BEGIN{printf "%.2f", a/b}') leaving, same rounds; live --inbound also captures each forwarded packet twice)"
 echo "               (with --file-reader libpcap: x$(awk -v a="${CPU["probe --file-reader libpcap"]}" -v b="${CPU[floor]}" 'BEGIN{printf "%.2f", a/b}'): libpcap's own reading is then paid on top of the floor's)"
 for peer in softflowd pmacctd; do
   [ -n "${CPU[$peer]:-}" ] || continue

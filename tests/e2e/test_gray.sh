@@ -42,7 +42,7 @@ LOSS=${GRAY_LOSS:-0.01}
 trap 'gray_rules_clear; lab_cleanup; rm -rf "$W"' EXIT
 trap 'exit 130' INT TERM
 
-lab_init gry
+lab_init ${GRAY_LAB:-gry}
 GRAY_CTL_ARGS="--set thresholds.drain=true --set thresholds.gray_holddown=$HOLD"
 gray_lab_up "$MBIT" 40 || { t_fail "the gray lab: $GRAY_ERR"; t_done; }   # 40 s: the flows end before the flap scenario does
 t_pass "lab up leafspine 3x3 at ${MBIT} Mbit/s, tierflowd answers, $n flows"

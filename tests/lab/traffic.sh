@@ -95,7 +95,7 @@ tf_start() {
     a=(); for u in ${TF_PROBE_IFS[$node]}; do a+=(-i "$u"); done
     [ ${#a[@]} -gt 0 ] || continue
     lab_bg "probe-$node" "$LAB" exec "$node" -- "$PROBE" "${a[@]}" --node "$node" --controller "$url" \
-      --token-file "$token" --interval "${TF_INTERVAL:-1}" --link-gbps "$gbps" ${TF_PROBE_FILTER:+--filter "$TF_PROBE_FILTER"} >>"$LAB_TMP/probe-$node.log" 2>&1
+      --token-file "$token" --interval "${TF_INTERVAL:-1}" --link-gbps "$gbps" ${TF_PROBE_FILTER:+--filter "$TF_PROBE_FILTER"} ${TF_PROBE_ARGS:-} >>"$LAB_TMP/probe-$node.log" 2>&1
   done
 }
 # CPU tierflowd and the probes used since tf_start, in cores (CPU seconds

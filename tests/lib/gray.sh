@@ -7,6 +7,7 @@
 #                               every e2e suite without a gray failure asserts 0 at teardown
 #   gray_count_false_positives URL   adds them to GRAY_FP (tf_stop calls it)
 #   gray_no_false_positives [WHAT]     the TAP check: GRAY_FP is 0
+#   gray_single_downlink URL    "SPINE LEAF": a spine downlink exactly one fat flow crosses
 #   gray_rule_add NODE IF P     iptables: drop P of the packets forwarded out of IF in NODE
 #                               (remembered; gray_rules_clear removes exactly those)
 #   gray_lab_up MBIT SECS       (after lab_init; needs CTL PROBE SIM) the gray lab of
@@ -14,7 +15,10 @@
 #                               leaf, six iperf3 flows at 30% of a link for SECS s (FLOWS below),
 #                               hosts at MSS-sized frames, tierflowd (GRAY_CTL_ARGS) and probes;
 #                               sets URL TOKEN AUTH n RATE GIF (S1's interface to L3) CAP (what
-#                               the fabric without S1 -> L3 carries of them); GRAY_ERR on failure
+#                               the fabric without S1 -> L3 carries of them); GRAY_ERR on failure.
+#                               GRAY_HOP=1: the per-hop scenario instead (GRAY_HOP_FLOWS below:
+#                               colliding flows at the full link rate; probes on every port of
+#                               every switch with --inbound, docs/health.md "Per hop")
 GRAY_RULES=()
 gray_events() { curl -s "$1/api/v1/events"; }
 gray_suspects() {
@@ -58,8 +62,21 @@ gray_rules_clear() {
 # L1 and L2, reach L3 through S1; two between L1 and L2 through S1 clear
 # L1 -> S1 and L2 -> S1; two from L3 go through S2 and S3.
 GRAY_FLOWS=("H1 H5 S1" "H3 H6 S1" "H2 H4 S1" "H4 H2 S1" "H5 H1 S2" "H6 H3 S3")
+# The per-hop scenario (issue 18's): two fat flows at the full link rate
+# that ECMP puts on one uplink (L1's two to L3's hosts, both on S1, so they
+# share L1 -> S1 and S1 -> L3), which tierflow then separates: one flow per
+# link, the case path intersection cannot place. No host both sends and
+# receives (a receiver's ACKs would share its sender's link: with four
+# flows, H1 and H2 both, the aggregate stayed near 0.86 of the fabric's).
+GRAY_HOP_FLOWS=("H1 H5 S1" "H2 H6 S1")
+# Every interface of switch NODE (the probes of the per-hop scenario).
+gray_switch_ifs() {
+  jq -r --arg n "$1" '.links[] | if .a == $n then .a_if elif .b == $n then .b_if else empty end' "$LAB_TOPO" | tr '\n' ' '
+}
 gray_lab_up() {
-  local mbit=$1 dur=$2 f s d sp l p h i
+  local mbit=$1 dur=$2 f s d sp l p h i share=0.3 node
+  local -a flows=("${GRAY_FLOWS[@]}")
+  [ "${GRAY_HOP:-0}" = 1 ] && { share=1; flows=("${GRAY_HOP_FLOWS[@]}"); }
   GRAY_ERR=""
   lab_up leafspine:leaves=3,spines=3,hosts=2,gbps=100 --mbit "$mbit" --seed 11 && [ -s "$LAB_TOPO" ] ||
     { GRAY_ERR="lab up failed"; return 1; }
@@ -67,10 +84,10 @@ gray_lab_up() {
   URL="http://$(jq -r '.lab.mgmt.controller' "$LAB_TOPO"):$(port)"
   TOKEN=$LAB_TMP/token; head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$TOKEN"; chmod 600 "$TOKEN"
   AUTH=(-H "Authorization: Bearer $(cat "$TOKEN")")
-  RATE=$(awk -v m="$mbit" 'BEGIN{printf "%.0f", 0.3 * m * 1e6}')
+  RATE=$(awk -v m="$mbit" -v s="$share" 'BEGIN{printf "%.0f", s * m * 1e6}')
   FAIL_FSRC=() FAIL_FDST=() FAIL_FSPORT=() FAIL_FDPORT=()
   n=0
-  for f in "${GRAY_FLOWS[@]}"; do
+  for f in "${flows[@]}"; do
     read -r s d sp <<< "$f"
     l=${FAIL_LEAF_OF[$s]}
     p=$(lab_pick_sport "$l" "$s" "${FAIL_ADDR[$d]}" $((5400 + n)) "${FAIL_IFTO["$l $sp"]}" $((42000 + 300 * n)))
@@ -95,7 +112,12 @@ gray_lab_up() {
   GIF=${FAIL_IFTO["S1 L3"]}
   FAIL_ENDS[gray]="S1 $GIF"
   CAP=$(fail_capacity gray | cut -d' ' -f1)
-  TF_CTL_ARGS=${GRAY_CTL_ARGS:-} tf_start "$URL" "$TOKEN" "$(awk -v m="$mbit" 'BEGIN{print m/1000}')"
+  if [ "${GRAY_HOP:-0}" = 1 ]; then # arrivals on every port: the bracket of every hop
+    TF_PROBE_IFS=()
+    for node in "${FAIL_SWITCHES[@]}"; do TF_PROBE_IFS[$node]=$(gray_switch_ifs "$node"); done
+  fi
+  TF_PROBE_ARGS=$([ "${GRAY_HOP:-0}" = 1 ] && echo --inbound) TF_CTL_ARGS=${GRAY_CTL_ARGS:-} \
+    tf_start "$URL" "$TOKEN" "$(awk -v m="$mbit" 'BEGIN{print m/1000}')"
   curl -sf --retry 15 --retry-connrefused --retry-delay 1 -o /dev/null "$URL/api/v1/status" ||
     { GRAY_ERR="tierflowd does not answer"; return 1; }
   for ((i = 0; i < n; i++)); do iperf_server "${FAIL_FDST[$i]}" "${FAIL_FDPORT[$i]}" "$LAB_TMP/srv-$i.json"; done
@@ -116,5 +138,12 @@ gray_time_to_name() {
     sleep 0.25
   done
   echo "$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b - a}') $names"
+}
+# "SPINE LEAF" of a spine downlink that exactly one fresh fat flow crosses
+# (the first by name), "" when none does.
+gray_single_downlink() {
+  curl -s "$1/api/v1/flows?fat=true&limit=100" | jq -r '[.flows[] | select(.stale | not) | .path // [] | [.[:-1], .[1:]]
+    | transpose[] | select((.[0] | test("^S")) and (.[1] | test("^L"))) | join(" ")] | group_by(.)
+    | map(select(length == 1) | .[0]) | sort | .[0] // empty'
 }
 gray_last_id() { curl -s "$1/api/v1/events?limit=1" | jq -r '.events[-1].id // 0'; }

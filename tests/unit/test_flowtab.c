@@ -547,7 +547,7 @@ static void test_batch_equals_single(void **state)
             p.af = 0; /* not IP: refused by both */
         double ts = i * 0.001 - ((x >> 60) & 1) * 0.0005;
         uint32_t scale = (x >> 58) % 4 == 0 ? 10 : 1;
-        uint16_t ifidx = (uint16_t)((x >> 56) & 1);
+        uint16_t ifidx = (uint16_t)(((x >> 56) & 1) | ((x >> 57) & 1 ? FLOWTAB_IN : 0));
         rone += flowtab_update(one, &p, ifidx, ts, scale, FLOW_SRC_PCAP) == -EINVAL;
         rbat += flowtab_batch_add(bat, &b, &p, ifidx, ts, scale, FLOW_SRC_PCAP) == -EINVAL;
         if ((x >> 44) % 37 == 0)
@@ -633,6 +633,89 @@ static void test_tcp_retx(void **state)
     assert_int_equal(seg(ft, 0x80000001u, 1000, FLOW_SRC_PCAP), 1);
     assert_int_equal(seg(ft, 0x80000001u + 1000, 1000, FLOW_SRC_PCAP), 1);
     assert_int_equal(seg(ft, 0x80000001u, 1000, FLOW_SRC_PCAP), 2);
+    flowtab_free(ft);
+}
+
+/* The arrival view of flow 10.0.0.1:1000 -> 10.0.0.2:80 (captured inbound
+ * on interface 1): one segment; returns its holes this interval. */
+static uint32_t hole(struct flowtab *ft, uint32_t seq, uint32_t len, uint8_t syn)
+{
+    struct decode_pkt p = mk(1, 2, 1000, 80, 52 + len);
+    p.tcp_seq = seq;
+    p.seg_len = len;
+    p.tcp_syn = syn;
+    assert_int_equal(flowtab_update(ft, &p, 1 | FLOWTAB_IN, 1.0, 1, FLOW_SRC_PCAP), 0);
+    struct flow_key k;
+    flowtab_key(&p, &k);
+    k.in = 1;
+    struct flow *f = flowtab_lookup(ft, &k);
+    assert_non_null(f);
+    assert_int_equal(f->ifidx, 1);
+    return f->ivl_retx;
+}
+
+/* Holes at an arrival: a segment starting beyond the highest end seen
+ * (RFC 1982, across the wrap); the first packet only sets the mark; in
+ * order, a retransmission filling a hole, and a pure ACK are none; a SYN
+ * resets the mark; an interval resets the count. The arrival view is a
+ * record of its own: the leaving view's bytes and retransmissions are
+ * not touched, so a forwarded packet seen twice is counted once in each. */
+static void test_tcp_holes(void **state)
+{
+    (void)state;
+    struct flowtab *ft = flowtab_new(16, 0);
+    assert_int_equal(hole(ft, 0x5000, 100, 0), 0);                  /* first: far from 0, no hole */
+    assert_int_equal(hole(ft, 0x5064, 100, 0), 0);                  /* in order */
+    assert_int_equal(hole(ft, 0x5064 + 200, 100, 0), 1);            /* 100 bytes missing: a hole */
+    assert_int_equal(hole(ft, 0x5064 + 100, 100, 0), 1);            /* the retransmission fills it */
+    assert_int_equal(hole(ft, 0x5064 + 300, 0, 0), 1);              /* a pure ACK */
+    assert_int_equal(hole(ft, 0x5064 + 300, 100, 0), 1);            /* in order again */
+    assert_int_equal(hole(ft, 0x5064 + 350, 100, 0), 1);            /* overlaps the end: no hole */
+    /* Across the wrap. */
+    assert_int_equal(hole(ft, 0xffffff00u, 100, 1), 1);             /* SYN: a new sequence */
+    assert_int_equal(hole(ft, 0xffffff00u, 100, 0), 1);             /* its first data sets the mark */
+    assert_int_equal(hole(ft, 0xffffff64u, 0x100, 0), 1);           /* ends at 0x64, wrapped */
+    assert_int_equal(hole(ft, 0xc8, 100, 0), 2);                    /* 0x64 bytes missing past the wrap */
+    assert_int_equal(hole(ft, 0x10, 10, 0), 2);                     /* behind: a resend, no hole */
+    flowtab_close_interval(ft, 2.0, 1.0, NULL, 0, 0);
+    assert_int_equal(hole(ft, 0x12c, 100, 0), 0);                   /* the count is per interval */
+    assert_int_equal(hole(ft, 0x12c + 1000, 100, 0), 1);            /* the mark was kept */
+    /* The leaving view of the same flow is apart: no holes, no doubling. */
+    assert_int_equal(seg(ft, 0x12c, 100, FLOW_SRC_PCAP), 0);
+    assert_int_equal(seg(ft, 0x12c + 1000, 100, FLOW_SRC_PCAP), 0);   /* a gap is no retransmission */
+    struct decode_pkt p = mk(1, 2, 1000, 80, 152);
+    struct flow *out = get(ft, &p);
+    assert_int_equal(out->key.in, 0);
+    assert_int_equal(out->pkts, 2);
+    assert_int_equal(out->ifidx, 0);
+    assert_int_equal(flowtab_count(ft), 2);
+    /* The closed interval's holes stay readable for the report. */
+    flowtab_close_interval(ft, 3.0, 1.0, NULL, 0, 0);
+    struct flow_key k = out->key;
+    k.in = 1;
+    assert_int_equal(flowtab_lookup(ft, &k)->closed_retx, 1);
+    flowtab_free(ft);
+}
+
+/* RoCE at an arrival: a PSN ahead of the expected one is a hole, a resend
+ * behind it (go-back-N) is none and does not move the mark back. */
+static void test_psn_holes(void **state)
+{
+    (void)state;
+    struct flowtab *ft = flowtab_new(16, 0);
+    const uint32_t psn[] = {0xfffffe, 0xffffff, 0, 2, 3, 2, 3, 4, 7, 8};
+    const uint32_t want[] = {0, 0, 0, 1, 1, 1, 1, 1, 2, 2};
+    struct flow_key k;
+    for (size_t i = 0; i < sizeof(psn) / sizeof(psn[0]); i++) {
+        struct decode_pkt p = mk_roce(1, 2, 0x0a, 0x40, 1100);
+        p.psn = psn[i];
+        assert_int_equal(flowtab_update(ft, &p, 0 | FLOWTAB_IN, 1.0, 1, FLOW_SRC_PCAP), 0);
+        flowtab_key(&p, &k);
+        k.in = 1;
+        uint32_t got = flowtab_lookup(ft, &k)->ivl_retx;
+        if (got != want[i])
+            fail_msg("psn %zu (0x%x): %u holes, want %u", i, psn[i], got, want[i]);
+    }
     flowtab_free(ft);
 }
 
@@ -748,7 +831,7 @@ static void test_batch_fast_equals_single(void **state)
         memcpy(f.src, p.src, 4);
         memcpy(f.dst, p.dst, 4);
         double ts = i * 0.001 - ((x >> 60) & 1) * 0.0005;
-        uint16_t ifidx = (uint16_t)((x >> 56) & 1);
+        uint16_t ifidx = (uint16_t)(((x >> 56) & 1) | ((x >> 57) & 1 ? FLOWTAB_IN : 0));
         flowtab_update(one, &p, ifidx, ts, 1, FLOW_SRC_PCAP);
         flowtab_batch_add_fast(bat, &b, &f, p.wire_len, ifidx, ts);
         if ((x >> 44) % 37 == 0)
@@ -791,6 +874,8 @@ int main(void)
         cmocka_unit_test(test_insert_lookup),
         cmocka_unit_test(test_tcp_retx),
         cmocka_unit_test(test_psn_and_naks),
+        cmocka_unit_test(test_tcp_holes),
+        cmocka_unit_test(test_psn_holes),
         cmocka_unit_test(test_vlan_and_qp_separation),
         cmocka_unit_test(test_expiry),
         cmocka_unit_test(test_eviction_when_full),

@@ -189,6 +189,80 @@ static void no_blame_without_evidence(void **st)
     assert_int_equal(nbad(v), 0);
 }
 
+/* f observed arriving by its first three directions (host -> leaf, leaf
+ * -> spine, spine -> leaf) with holes h0, h1, h2 there. */
+static struct health_flow hops(struct health_flow f, uint64_t h0, uint64_t h1, uint64_t h2)
+{
+    f.obs = 7;
+    f.holes[0] = h0, f.holes[1] = h1, f.holes[2] = h2;
+    return f;
+}
+
+/* Per hop, one flow is enough: holes that grow between S1 and L3 (and not
+ * before) name S1 -> L3; holes that appear at S1 already name L1 -> S1;
+ * holes the sender's own link brought (at L1 already) name nothing, and
+ * neither does a hop whose own queue dropped. */
+static void per_hop_blame(void **st)
+{
+    (void)st;
+    struct health_dir_in d[64];
+    struct health_verdict v[64];
+    dirs_in(d);
+    struct health_flow f[] = {hops(flow("H1", "H5", "S1", 45), 5, 6, 44)};
+    assert_int_equal(health_localise(&C, f, 1, d, 2 * T->nlinks, v), 0);
+    uint32_t g = dir("S1", "L3");
+    assert_true(v[g].bad && v[g].hop);
+    assert_int_equal(nbad(v), 1);
+    assert_int_equal(v[g].hop_prev, dir("L1", "S1"));
+    assert_true(v[g].hop_holes == 44 && v[g].hop_prev_holes == 6);
+    assert_int_equal(v[g].hop_lossy, 1);
+    assert_true(v[g].conf > 0.99);
+    assert_int_equal(v[dir("L1", "S1")].hop_clean, 1);   /* the hop before: observed clean */
+    f[0] = hops(flow("H1", "H5", "S1", 45), 5, 44, 44);
+    assert_int_equal(health_localise(&C, f, 1, d, 2 * T->nlinks, v), 0);
+    assert_true(v[dir("L1", "S1")].bad);
+    assert_int_equal(nbad(v), 1);
+    /* Lost before L1 saw it (the sender's queue, its host link): the flow
+     * retransmits, every hop adds nothing, nothing is named; with two such
+     * flows the cover would have named S1 -> L3 on their retransmissions. */
+    struct health_flow bg[] = {hops(flow("H1", "H5", "S1", 40), 40, 40, 41), hops(flow("H3", "H6", "S1", 35), 35, 35, 35)};
+    assert_int_equal(health_localise(&C, bg, 2, d, 2 * T->nlinks, v), 0);
+    assert_int_equal(nbad(v), 0);
+    bg[0].obs = bg[1].obs = 0;
+    assert_int_equal(health_localise(&C, bg, 2, d, 2 * T->nlinks, v), 0);
+    assert_true(v[g].bad && !v[g].hop);
+    /* Its own queue dropped: congestion, explained. */
+    f[0] = hops(flow("H1", "H5", "S1", 45), 5, 44, 44);
+    d[dir("L1", "S1")].congested = true;
+    assert_int_equal(health_localise(&C, f, 1, d, 2 * T->nlinks, v), 0);
+    assert_int_equal(nbad(v), 0);
+}
+
+/* Only one arrival observed (or none bracketing a hop): no per-hop verdict,
+ * the cover as before: two lossy flows through S1 -> L3 name it, one alone
+ * names nothing. */
+static void per_hop_needs_a_bracket(void **st)
+{
+    (void)st;
+    struct health_dir_in d[64];
+    struct health_verdict v[64];
+    dirs_in(d);
+    struct health_flow f[] = {flow("H1", "H5", "S1", 40), flow("H3", "H6", "S1", 35)};
+    f[0].obs = f[1].obs = 1u << 2;   /* seen arriving at L3 only */
+    f[0].holes[2] = 40, f[1].holes[2] = 35;
+    assert_int_equal(health_localise(&C, f, 1, d, 2 * T->nlinks, v), 0);
+    assert_int_equal(nbad(v), 0);
+    assert_int_equal(health_localise(&C, f, 2, d, 2 * T->nlinks, v), 0);
+    uint32_t g = dir("S1", "L3");
+    assert_true(v[g].bad && !v[g].hop);
+    assert_int_equal(nbad(v), 1);
+    /* At L1 and L3 but not at S1: two hops between, neither bracketed. */
+    f[0] = hops(flow("H1", "H5", "S1", 40), 0, 0, 40);
+    f[0].obs = 1 | 4;
+    assert_int_equal(health_localise(&C, f, 1, d, 2 * T->nlinks, v), 0);
+    assert_int_equal(nbad(v), 0);
+}
+
 static void errors_mark_directly(void **st)
 {
     (void)st;
@@ -346,6 +420,48 @@ static void no_loss_evidence_while_fabric_changes(void **st)
     events_destroy(&ev);
 }
 
+/* The whole way (fx_topo_spec's port names: swpN faces node N's number):
+ * L1's, S1's and L3's probes each report the one fat flow
+ * H1 -> H5 (through S1) with the holes of its arrival there; the holes grow
+ * between S1 and L3: S1 -> L3 is named on that one flow, with the bracket
+ * as evidence. Reports of another interval do not pair. */
+static void per_hop_through_state(void **st)
+{
+    (void)st;
+    struct state s;
+    struct events ev;
+    struct config c;
+    struct health h;
+    config_defaults(&c);
+    events_init(&ev);
+    assert_int_equal(state_init(&s, fx_topo_spec("leafspine:leaves=3,spines=2,hosts=2,gbps=0.05"), 100, 3, 99), 0);
+    assert_int_equal(health_init(&h, &c), 0);
+    static const char *const rep[][4] = {{"L1", "swp1", "H1", "2"}, {"S1", "swp3", "swp1", "2"},
+                                                         {"L3", "H5", "swp1", "19"}};
+    double now = 200;
+    for (int k = 0; k < 4; k++, now += c.interval) {
+        for (size_t i = 0; i < 3; i++) {
+            char body[512];
+            snprintf(body, sizeof(body),
+                     "{\"probe\": \"%s\", \"ts\": %.1f, \"interval_s\": 1, \"flows\": [{\"src\": \"10.0.1.1\","
+                     " \"dst\": \"10.0.3.1\", \"proto\": 6, \"sport\": 40000, \"dport\": 5201, \"if\": \"%s\","
+                     " \"bps\": 1.5e7, \"pkts\": %d, \"retx_pkts\": 19, \"fat\": true, \"holes\": %s,"
+                     " \"in_if\": \"%s\"}]}",
+                     rep[i][0], now - (i == 2 && k == 0 ? 1 : 0), rep[i][1], 1250 * (k + 1), rep[i][3], rep[i][2]);
+            struct ingest_result res;
+            assert_int_equal(fx_post(&s, body, now, &res), 0);
+        }
+        health_tick(&h, &s, &ev, now);
+        if (k == 0) /* L3's report of an interval before: nothing bracketed yet */
+            assert_int_equal(h.tr[0].bits | h.tr[1].bits, 0);
+    }
+    assert_true(fx_has_event(&ev, "link_suspect", "S1 -> L3: loss (confidence 1.00): holes at L3 from S1: 19, 2 at S1 from L1"));
+    assert_false(fx_has_event(&ev, "link_suspect", "L1 -> S1"));
+    health_free(&h);
+    state_free(&s);
+    events_destroy(&ev);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -359,6 +475,9 @@ int main(void)
         cmocka_unit_test(flaps),
         cmocka_unit_test(drain_in_state),
         cmocka_unit_test(no_loss_evidence_while_fabric_changes),
+        cmocka_unit_test(per_hop_blame),
+        cmocka_unit_test(per_hop_needs_a_bracket),
+        cmocka_unit_test(per_hop_through_state),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

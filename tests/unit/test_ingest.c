@@ -655,6 +655,62 @@ static void gray_signals_stored(void **st)
     state_free(&s);
 }
 
+/* Holes at an arrival (docs/telemetry.md): stored with the direction the
+ * flow arrived by (the reverse of the one leaving by in_if) and the report's
+ * time, one slot per arrival direction, the next report's replacing it;
+ * holes and in_if come together, and holes are bounded by pkts. */
+static void holes_stored(void **st)
+{
+    (void)st;
+    struct state s;
+    struct ingest_opts o = {.max_flows = 100, .check_ts = true, .clock_skew = 5};
+    assert_int_equal(state_init(&s, fx_topo(), 1000, 3, NOW), 0);
+    const char *body =
+        "{\"probe\": \"L1\", \"ts\": 1699999999.5, \"interval_s\": 1, \"flows\": ["
+        "{\"src\": \"10.0.1.1\", \"dst\": \"10.0.2.1\", \"proto\": 17, \"sport\": 1, \"dport\": 4791, \"if\": \"swp1\","
+        " \"bps\": 5e10, \"pkts\": 1000, \"holes\": 9, \"in_if\": \"swp2\"},"
+        "{\"src\": \"10.0.1.1\", \"dst\": \"10.0.2.1\", \"proto\": 17, \"sport\": 2, \"dport\": 4791, \"if\": \"swp1\","
+        " \"bps\": 1e9, \"pkts\": 10, \"holes\": 3},"
+        "{\"src\": \"10.0.1.1\", \"dst\": \"10.0.2.1\", \"proto\": 17, \"sport\": 3, \"dport\": 4791, \"if\": \"swp1\","
+        " \"bps\": 1e9, \"pkts\": 10, \"in_if\": \"swp2\"},"
+        "{\"src\": \"10.0.1.1\", \"dst\": \"10.0.2.1\", \"proto\": 17, \"sport\": 4, \"dport\": 4791, \"if\": \"swp1\","
+        " \"bps\": 1e9, \"pkts\": 10, \"holes\": 11, \"in_if\": \"swp2\"},"
+        "{\"src\": \"10.0.1.1\", \"dst\": \"10.0.2.1\", \"proto\": 17, \"sport\": 5, \"dport\": 4791, \"if\": \"swp1\","
+        " \"bps\": 1e9, \"pkts\": 10, \"holes\": 0, \"in_if\": \"swp3\"}]}";
+    json_t *r;
+    assert_int_equal(post_from(&s, NULL, &o, "192.0.2.1", body, NOW, &r), 200);
+    assert_int_equal(json_integer_value(json_object_get(r, "flows")), 2);
+    const char *want[][2] = {
+        {"flows[1].holes", "flows[1].holes: given without in_if"},
+        {"flows[2].in_if", "flows[2].in_if: given without holes"},
+        {"flows[3].holes", "flows[3].holes: 11 exceeds the flow's pkts 10"},
+    };
+    assert_refused(r, want, TF_ARRAY_SIZE(want));
+    json_decref(r);
+    uint32_t s2l1, s3l1;
+    assert_int_equal(topo_dir_between(s.topo, N(s.topo, "S2"), N(s.topo, "L1"), &s2l1), 0);
+    assert_int_equal(topo_dir_between(s.topo, N(s.topo, "S3"), N(s.topo, "L1"), &s3l1), 0);
+    const struct state_flow *f = flow_of(&s, "10.0.1.1", "10.0.2.1", 1);
+    assert_non_null(f);
+    assert_int_equal(f->arr[0].dir, s2l1);
+    assert_int_equal(f->arr[0].holes, 9);
+    assert_true(f->arr[0].ts == 1699999999.5);
+    assert_true(f->arr[1].ts == 0);
+    f = flow_of(&s, "10.0.1.1", "10.0.2.1", 5);
+    assert_true(f->arr[0].dir == s3l1 && f->arr[0].holes == 0 && f->arr[0].ts > 0);
+    /* The next interval's report of the same arrival replaces it. */
+    const char *next =
+        "{\"probe\": \"L1\", \"ts\": 1700000000.5, \"interval_s\": 1, \"flows\": ["
+        "{\"src\": \"10.0.1.1\", \"dst\": \"10.0.2.1\", \"proto\": 17, \"sport\": 1, \"dport\": 4791, \"if\": \"swp1\","
+        " \"bps\": 5e10, \"pkts\": 2000, \"holes\": 2, \"in_if\": \"swp2\"}]}";
+    assert_int_equal(post_from(&s, NULL, &o, "192.0.2.1", next, NOW + 1, &r), 200);
+    json_decref(r);
+    f = flow_of(&s, "10.0.1.1", "10.0.2.1", 1);
+    assert_true(f->arr[0].dir == s2l1 && f->arr[0].holes == 2 && f->arr[0].ts == 1700000000.5);
+    assert_true(f->arr[1].ts == 0);
+    state_free(&s);
+}
+
 /* A report's `ts` against the controller's clock: too old (the staleness
  * window plus the skew allowed), ahead by more than the skew, or older
  * than the last applied under its name is refused whole, saying why;
@@ -879,6 +935,7 @@ int main(void)
         cmocka_unit_test(too_many_flows_before_entries), cmocka_unit_test(flows_view_shows_estimates),
         cmocka_unit_test(sampled_rate_alone_moves_nothing), cmocka_unit_test(bad_entry_not_whole_report),
         cmocka_unit_test(gray_signals_stored),
+        cmocka_unit_test(holes_stored),
         cmocka_unit_test(report_times), cmocka_unit_test(two_senders_one_name),
         cmocka_unit_test(refusals_logged_once_a_minute),
     };

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "probes/post.h"
+#include "common/reportspec.h"
 #include "probes/report.h"
 
 static void mkpkt(struct decode_pkt *p, uint8_t last, uint16_t sport, uint8_t ecn,
@@ -186,6 +187,76 @@ static void test_tcp_retx_and_carrier(void **state)
     flowtab_free(ft);
 }
 
+/* With arrivals captured (--inbound), a flow is reported once, by the
+ * interface it left by, with the interface it arrived by and the holes
+ * seen there (0 included); its arrival view is no flow of its own. A flow
+ * not seen arriving carries neither member. */
+static void test_holes_and_in_if(void **state)
+{
+    (void)state;
+    struct flowtab *ft = flowtab_new(8, 0);
+    struct decode_pkt p;
+    const uint32_t seq[] = {1000, 2000, 4000, 5000};
+    for (size_t i = 0; i < 4; i++) {
+        mkpkt(&p, 1, 40000, 0, 1052);
+        p.proto = 6, p.roce = 0, p.bth_opcode = 0, p.dqp = 0, p.dport = 5201;
+        p.tcp_seq = seq[i], p.seg_len = 1000;
+        assert_int_equal(flowtab_update(ft, &p, 1 | FLOWTAB_IN, 100.0, 1, FLOW_SRC_PCAP), 0);
+        assert_int_equal(flowtab_update(ft, &p, 0, 100.0, 1, FLOW_SRC_PCAP), 0);
+        p.sport = 40001; /* a second flow, only seen leaving */
+        assert_int_equal(flowtab_update(ft, &p, 0, 100.0, 1, FLOW_SRC_PCAP), 0);
+    }
+    static const char *const ifn[] = {"eth1", "eth2"};
+    struct report r = {.probe = "S1", .ts = 1700000000.5, .interval_s = 1.0};
+    struct report_snap snap = {0};
+    double bps[2] = {1e6, 1e6};
+    assert_int_equal(report_snap_take(&snap, ft), 0);
+    flowtab_close_interval(ft, 101.0, 1.0, bps, 2, 0.1);
+    assert_int_equal(report_pick_flows(&r, ft, &snap, 5, ifn, 2), 0);
+    assert_int_equal(r.nflows, 2);
+    json_t *o = report_to_json(&r);
+    json_t *fl = json_object_get(o, "flows");
+    size_t seen = 0;
+    for (size_t i = 0; i < json_array_size(fl); i++) {
+        json_t *f = json_array_get(fl, i);
+        assert_string_equal(json_string_value(json_object_get(f, "if")), "eth1");
+        assert_int_equal(json_integer_value(json_object_get(f, "pkts")), 4); /* not doubled */
+        assert_null(json_object_get(f, "retx_pkts"));                        /* a gap is no resend */
+        if (json_integer_value(json_object_get(f, "sport")) == 40000) {
+            assert_string_equal(json_string_value(json_object_get(f, REPORTSPEC_IN_IF)), "eth2");
+            assert_int_equal(json_integer_value(json_object_get(f, REPORTSPEC_HOLES)), 1);
+            seen++;
+        } else {
+            assert_null(json_object_get(f, REPORTSPEC_IN_IF));
+            assert_null(json_object_get(f, REPORTSPEC_HOLES));
+        }
+    }
+    assert_int_equal(seen, 1);
+    json_decref(o);
+    /* The next interval, in order: holes 0, still reported with in_if. */
+    mkpkt(&p, 1, 40000, 0, 1052);
+    p.proto = 6, p.roce = 0, p.bth_opcode = 0, p.dqp = 0, p.dport = 5201;
+    p.tcp_seq = 6000, p.seg_len = 1000;
+    assert_int_equal(flowtab_update(ft, &p, 1 | FLOWTAB_IN, 101.5, 1, FLOW_SRC_PCAP), 0);
+    assert_int_equal(flowtab_update(ft, &p, 0, 101.5, 1, FLOW_SRC_PCAP), 0);
+    assert_int_equal(report_snap_take(&snap, ft), 0);
+    flowtab_close_interval(ft, 102.0, 1.0, bps, 2, 0.1);
+    assert_int_equal(report_pick_flows(&r, ft, &snap, 5, ifn, 2), 0);
+    o = report_to_json(&r);
+    fl = json_object_get(o, "flows");
+    for (size_t i = 0; i < json_array_size(fl); i++) {
+        json_t *f = json_array_get(fl, i);
+        if (json_integer_value(json_object_get(f, "sport")) == 40000) {
+            assert_non_null(json_object_get(f, REPORTSPEC_HOLES));
+            assert_int_equal(json_integer_value(json_object_get(f, REPORTSPEC_HOLES)), 0);
+        }
+    }
+    json_decref(o);
+    report_free_flows(&r);
+    report_snap_free(&snap);
+    flowtab_free(ft);
+}
+
 static void test_table_and_line(void **state)
 {
     (void)state;
@@ -304,7 +375,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_json_contract),  cmocka_unit_test(test_pick_bounded_sorted),
-        cmocka_unit_test(test_table_and_line), cmocka_unit_test(test_tcp_retx_and_carrier), cmocka_unit_test(test_queue_drop_oldest),
+        cmocka_unit_test(test_table_and_line), cmocka_unit_test(test_tcp_retx_and_carrier), cmocka_unit_test(test_holes_and_in_if), cmocka_unit_test(test_queue_drop_oldest),
         cmocka_unit_test(test_post_url),       cmocka_unit_test(test_post_unreachable),
     };
     return cmocka_run_group_tests_name("report", tests, NULL, NULL);
