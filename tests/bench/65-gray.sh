@@ -38,6 +38,42 @@ HOLD=3
 trap 'gray_rules_clear; lab_cleanup; rm -rf "$W"' EXIT
 trap 'exit 130' INT TERM
 
+# Waits for a link_clean of direction $2 newer than event $1 (at most 30 s).
+until_clean() {
+  local i
+  for i in $(seq 120); do
+    curl -s "$URL/api/v1/events?since=$1" | jq -e --arg d "$2" 'any(.events[]; .kind == "link_clean" and (.message | startswith($d)))' >/dev/null && return 0
+    sleep 0.25
+  done
+  return 1
+}
+# RUNS times: 1% loss on FROM -> TO (interface IF in FROM), the seconds until
+# a link_suspect names a direction, the rule removed, clean again. Leaves
+# the times of the runs that named FROM -> TO in DET_TIMES, the others that
+# named something in DET_WRONG; prints a line a run, prefixed by LABEL.
+detect_runs() { # LABEL FROM TO IF
+  local r id t names
+  DET_TIMES=() DET_WRONG=0
+  for r in $(seq "$RUNS"); do
+    id=$(gray_last_id "$URL")
+    gray_rule_add "$2" "$4" 0.01
+    read -r t names <<< "$(gray_time_to_name "$URL" "$id" 10)"
+    gray_rules_clear
+    if [ "${names:-}" = "$2 -> $3" ]; then DET_TIMES+=("$t"); else [ -n "${names:-}" ] && DET_WRONG=$((DET_WRONG + 1)); fi
+    printf '  %s run %d: %s s, named: %s\n' "$1" "$r" "$t" "${names:-nothing within 10 s}"
+    until_clean "$id" "$2 -> $3" || echo "  ($2 -> $3 not clean within 30 s)"
+    sleep 2
+  done
+}
+# "median N s over K of RUNS runs ... (min, max)" and met/MISSED for <= 3 s, of DET_TIMES.
+detect_summary() {
+  local med
+  med=$(printf '%s\n' "${DET_TIMES[@]}" | sort -n | awk '{a[NR] = $1} END {if (NR) print (NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2); else print "-"}')
+  DET_VERDICT=$(awk -v m="$med" -v k="${#DET_TIMES[@]}" -v r="$RUNS" 'BEGIN{print (k == r && m != "-" && m <= 3) ? "met" : "MISSED"}')
+  DET_LINE="median $med s over ${#DET_TIMES[@]} of $RUNS runs"
+  DET_RANGE="min $(printf '%s\n' "${DET_TIMES[@]}" | sort -n | head -1), max $(printf '%s\n' "${DET_TIMES[@]}" | sort -n | tail -1)"
+}
+
 # ---- per hop: the issue's scenario (GRAY_HOP: two colliding flows at the link
 # rate, probes --inbound on every switch port); one fat flow on the lossy
 # downlink once tierflow has separated them, drain off (detection only).
@@ -51,65 +87,26 @@ hop_rows() {
   [ -n "$pick" ] || { echo "per hop:     NOT RUN: no spine downlink carries exactly one fat flow"; return 0; }
   read -r GSP GLF <<< "$pick"
   GIF=${FAIL_IFTO["$GSP $GLF"]}
-  hwrong=0 htimes=()
-  until_clean_of() { # until_clean for the per-hop link
-    local i
-    for i in $(seq 120); do
-      curl -s "$URL/api/v1/events?since=$1" | jq -e --arg d "$GSP -> $GLF" 'any(.events[]; .kind == "link_clean" and (.message | startswith($d)))' >/dev/null && return 0
-      sleep 0.25
-    done
-    return 1
-}
-for r in $(seq "$RUNS"); do
-  id=$(gray_last_id "$URL")
-  gray_rule_add "$GSP" "$GIF" 0.01
-  read -r t names <<< "$(gray_time_to_name "$URL" "$id" 10)"
-  gray_rules_clear
-  if [ "${names:-}" = "$GSP -> $GLF" ]; then htimes+=("$t"); else [ -n "${names:-}" ] && hwrong=$((hwrong + 1)); fi
-  printf '  per hop 1%% run %d: %s s, named: %s\n' "$r" "$t" "${names:-nothing within 10 s}"
-  until_clean_of "$id" || echo "  ($GSP -> $GLF not clean within 30 s)"
-  sleep 2
-done
-hmed=$(printf '%s\n' "${htimes[@]}" | sort -n | awk '{a[NR] = $1} END {if (NR) print (NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2); else print "-"}')
-hfp=$(curl -s "$URL/api/v1/events" | jq --arg d "$GSP -> $GLF" '[.events[] | select(.kind == "link_suspect") | .message | split(":")[0] | select(. != $d)] | length')
-printf 'per hop 1%%:  median %s s over %d of %d runs named %s -> %s, one fat flow on it (min %s, max %s); wrong link %d; false pos. %d; target <= 3 s at interval 1 s: %s\n' \
-  "$hmed" "${#htimes[@]}" "$RUNS" "$GSP" "$GLF" "$(printf '%s\n' "${htimes[@]}" | sort -n | head -1)" \
-  "$(printf '%s\n' "${htimes[@]}" | sort -n | tail -1)" "$hwrong" "$hfp" \
-  "$(awk -v m="$hmed" -v k="${#htimes[@]}" -v r="$RUNS" 'BEGIN{print (k == r && m != "-" && m <= 3) ? "met" : "MISSED"}')"
-tf_stop 2>/dev/null
+  detect_runs "per hop 1%" "$GSP" "$GLF" "$GIF"
+  detect_summary
+  hfp=$(curl -s "$URL/api/v1/events" | jq --arg d "$GSP -> $GLF" '[.events[] | select(.kind == "link_suspect") | .message | split(":")[0] | select(. != $d)] | length')
+  echo "per hop 1%:  $DET_LINE named $GSP -> $GLF, one fat flow on it ($DET_RANGE); wrong link $DET_WRONG; false pos. $hfp; target <= 3 s at interval 1 s: $DET_VERDICT"
+  tf_stop 2>/dev/null
 }
 # BENCH_GRAY_HOP=only: the per-hop rows alone; 0: without them.
 [ "${BENCH_GRAY_HOP:-1}" = only ] && { hop_rows; exit 0; }
 lab_init gryb
 GRAY_CTL_ARGS="--set thresholds.gray_holddown=$HOLD"
-gray_lab_up "$MBIT" 900   # stopped after the drain row || { echo "65-gray: NOT RUN: $GRAY_ERR"; exit 1; }
+# (the lab's flows run 900 s; stopped after the drain row)
+gray_lab_up "$MBIT" 900 || { echo "65-gray: NOT RUN: $GRAY_ERR"; exit 1; }
 echo "lab: leafspine 3x3 at $MBIT Mbit/s, $n flows at $(fail_mbit "$RATE") Mbit/s; the fabric without S1 -> L3 carries $(fail_mbit "$CAP") Mbit/s of them"
 sleep 6
 tb=$(date +%s)
 sleep 4
-wrong=0 times=()
-until_clean() { # waits for link_clean of S1 -> L3 newer than $1 (at most 30 s)
-  local i
-  for i in $(seq 120); do
-    curl -s "$URL/api/v1/events?since=$1" | jq -e 'any(.events[]; .kind == "link_clean" and (.message | startswith("S1 -> L3")))' >/dev/null && return 0
-    sleep 0.25
-  done
-  return 1
-}
-for r in $(seq "$RUNS"); do
-  id=$(gray_last_id "$URL")
-  gray_rule_add S1 "$GIF" 0.01
-  read -r t names <<< "$(gray_time_to_name "$URL" "$id" 10)"
-  gray_rules_clear
-  if [ "${names:-}" = "S1 -> L3" ]; then times+=("$t"); else [ -n "${names:-}" ] && wrong=$((wrong + 1)); fi
-  printf '  1%% run %d: %s s, named: %s\n' "$r" "$t" "${names:-nothing within 10 s}"
-  until_clean "$id" || echo "  (S1 -> L3 not clean within 30 s)"
-  sleep 2
-done
-med=$(printf '%s\n' "${times[@]}" | sort -n | awk '{a[NR] = $1} END {if (NR) print (NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2); else print "-"}')
-printf 'detect 1%%:   median %s s over %d of %d runs named S1 -> L3 (min %s, max %s); wrong link %d; target <= 3 s at interval 1 s: %s\n' \
-  "$med" "${#times[@]}" "$RUNS" "$(printf '%s\n' "${times[@]}" | sort -n | head -1)" "$(printf '%s\n' "${times[@]}" | sort -n | tail -1)" "$wrong" \
-  "$(awk -v m="$med" -v k="${#times[@]}" -v r="$RUNS" 'BEGIN{print (k == r && m != "-" && m <= 3) ? "met" : "MISSED"}')"
+detect_runs "1%" S1 L3 "$GIF"
+detect_summary
+wrong=$DET_WRONG
+echo "detect 1%:   $DET_LINE named S1 -> L3 ($DET_RANGE); wrong link $wrong; target <= 3 s at interval 1 s: $DET_VERDICT"
 
 id=$(gray_last_id "$URL")
 gray_rule_add S1 "$GIF" 0.001
@@ -120,7 +117,7 @@ case ${names:-} in
   "S1 -> L3") echo "detect 0.1%: named S1 -> L3 after $t s" ;;
   *) echo "detect 0.1%: WRONG LINK named: $names"; wrong=$((wrong + 1)) ;;
 esac
-until_clean "$id" >/dev/null; sleep 2
+until_clean "$id" "S1 -> L3" >/dev/null; sleep 2
 
 gray_rule_add S1 "$GIF" 0.01
 sleep 3

@@ -26,12 +26,7 @@ TF_ROOT=${TF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 . "$TF_ROOT/tests/lab/failures.sh"
 . "$TF_ROOT/tests/lib/gray.sh"
 . "$TF_ROOT/tests/lib/daemon.sh"   # port
-t_need_root e2e_gray_hop
-for t in iperf3 jq curl iptables; do command -v $t >/dev/null || { t_fail "tool $t present" "scripts/deps.sh test installs it"; t_done; }; done
-PROBE=$(tf_bin tierflow-probe); CTL=$(tf_bin tierflowd); SIM=$(tf_bin tierflow-sim)
-if [ -z "$PROBE" ] || [ -z "$CTL" ] || [ -z "$SIM" ]; then
-  t_skip "gray failures per hop on the lab" "tierflowd, tierflow-probe or tierflow-sim not built (make all)"; t_done
-fi
+gray_suite_needs e2e_gray_hop "gray failures per hop on the lab"
 MBIT=${E2E_MBIT:-50}
 T0=$(date +%s)
 LOSS=${GRAY_LOSS:-0.01}

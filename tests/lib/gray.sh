@@ -1,5 +1,6 @@
 # Gray-failure helpers for the lab suites (docs/health.md); source after
 # tests/lab/lib.sh (and failures.sh's fail_init for FAIL_NS).
+#   gray_suite_needs SUITE WHAT root, the tools and the programs (sets PROBE CTL SIM)
 #   gray_suspects URL           the directions named by link_suspect events, "A -> B,C -> D" (sorted)
 #   gray_event URL KIND TEXT    an event of KIND whose message starts with TEXT exists
 #   gray_false_positives URL    link_suspect events on links routing or a probe never
@@ -20,6 +21,18 @@
 #                               colliding flows at the full link rate; probes on every port of
 #                               every switch with --inbound, docs/health.md "Per hop")
 GRAY_RULES=()
+# The e2e suites' preconditions (after tests/lib/tap.sh): root, the tools,
+# and tierflow-probe, tierflowd and tierflow-sim (sets PROBE CTL SIM); a
+# missing tool fails, unbuilt programs skip WHAT, saying so.
+gray_suite_needs() { # SUITE WHAT
+  local t
+  t_need_root "$1"
+  for t in iperf3 jq curl iptables; do command -v $t >/dev/null || { t_fail "tool $t present" "scripts/deps.sh test installs it"; t_done; }; done
+  PROBE=$(tf_bin tierflow-probe); CTL=$(tf_bin tierflowd); SIM=$(tf_bin tierflow-sim)
+  if [ -z "$PROBE" ] || [ -z "$CTL" ] || [ -z "$SIM" ]; then
+    t_skip "$2" "tierflowd, tierflow-probe or tierflow-sim not built (make all)"; t_done
+  fi
+}
 gray_events() { curl -s "$1/api/v1/events"; }
 gray_suspects() {
   gray_events "$1" | jq -r '[.events[] | select(.kind == "link_suspect") | .message | split(":")[0]] | unique | join(",")'
