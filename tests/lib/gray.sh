@@ -143,14 +143,19 @@ gray_lab_up() {
 # Waits (up to SECS) for a link_suspect event newer than event id SINCE;
 # prints "SECONDS NAMED" (NAMED: the directions named since, "" none).
 gray_time_to_name() {
-  local url=$1 since=$2 secs=$3 t0 names=""
+  local url=$1 since=$2 secs=$3 t0 names="" ev t1
   t0=$(date +%s.%N)
   while awk -v a="$t0" -v b="$(date +%s.%N)" -v s="$secs" 'BEGIN{exit !(b - a < s)}'; do
-    names=$(curl -s "$url/api/v1/events?since=$since" | jq -r '[.events[] | select(.kind == "link_suspect") | .message | split(":")[0]] | unique | join(",")')
+    ev=$(curl -s "$url/api/v1/events?since=$since")
+    names=$(jq -r '[.events[] | select(.kind == "link_suspect") | .message | split(":")[0]] | unique | join(",")' <<< "$ev")
     [ -n "$names" ] && break
     sleep 0.25
   done
-  echo "$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b - a}') $names"
+  # The time is the first link_suspect event's own (the poll above comes
+  # up to 0.3 s after it), or the time given up at.
+  [ -n "${ev:-}" ] || ev='{}'
+  t1=$(jq -r '[.events[]? | select(.kind == "link_suspect") | .ts] | min // empty' <<< "$ev")
+  echo "$(awk -v a="$t0" -v b="${t1:-$(date +%s.%N)}" 'BEGIN{printf "%.1f", b - a}') $names"
 }
 # "SPINE LEAF" of a spine downlink that exactly one fresh fat flow crosses
 # (the first by name), "" when none does.
