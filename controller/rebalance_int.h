@@ -68,6 +68,7 @@ struct round {
     uint32_t *nfat;
     uint8_t *down, *hot;
     uint8_t *closed;             /* out of the backend's view: no new pin through it (state_dir_closed) */
+    bool any_closed;             /* some closed[] set: else no path needs checking for it */
     uint32_t nhot;               /* contended directions: the assignment runs only if > 0 */
     bool degraded;               /* some direction is down (probe, routing or hold-down) */
     bool returning;              /* some direction is in its hold-down: routing gave it back */

@@ -30,6 +30,8 @@ bool rebalance_forced(const struct round *r, size_t i)
 
 bool rebalance_closed(const struct round *r, const struct topo *t, uint32_t src, uint32_t dst, int64_t idx)
 {
+    if (!r->any_closed)   /* the usual round: no path to walk */
+        return false;
     uint32_t dirs[TOPO_MAX_HOPS];
     int n = idx < 0 ? 0 : topo_path_dirs(t, src, dst, (uint64_t)idx, dirs, TOPO_MAX_HOPS);
     for (int j = 0; j < n; j++)

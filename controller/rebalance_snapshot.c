@@ -144,6 +144,7 @@ int rebalance_snapshot(struct rebalance *rb, double now, struct round *r)
     for (uint32_t d = 0; d < r->nd; d++) {
         r->down[d] = !s->dirs[d].up;
         r->closed[d] = state_dir_closed(s, d, now);
+        r->any_closed |= r->closed[d];
         r->degraded |= r->down[d];
         if (r->down[d]) {
             const char *why = state_dir_down_reason(s, d, now);

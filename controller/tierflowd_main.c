@@ -465,8 +465,8 @@ static void lower_priority(void)
  * TICK_LAG_MAX s) after a wall-clock multiple of the interval: the probes
  * close their intervals on those multiples (tf_until_boundary), so their
  * reports are in. At a random phase the round waited up to an interval
- * more for what the reports said: a gray link took 2.2-3.3 s to be named
- * (two bad rounds of three), against 1.7-2.7 s aligned. */
+ * more for what the reports said: test_gray_hop named a gray link after
+ * 2.2-3.3 s (two bad rounds of three), 2.0-2.9 s aligned (docs/health.md). */
 #define TICK_LAG_FRAC 0.15
 #define TICK_LAG_MAX 0.3
 
