@@ -74,11 +74,14 @@ sleep 4   # the move and TCP's recovery from the loss it had
 t1=$(date +%s)
 on=$(curl -s "$URL/api/v1/flows?fat=true&limit=100" | jq --arg a "$GSP" --arg b "$GLF" '[.flows[] | select(.stale | not) | .path // [] | [.[:-1], .[1:]] | transpose[] | select(.[0] == $a and .[1] == $b)] | length')
 t_eq "no fresh fat flow on $GSP -> $GLF in tierflow's view" 0 "$on"
-sleep 6   # the window's last second well before the clients stop (a run counted 174 Mbit/s in the second before lab_stop at t1 + 5)
+# Six 1-s bins: two full-rate TCP flows through deep queues dip to 72-88
+# Mbit/s for a second now and then (a CI run read 90.9 94.8 88.2 85.0 over
+# four, 89.7 on average, against 94.6 before any loss).
+sleep 8   # the window's last second well before the clients stop (a run counted 174 Mbit/s in the second before the clients stopped)
 for ((i = 0; i < n; i++)); do lab_stop "cli-$i"; done   # the one-shot servers write their JSON
 for ((i = 0; i < n; i++)); do for k in $(seq 50); do [ -s "$LAB_TMP/srv-$i.json" ] && break; sleep 0.1; done; done
-agg=$(iperf_window "$t1" $((t1 + 4)) "$LAB_TMP"/srv-*.json); base=$(iperf_window "$tb" $((tb + 4)) "$LAB_TMP"/srv-*.json)
-echo "# aggregate with $GSP -> $GLF lossy and drained, [t1, t1+4): $(fail_mbit "$agg") of $(fail_mbit "$CAP") Mbit/s; before any loss $(fail_mbit "$base"); bins from tb $(iperf_bins "$tb" $((t1 + 4)) "$LAB_TMP"/srv-*.json | awk '{printf "%.1f ", $2/1e6}')"
+agg=$(iperf_window "$t1" $((t1 + 6)) "$LAB_TMP"/srv-*.json); base=$(iperf_window "$tb" $((tb + 4)) "$LAB_TMP"/srv-*.json)
+echo "# aggregate with $GSP -> $GLF lossy and drained, [t1, t1+6): $(fail_mbit "$agg") of $(fail_mbit "$CAP") Mbit/s; before any loss $(fail_mbit "$base"); bins from tb $(iperf_bins "$tb" $((t1 + 6)) "$LAB_TMP"/srv-*.json | awk '{printf "%.1f ", $2/1e6}')"
 t_ge "aggregate >= 0.9 of the fabric without $GSP -> $GLF" "$agg" "$(awk -v c="$CAP" 'BEGIN{printf "%.0f", 0.9*c}')"
 tf_stop
 echo "# $(( $(date +%s) - T0 )) s from lab up to the end"
