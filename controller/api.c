@@ -552,8 +552,6 @@ void api_handle(struct api *a, const struct api_req *q, struct api_reply *r)
 
 /* ---- routes and jobs -------------------------------------------------- */
 
-#include "controller/backend.h"
-
 static void do_routes(struct api *a, struct api_reply *r)
 {
     reply_json(r, 200, rebalance_routes_json(a->rb));
