@@ -62,6 +62,10 @@
  * absent `holes` as "not observed", not as 0. Bounded like the other loss
  * counts (at most the flow's `pkts`). */
 #define REPORTSPEC_HOLES "holes"
+/* Of a TCP flow's `retx_pkts`, those that resent the highest segment sent so
+ * far (a tail loss probe's resend, RFC 8985: a duplicate as often as not);
+ * emitted when non-zero, at most `retx_pkts` (docs/telemetry.md). */
+#define REPORTSPEC_TAIL_RETX "tail_retx"
 #define REPORTSPEC_IN_IF "in_if"
 
 /* The largest rate an entry on a link of link_bps may report. */

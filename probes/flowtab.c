@@ -462,6 +462,11 @@ static inline void sat_inc(uint32_t *c)
     *c += *c != UINT32_MAX;
 }
 
+static inline void sat_inc16(uint16_t *c)
+{
+    *c = (uint16_t)(*c + (*c != UINT16_MAX));
+}
+
 static inline __attribute__((always_inline)) void track(struct flow *f, const struct flowtab_op *o)
 {
     switch (o->trk) {
@@ -470,8 +475,11 @@ static inline __attribute__((always_inline)) void track(struct flow *f, const st
         if (f->seq_ok && (int32_t)(end - f->seq_next) <= 0) {
             /* A keep-alive (one byte already sent, at the highest end:
              * Windows sends those on idle connections) is no loss. */
-            if (o->seg_len != 1 || end != f->seq_next)
+            if (o->seg_len != 1 || end != f->seq_next) {
                 sat_inc(&f->ivl_retx);
+                if (end == f->seq_next)
+                    sat_inc16(&f->ivl_tail);
+            }
         } else {
             f->seq_next = end;
             f->seq_ok = 1;
@@ -660,6 +668,7 @@ void flowtab_close_interval(struct flowtab *ft, double now, double interval_s,
         f->ivl_bytes = f->ivl_pkts = f->ivl_ce = f->ivl_ect = f->ivl_cnps = 0;
         f->closed_retx = f->ivl_retx;
         f->ivl_retx = f->ivl_naks = 0;
+        f->ivl_tail = 0;
         if (ft->idle > 0 && now - f->last_ts > ft->idle) {
             flow_remove(ft, id);
             ft->st.expired++;

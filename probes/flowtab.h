@@ -54,6 +54,13 @@
  *   idle connection; Wireshark excludes them too). A SYN forgets it: a
  *   new connection on the same 5-tuple (a client that reuses its port)
  *   starts a sequence of its own, which may lie behind the old one.
+ *   A retransmission that ends exactly at seq_next resends the highest
+ *   segment sent so far: what a tail loss probe sends (RFC 8985 section 7)
+ *   when no ACK came for a while, lost or not. It also counts in ivl_tail,
+ *   so that loss evidence can leave it out: in the lab such probes were
+ *   duplicates (every one answered by a D-SACK), while a segment lost
+ *   under a flow that keeps sending is resent below the highest end
+ *   (docs/telemetry.md, "Tail resends").
  * - RoCEv2 RC/UC (BTH opcode classes 000 and 001) but Acknowledges and
  *   CNPs: seq_next is the expected next PSN (last + 1, modulo 2^24); a PSN
  *   other than it is out of sequence (ivl_retx: a gap or a go-back-N
@@ -107,6 +114,8 @@ struct flow {
     uint32_t ivl_retx;        /* TCP retransmissions / RoCE PSNs out of sequence, this interval */
     uint32_t ivl_naks;        /* RoCE NAKs this flow carried, this interval */
     uint8_t  seq_ok;          /* seq_next holds a value */
+    uint8_t  pad_;
+    uint16_t ivl_tail;        /* of ivl_retx, TCP resends of the highest segment (a tail probe), saturating */
     double   last_ts;
     uint32_t sampling;        /* 1 for full capture, N for 1-in-N estimates */
     uint16_t ifidx;           /* probe-local interface index */

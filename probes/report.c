@@ -27,7 +27,7 @@ int report_snap_take(struct report_snap *s, struct flowtab *ft)
     const struct flow *f;
     while ((f = flowtab_next(ft, &cur)) && s->n < s->cap)
         s->ent[s->n++] = (struct report_snap_ent){f, f->ivl_pkts, f->ivl_ce, f->ivl_ect,
-                                                  f->ivl_cnps, f->ivl_retx, f->ivl_naks};
+                                                  f->ivl_cnps, f->ivl_retx, f->ivl_naks, f->ivl_tail};
     return 0;
 }
 
@@ -68,9 +68,10 @@ static void flow_fill(struct report_flow *o, struct flowtab *ft, const struct fl
     o->cnp = e ? e->cnps : 0;
     /* One sequence counter per flow: a TCP flow's are retransmissions,
      * a RoCE flow's PSNs out of sequence (flowtab.h). */
-    if (e && f->key.proto == 6)
+    if (e && f->key.proto == 6) {
         o->retx_pkts = e->retx;
-    else if (e)
+        o->tail_retx = e->tail;
+    } else if (e)
         o->psn_oos = e->retx;
     o->naks = e ? e->naks : 0;
     /* Its arrival view, when the probe captured it arriving (flowtab.h):
@@ -226,7 +227,8 @@ static json_t *flow_json(const struct report_flow *f)
     const struct {
         const char *k;
         uint64_t v;
-    } loss[] = {{"retx_pkts", f->retx_pkts}, {"psn_oos", f->psn_oos}, {"naks", f->naks}};
+    } loss[] = {{"retx_pkts", f->retx_pkts}, {REPORTSPEC_TAIL_RETX, f->tail_retx}, {"psn_oos", f->psn_oos},
+                {"naks", f->naks}};
     for (size_t i = 0; i < TF_ARRAY_SIZE(loss); i++)
         if (loss[i].v)
             bad |= jset(o, loss[i].k, json_integer((json_int_t)loss[i].v));

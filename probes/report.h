@@ -70,6 +70,7 @@ struct report_flow {
     const char *ifname;
     uint64_t bytes, pkts, cnp;
     uint64_t retx_pkts, psn_oos, naks; /* this interval (flowtab's loss signals); emitted when non-zero */
+    uint64_t tail_retx;                /* of retx_pkts, resends of the highest segment (flowtab.h) */
     uint64_t holes;                    /* at its arrival view, when in_ifname is set (emitted then, 0 too) */
     const char *in_ifname;             /* interface it arrived by (captured inbound), NULL when not seen */
     double bps, ce_frac, ect_frac;
@@ -92,7 +93,7 @@ struct report {
 struct report_snap_ent {
     const struct flow *f;
     uint64_t pkts, ce, ect, cnps;
-    uint32_t retx, naks;
+    uint32_t retx, naks, tail;
 };
 struct report_snap {
     struct report_snap_ent *ent;

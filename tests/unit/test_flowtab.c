@@ -636,6 +636,35 @@ static void test_tcp_retx(void **state)
     flowtab_free(ft);
 }
 
+/* Tail resends: a retransmission ending exactly at the highest end seen
+ * resends the last segment sent (what a tail loss probe sends), and counts
+ * in ivl_tail as well as ivl_retx; one below it is a retransmission only;
+ * a keep-alive is neither; the interval resets it. */
+static void test_tcp_tail_resends(void **state)
+{
+    (void)state;
+    struct flowtab *ft = flowtab_new(16, 0);
+    struct decode_pkt p = mk(1, 2, 1000, 80, 52);
+    assert_int_equal(seg(ft, 0, 1448, FLOW_SRC_PCAP), 0);
+    assert_int_equal(seg(ft, 1448, 2896, FLOW_SRC_PCAP), 0);        /* a super-packet, end 4344 */
+    assert_int_equal(seg(ft, 2896, 1448, FLOW_SRC_PCAP), 1);        /* its last MSS again: a tail probe */
+    assert_int_equal(get(ft, &p)->ivl_tail, 1);
+    assert_int_equal(seg(ft, 0, 1448, FLOW_SRC_PCAP), 2);           /* below the highest: a resend */
+    assert_int_equal(get(ft, &p)->ivl_tail, 1);
+    assert_int_equal(seg(ft, 4343, 1, FLOW_SRC_PCAP), 2);           /* a keep-alive: neither */
+    assert_int_equal(get(ft, &p)->ivl_tail, 1);
+    assert_int_equal(seg(ft, 4344, 1448, FLOW_SRC_PCAP), 2);        /* new data: the tail moves on */
+    assert_int_equal(seg(ft, 2896, 1448, FLOW_SRC_PCAP), 3);        /* the old tail is a resend now */
+    assert_int_equal(get(ft, &p)->ivl_tail, 1);
+    assert_int_equal(seg(ft, 4344, 1448, FLOW_SRC_PCAP), 4);
+    assert_int_equal(get(ft, &p)->ivl_tail, 2);
+    flowtab_close_interval(ft, 2.0, 1.0, NULL, 0, 0);
+    assert_int_equal(get(ft, &p)->ivl_tail, 0);
+    assert_int_equal(seg(ft, 4344, 1448, FLOW_SRC_PCAP), 1);
+    assert_int_equal(get(ft, &p)->ivl_tail, 1);
+    flowtab_free(ft);
+}
+
 /* The arrival view of flow 10.0.0.1:1000 -> 10.0.0.2:80 (captured inbound
  * on interface 1): one segment; returns its holes this interval. */
 static uint32_t hole(struct flowtab *ft, uint32_t seq, uint32_t len, uint8_t syn)
@@ -873,6 +902,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_insert_lookup),
         cmocka_unit_test(test_tcp_retx),
+        cmocka_unit_test(test_tcp_tail_resends),
         cmocka_unit_test(test_psn_and_naks),
         cmocka_unit_test(test_tcp_holes),
         cmocka_unit_test(test_psn_holes),

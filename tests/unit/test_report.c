@@ -154,14 +154,15 @@ static void test_pick_bounded_sorted(void **state)
 }
 
 /* A TCP flow's sequence counter is reported as retx_pkts (a RoCE flow's as
- * psn_oos, test_json_contract); a link's carrier changes when non-zero. */
+ * psn_oos, test_json_contract), the resends of its highest segment among
+ * them as tail_retx; a link's carrier changes when non-zero. */
 static void test_tcp_retx_and_carrier(void **state)
 {
     (void)state;
     struct flowtab *ft = flowtab_new(8, 0);
     struct decode_pkt p;
-    const uint32_t seq[] = {1000, 2000, 1000, 3000};
-    for (size_t i = 0; i < 4; i++) {
+    const uint32_t seq[] = {1000, 2000, 1000, 3000, 3000}; /* a resend below the highest end, then at it */
+    for (size_t i = 0; i < 5; i++) {
         mkpkt(&p, 1, 40000, 0, 1052);
         p.proto = 6, p.roce = 0, p.bth_opcode = 0, p.dqp = 0, p.dport = 5201;
         p.tcp_seq = seq[i], p.seg_len = 1000;
@@ -177,7 +178,8 @@ static void test_tcp_retx_and_carrier(void **state)
     assert_int_equal(report_pick_flows(&r, ft, &snap, 5, ifn, 1), 0);
     json_t *o = report_to_json(&r);
     json_t *f = json_array_get(json_object_get(o, "flows"), 0);
-    assert_int_equal(json_integer_value(json_object_get(f, "retx_pkts")), 1);
+    assert_int_equal(json_integer_value(json_object_get(f, "retx_pkts")), 2);
+    assert_int_equal(json_integer_value(json_object_get(f, "tail_retx")), 1);
     assert_null(json_object_get(f, "psn_oos"));
     json_t *l = json_array_get(json_object_get(o, "links"), 0);
     assert_int_equal(json_integer_value(json_object_get(l, "carrier_changes")), 3);
