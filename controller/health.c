@@ -388,7 +388,9 @@ static int snapshot(struct health *h, struct state *s, double now, struct health
         f[n].id = sf->id;
         f[n].ndirs = state_flow_dirs(s, sf, f[n].dirs, TOPO_MAX_HOPS);
         f[n].bps = sf->bps;
-        f[n].lost = sf->retx_pkts + sf->psn_oos + sf->naks;
+        /* A tail probe resends the last segment when no ACK came for a
+         * while, whether it was lost or not: no evidence (docs/health.md). */
+        f[n].lost = sf->retx_pkts - sf->tail_retx + sf->psn_oos + sf->naks;
         arrivals(sf, h->cfg.interval, &f[n]);
         n += f[n].ndirs > 0;
     }

@@ -177,6 +177,7 @@ static void apply_flow(struct state *s, uint32_t node, const struct ingest_flow 
     f->ce_frac = in->ce_frac;
     f->cnp = in->cnp;
     f->retx_pkts = in->retx_pkts;
+    f->tail_retx = in->tail_retx;
     f->psn_oos = in->psn_oos;
     f->naks = in->naks;
     note_arrival(s->topo, f, node, in, ts);

@@ -87,7 +87,7 @@ struct raw_link {
 struct raw_flow {
     char src[48], dst[48], ifname[STATE_IF_LEN], source[8], in_ifname[STATE_IF_LEN];
     uint64_t proto, sport, dport, qp, vlan, dscp, bytes, pkts, cnp, sampling;
-    uint64_t retx_pkts, psn_oos, naks, holes; /* holes UINT64_MAX: absent */
+    uint64_t retx_pkts, tail_retx, psn_oos, naks, holes; /* holes UINT64_MAX: absent */
     double bps, ce_frac;
     bool fat;
 };
@@ -143,6 +143,7 @@ static const struct ingest_field flow_fields[] = {
     FSTR(struct raw_flow, "source", false, source),
     FINT(struct raw_flow, "sampling", false, 1, INGEST_MAX_SAMPLING, sampling),
     FINT(struct raw_flow, "retx_pkts", false, 0, INGEST_MAX_COUNT, retx_pkts),
+    FINT(struct raw_flow, REPORTSPEC_TAIL_RETX, false, 0, INGEST_MAX_COUNT, tail_retx),
     FINT(struct raw_flow, "psn_oos", false, 0, INGEST_MAX_COUNT, psn_oos),
     FINT(struct raw_flow, "naks", false, 0, INGEST_MAX_COUNT, naks),
     FINT(struct raw_flow, REPORTSPEC_HOLES, false, 0, INGEST_MAX_COUNT, holes),
@@ -250,6 +251,10 @@ static int finish_flow(const struct ingest_ctx *c, const void *raw, void *entry)
         if (loss[i].v > r->pkts)
             return ingest_cfail(c, loss[i].key, "%llu exceeds the flow's pkts %llu", (unsigned long long)loss[i].v,
                          (unsigned long long)r->pkts);
+    /* Tail resends are some of the retransmissions, never more. */
+    if (r->tail_retx > r->retx_pkts)
+        return ingest_cfail(c, REPORTSPEC_TAIL_RETX, "%llu exceeds the flow's retx_pkts %llu",
+                            (unsigned long long)r->tail_retx, (unsigned long long)r->retx_pkts);
     int af, af2;
     uint8_t tmp[16];
     memset(&out->k, 0, sizeof(out->k));
@@ -278,6 +283,7 @@ static int finish_flow(const struct ingest_ctx *c, const void *raw, void *entry)
     out->pkts = r->pkts;
     out->cnp = r->cnp;
     out->retx_pkts = r->retx_pkts;
+    out->tail_retx = r->tail_retx;
     out->psn_oos = r->psn_oos;
     out->naks = r->naks;
     out->holes = r->holes == UINT64_MAX ? 0 : r->holes;

@@ -69,6 +69,7 @@ struct ingest_flow {
     double bps, ce_frac;
     uint64_t bytes, pkts, cnp;
     uint64_t retx_pkts, psn_oos, naks; /* in the interval; 0 when absent (docs/telemetry.md) */
+    uint64_t tail_retx;                /* of retx_pkts, resends of the highest segment (REPORTSPEC_TAIL_RETX) */
     /* Its arrival at the reporting node (REPORTSPEC_HOLES, _IN_IF): both
      * or neither; in_ifname "" when absent. */
     uint64_t holes;

@@ -132,8 +132,10 @@ struct state_flow {
     uint64_t cnp;
     /* Loss signals in the last report's interval (docs/telemetry.md):
      * TCP segments whose data had been seen already, RoCE packets off the
-     * expected PSN, RoCE NAKs carried by this flow. */
-    uint64_t retx_pkts, psn_oos, naks;
+     * expected PSN, RoCE NAKs carried by this flow; tail_retx: of
+     * retx_pkts, resends of the highest segment sent (a tail loss probe's:
+     * no evidence of loss, docs/health.md). */
+    uint64_t retx_pkts, psn_oos, naks, tail_retx;
     /* Per-hop loss (docs/health.md): where probes capturing arrivals saw
      * it arrive, one slot per arrival direction (the oldest slot is
      * reused): the holes of that report's interval and the report's time

@@ -607,7 +607,7 @@ static void gray_signals_stored(void **st)
         "{\"if\": \"swp4\", \"tx_bps\": 1e10, \"errors\": 2000000000}],"
         " \"flows\": ["
         "{\"src\": \"10.0.1.1\", \"dst\": \"10.0.2.1\", \"proto\": 17, \"sport\": 1, \"dport\": 4791, \"if\": \"swp1\","
-        " \"bps\": 5e10, \"pkts\": 1000, \"retx_pkts\": 7, \"psn_oos\": 5, \"naks\": 3},"
+        " \"bps\": 5e10, \"pkts\": 1000, \"retx_pkts\": 7, \"tail_retx\": 4, \"psn_oos\": 5, \"naks\": 3},"
         "{\"src\": \"10.0.1.1\", \"dst\": \"10.0.2.1\", \"proto\": 17, \"sport\": 2, \"dport\": 4791, \"if\": \"swp2\","
         " \"bps\": 1e9, \"pkts\": 10},"
         "{\"src\": \"10.0.1.1\", \"dst\": \"10.0.2.1\", \"proto\": 17, \"sport\": 3, \"dport\": 4791, \"if\": \"swp2\","
@@ -615,7 +615,9 @@ static void gray_signals_stored(void **st)
         "{\"src\": \"10.0.1.1\", \"dst\": \"10.0.2.1\", \"proto\": 17, \"sport\": 4, \"dport\": 4791, \"if\": \"swp2\","
         " \"bps\": 1e9, \"naks\": 1},"
         "{\"src\": \"10.0.1.1\", \"dst\": \"10.0.2.1\", \"proto\": 17, \"sport\": 5, \"dport\": 4791, \"if\": \"swp2\","
-        " \"bps\": 1e9, \"pkts\": 10, \"psn_oos\": -1}]}";
+        " \"bps\": 1e9, \"pkts\": 10, \"psn_oos\": -1},"
+        "{\"src\": \"10.0.1.1\", \"dst\": \"10.0.2.1\", \"proto\": 6, \"sport\": 6, \"dport\": 5201, \"if\": \"swp2\","
+        " \"bps\": 1e9, \"pkts\": 10, \"retx_pkts\": 2, \"tail_retx\": 3}]}";
     json_t *r;
     assert_int_equal(post_from(&s, NULL, &o, "192.0.2.1", body, NOW, &r), 200);
     assert_int_equal(json_integer_value(json_object_get(r, "flows")), 2);
@@ -624,6 +626,7 @@ static void gray_signals_stored(void **st)
         {"flows[2].retx_pkts", "flows[2].retx_pkts: 11 exceeds the flow's pkts 10"},
         {"flows[3].naks", "flows[3].naks: 1 exceeds the flow's pkts 0"},
         {"flows[4].psn_oos", "flows[4].psn_oos: negative -1"},
+        {"flows[5].tail_retx", "flows[5].tail_retx: 3 exceeds the flow's retx_pkts 2"},
         {"links[2].carrier_changes",
          "links[2].carrier_changes: 2001 beyond the bound 2000 (1000 per second over the interval of 2 s)"},
         {"links[3].errors", "links[3].errors: 2e+09 beyond the bound 1.19048e+09 (2 times what L1 -> S4 carries at "
@@ -633,9 +636,9 @@ static void gray_signals_stored(void **st)
     json_decref(r);
     const struct state_flow *f = flow_of(&s, "10.0.1.1", "10.0.2.1", 1);
     assert_non_null(f);
-    assert_true(f->retx_pkts == 7 && f->psn_oos == 5 && f->naks == 3);
+    assert_true(f->retx_pkts == 7 && f->tail_retx == 4 && f->psn_oos == 5 && f->naks == 3);
     f = flow_of(&s, "10.0.1.1", "10.0.2.1", 2);
-    assert_true(f->retx_pkts == 0 && f->psn_oos == 0 && f->naks == 0);
+    assert_true(f->retx_pkts == 0 && f->tail_retx == 0 && f->psn_oos == 0 && f->naks == 0);
     uint32_t d1, d2;
     assert_int_equal(topo_dir_between(s.topo, N(s.topo, "L1"), N(s.topo, "S1"), &d1), 0);
     assert_int_equal(topo_dir_between(s.topo, N(s.topo, "L1"), N(s.topo, "S2"), &d2), 0);
@@ -650,7 +653,7 @@ static void gray_signals_stored(void **st)
     assert_int_equal(json_integer_value(json_object_get(r, "refused_entries")), 0);
     json_decref(r);
     f = flow_of(&s, "10.0.1.1", "10.0.2.1", 1);
-    assert_true(f->retx_pkts == 0 && f->psn_oos == 0 && f->naks == 0);
+    assert_true(f->retx_pkts == 0 && f->tail_retx == 0 && f->psn_oos == 0 && f->naks == 0);
     assert_true(s.dirs[d1].errors == 0 && s.dirs[d1].carrier_changes == 0);
     state_free(&s);
 }
