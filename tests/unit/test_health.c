@@ -387,6 +387,44 @@ static void post_lossy(struct state *s, double now, int tail)
     }
 }
 
+/* The fabric most rounds here run on: 3 leaves x 2 spines at 50 Mbit/s,
+ * default thresholds, a health of its own. */
+struct fab {
+    struct state s;
+    struct events ev;
+    struct config c;
+    struct health h;
+};
+
+static void fab_up(struct fab *x)
+{
+    config_defaults(&x->c);
+    events_init(&x->ev);
+    assert_int_equal(state_init(&x->s, fx_topo_spec("leafspine:leaves=3,spines=2,hosts=2,gbps=0.05"), 100, 3, 99), 0);
+    assert_int_equal(health_init(&x->h, &x->c), 0);
+}
+
+static void fab_down(struct fab *x)
+{
+    health_free(&x->h);
+    state_free(&x->s);
+    events_destroy(&x->ev);
+}
+
+/* Rounds of post_lossy (tail resends each) from *now while *now < until,
+ * or (until 0) up to three until S1 -> L3 is named, which must happen;
+ * *now moves on an interval a round. */
+static void lossy_rounds(struct fab *x, double *now, double until, int tail)
+{
+    for (int k = 0; until > 0 ? *now < until : k < 3 && !fx_has_event(&x->ev, "link_suspect", "S1 -> L3");
+         k++, *now += x->c.interval) {
+        post_lossy(&x->s, *now, tail);
+        health_tick(&x->h, &x->s, &x->ev, *now);
+    }
+    if (until == 0)
+        assert_true(fx_has_event(&x->ev, "link_suspect", "S1 -> L3"));
+}
+
 /* Tail resends are no loss evidence (docs/health.md): the same two flows,
  * whose 15 resends a second all resend the last segment sent (a tail loss
  * probe's, which in the lab were duplicates), name nothing however long;
@@ -395,28 +433,14 @@ static void post_lossy(struct state *s, double now, int tail)
 static void tail_resends_are_no_evidence(void **st)
 {
     (void)st;
-    struct state s;
-    struct events ev;
-    struct config c;
-    struct health h;
-    config_defaults(&c);
-    events_init(&ev);
-    assert_int_equal(state_init(&s, fx_topo_spec("leafspine:leaves=3,spines=2,hosts=2,gbps=0.05"), 100, 3, 99), 0);
-    assert_int_equal(health_init(&h, &c), 0);
+    struct fab x;
+    fab_up(&x);
     double now = 100;
-    for (int k = 0; k < 10; k++, now += c.interval) {
-        post_lossy(&s, now, k < 5 ? 15 : 12);
-        health_tick(&h, &s, &ev, now);
-    }
-    assert_false(fx_has_event(&ev, "link_suspect", ""));
-    for (int k = 0; k < 3 && !fx_has_event(&ev, "link_suspect", "S1 -> L3"); k++, now += c.interval) {
-        post_lossy(&s, now, 0);
-        health_tick(&h, &s, &ev, now);
-    }
-    assert_true(fx_has_event(&ev, "link_suspect", "S1 -> L3"));
-    health_free(&h);
-    state_free(&s);
-    events_destroy(&ev);
+    lossy_rounds(&x, &now, 105, 15);
+    lossy_rounds(&x, &now, 110, 12);
+    assert_false(fx_has_event(&x.ev, "link_suspect", ""));
+    lossy_rounds(&x, &now, 0, 0);
+    fab_down(&x);
 }
 
 /* While the usable fabric changes (here an operator drains L1 -> S2), no
@@ -426,31 +450,15 @@ static void tail_resends_are_no_evidence(void **st)
 static void no_loss_evidence_while_fabric_changes(void **st)
 {
     (void)st;
-    struct state s;
-    struct events ev;
-    struct config c;
-    struct health h;
-    config_defaults(&c);
-    events_init(&ev);
-    assert_int_equal(state_init(&s, fx_topo_spec("leafspine:leaves=3,spines=2,hosts=2,gbps=0.05"), 100, 3, 99), 0);
-    assert_int_equal(health_init(&h, &c), 0);
-    double t0 = 100, window = s.link_holddown + 2 * c.interval;
-    assert_int_equal(health_drain(&s, &ev, "L1", "S2", true, "test", t0), 0);
-    double now = t0;
-    for (; now < t0 + window; now += c.interval) {
-        post_lossy(&s, now, 0);
-        health_tick(&h, &s, &ev, now);
-    }
-    assert_false(fx_has_event(&ev, "link_suspect", "S1 -> L3"));
-    for (int k = 0; k < 3 && !fx_has_event(&ev, "link_suspect", "S1 -> L3"); k++, now += c.interval) {
-        post_lossy(&s, now, 0);
-        health_tick(&h, &s, &ev, now);
-    }
-    assert_true(fx_has_event(&ev, "link_suspect", "S1 -> L3"));
-    assert_false(fx_has_event(&ev, "link_suspect", "L1 -> S1"));
-    health_free(&h);
-    state_free(&s);
-    events_destroy(&ev);
+    struct fab x;
+    fab_up(&x);
+    double now = 100, window = x.s.link_holddown + 2 * x.c.interval;
+    assert_int_equal(health_drain(&x.s, &x.ev, "L1", "S2", true, "test", now), 0);
+    lossy_rounds(&x, &now, now + window, 0);
+    assert_false(fx_has_event(&x.ev, "link_suspect", "S1 -> L3"));
+    lossy_rounds(&x, &now, 0, 0);
+    assert_false(fx_has_event(&x.ev, "link_suspect", "L1 -> S1"));
+    fab_down(&x);
 }
 
 /* The whole way (fx_topo_spec's port names: swpN faces node N's number):
@@ -461,18 +469,12 @@ static void no_loss_evidence_while_fabric_changes(void **st)
 static void per_hop_through_state(void **st)
 {
     (void)st;
-    struct state s;
-    struct events ev;
-    struct config c;
-    struct health h;
-    config_defaults(&c);
-    events_init(&ev);
-    assert_int_equal(state_init(&s, fx_topo_spec("leafspine:leaves=3,spines=2,hosts=2,gbps=0.05"), 100, 3, 99), 0);
-    assert_int_equal(health_init(&h, &c), 0);
+    struct fab x;
+    fab_up(&x);
     static const char *const rep[][4] = {{"L1", "swp1", "H1", "2"}, {"S1", "swp3", "swp1", "2"},
                                                          {"L3", "H5", "swp1", "19"}};
     double now = 200;
-    for (int k = 0; k < 4; k++, now += c.interval) {
+    for (int k = 0; k < 4; k++, now += x.c.interval) {
         for (size_t i = 0; i < 3; i++) {
             char body[512];
             snprintf(body, sizeof(body),
@@ -482,17 +484,15 @@ static void per_hop_through_state(void **st)
                      " \"in_if\": \"%s\"}]}",
                      rep[i][0], now - (i == 2 && k == 0 ? 1 : 0), rep[i][1], 1250 * (k + 1), rep[i][3], rep[i][2]);
             struct ingest_result res;
-            assert_int_equal(fx_post(&s, body, now, &res), 0);
+            assert_int_equal(fx_post(&x.s, body, now, &res), 0);
         }
-        health_tick(&h, &s, &ev, now);
+        health_tick(&x.h, &x.s, &x.ev, now);
         if (k == 0) /* L3's report of an interval before: nothing bracketed yet */
-            assert_int_equal(h.tr[0].bits | h.tr[1].bits, 0);
+            assert_int_equal(x.h.tr[0].bits | x.h.tr[1].bits, 0);
     }
-    assert_true(fx_has_event(&ev, "link_suspect", "S1 -> L3: loss (confidence 1.00): holes at L3 from S1: 19, 2 at S1 from L1"));
-    assert_false(fx_has_event(&ev, "link_suspect", "L1 -> S1"));
-    health_free(&h);
-    state_free(&s);
-    events_destroy(&ev);
+    assert_true(fx_has_event(&x.ev, "link_suspect", "S1 -> L3: loss (confidence 1.00): holes at L3 from S1: 19, 2 at S1 from L1"));
+    assert_false(fx_has_event(&x.ev, "link_suspect", "L1 -> S1"));
+    fab_down(&x);
 }
 
 int main(void)
