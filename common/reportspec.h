@@ -63,7 +63,7 @@
  * counts (at most the flow's `pkts`). */
 #define REPORTSPEC_HOLES "holes"
 /* Of a TCP flow's `retx_pkts`, those that resent the highest segment sent so
- * far (a tail loss probe's resend, RFC 8985: a duplicate as often as not);
+ * far (a tail loss probe's resend, RFC 8985: often a duplicate, no loss);
  * emitted when non-zero, at most `retx_pkts` (docs/telemetry.md). */
 #define REPORTSPEC_TAIL_RETX "tail_retx"
 #define REPORTSPEC_IN_IF "in_if"

@@ -60,7 +60,7 @@
  *   so that loss evidence can leave it out: in the lab such probes were
  *   duplicates (every one answered by a D-SACK), while a segment lost
  *   under a flow that keeps sending is resent below the highest end
- *   (docs/telemetry.md, "Tail resends").
+ *   (docs/health.md, "Tail resends are no evidence").
  * - RoCEv2 RC/UC (BTH opcode classes 000 and 001) but Acknowledges and
  *   CNPs: seq_next is the expected next PSN (last + 1, modulo 2^24); a PSN
  *   other than it is out of sequence (ivl_retx: a gap or a go-back-N
