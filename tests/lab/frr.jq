@@ -3,7 +3,7 @@
 # per switch and what `lab up` waits for. One line each:
 #   zebra<TAB>NODE<TAB>LINE           a line of NODE's zebra.conf
 #   bgpd<TAB>NODE<TAB>LINE            a line of NODE's bgpd.conf
-#   expect<TAB>NODE<TAB>PREFIX<TAB>N  leaf NODE must hold PREFIX in its kernel
+#   expect<TAB>NODE<TAB>PREFIX<TAB>N  switch NODE must hold PREFIX in its kernel
 #                                     FIB with N next hops (converged)
 #
 # RFC 7938 eBGP over the numbered /31 links, one session per link, every
@@ -55,11 +55,16 @@
      (if $node[$n].tier == "leaf" then "bgpd\t\($n)\t  network \($node[$n].prefix)" else empty end),
      "bgpd\t\($n)\t  maximum-paths 64",
      "bgpd\t\($n)\t exit-address-family",
-     (if $node[$n].tier == "leaf" then
-        ups($n) as $u
-        | $t.nodes[] | select(.tier == "leaf" and .name != $n) | .name as $b
-        | [$u[] | 1 + updown(.peer; $b)] as $cost
-        | ($cost | min) as $best
-        | select($best < big)
-        | "expect\t\($n)\t\($node[$b].prefix)\t\([$cost[] | select(. == $best)] | length)"
-      else empty end))
+     # Every leaf's prefix at every other switch, over each neighbour on a
+     # shortest valley-free path: a leaf and a switch with no path down to
+     # it go up (each uplink whose way down is shortest), a switch above it
+     # goes down. Not only the leaves: an aggregation switch whose second
+     # core's routes had not reached its kernel yet once made a test's
+     # "tables as before" snapshot differ from its after (CI, fat tree).
+     ($t.nodes[] | select(.tier == "leaf" and .name != $n) | .name as $b
+      | (if down($n; $b) < big
+         then [downs($n)[] | select($node[.peer].tier != "host") | 1 + down(.peer; $b)]
+         else [ups($n)[] | 1 + updown(.peer; $b)] end) as $cost
+      | ($cost | min) as $best
+      | select($best != null and $best < big)
+      | "expect\t\($n)\t\($node[$b].prefix)\t\([$cost[] | select(. == $best)] | length)"))
