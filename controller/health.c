@@ -362,8 +362,10 @@ static int snapshot(struct health *h, struct state *s, double now, struct health
         bool measured = state_dir_fresh(s, d, now);
         din[d].fabric = topo_dir_is_switch(t, d);
         din[d].down = !sd->probe_up || sd->route_down;
-        din[d].congested = health_congested(&h->cfg, state_dir_util(s, d, bps[d]), measured,
-                                            measured ? sd->qdisc_drops : 0, nfat[d]);
+        din[d].util = state_dir_util(s, d, bps[d]);
+        din[d].nfat = nfat[d];
+        din[d].measured = measured;
+        din[d].congested = health_congested(&h->cfg, din[d].util, measured, measured ? sd->qdisc_drops : 0, nfat[d]);
         din[d].errors = measured ? sd->errors : 0;
         /* Carrier is the interface's: either end's probe may report it. */
         uint64_t c0 = measured ? sd->carrier_changes : 0;
@@ -455,12 +457,17 @@ int health_tick(struct health *h, struct state *s, struct events *ev, double now
             if (!din[d].fabric)
                 continue;   /* a host link has no alternative: nothing to judge or drain */
             enum health_change ch = health_step(&h->cfg, tr, &v[d], carrier[d], now, &flapping);
-            if (v[d].bad)
+            const char *from = nm(t, topo_dir_from(t, d)), *to = nm(t, topo_dir_to(t, d));
+            if (v[d].bad) {
                 evidence_str(t, &v[d], d, sd->health_why, sizeof(sd->health_why));
-            else if (flapping)
+                /* Why its loss was not taken for congestion, after the fact. */
+                log_debug("health: %s -> %s bad (%s): util %.2f (%s), %u fat; %s", from, to, v[d].why, din[d].util,
+                          din[d].measured ? "measured, its qdisc did not drop" : "no probe measures it", din[d].nfat,
+                          sd->health_why);
+            } else if (flapping) {
                 snprintf(sd->health_why, sizeof(sd->health_why), "carrier flapping (>= %.0f transitions in %.0f s)",
                          h->cfg.flap_count, h->cfg.flap_window);
-            const char *from = nm(t, topo_dir_from(t, d)), *to = nm(t, topo_dir_to(t, d));
+            }
             if (ch == HEALTH_SUSPECT) {
                 changed++;
                 events_add(ev, now, "link_suspect", "%s -> %s: %s (confidence %.2f): %s", from, to,

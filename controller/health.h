@@ -102,6 +102,11 @@ struct health_dir_in {
     bool down;                   /* routing or a probe says down: not ours */
     bool congested;              /* its loss is explained by its own queue */
     uint64_t errors, carrier;    /* of the last interval; carrier: the link's (max of both ends) */
+    /* For the debug trace of a verdict only (health_tick): what the
+     * congestion test saw. */
+    double util;
+    uint32_t nfat;
+    bool measured;
 };
 
 /* What one round says of a direction. */
