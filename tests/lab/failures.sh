@@ -553,6 +553,10 @@ fail_run() {
   FAIL_R["$mode end"]=$(date +%s)
   if fail_ctl "$mode"; then
     kill -0 "${LAB_PIDS[tierflowd]:-0}" 2>/dev/null && FAIL_R["$mode alive"]=1 || FAIL_R["$mode alive"]=0
+    # Say why in the output: a bench 55 run once found it gone, and its log
+    # went with the lab's folder.
+    [ "${FAIL_R["$mode alive"]}" = 1 ] || { echo "# $mode: tierflowd is not running at the end of the run; its log ends:"
+                                             tail -n 15 "$LAB_TMP/tierflowd.log" 2>/dev/null | sed 's/^/#   /'; } >&2
     FAIL_R["$mode probes"]=0
     for k in "${!LAB_PIDS[@]}"; do [[ "$k" == probe-* ]] && kill -0 "${LAB_PIDS[$k]}" 2>/dev/null && FAIL_R["$mode probes"]=$((${FAIL_R["$mode probes"]} + 1)); done
   fi
