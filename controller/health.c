@@ -50,9 +50,15 @@ bool health_congested(const struct health_cfg *c, double util, bool measured, ui
     return !measured && util >= c->util && nfat >= 2;
 }
 
+/* The packets f's rate carried in an interval. */
+static double flow_pkts(const struct health_cfg *c, const struct health_flow *f)
+{
+    return f->bps * c->interval / 8 / HEALTH_PKT_BYTES;
+}
+
 static double flow_frac(const struct health_cfg *c, const struct health_flow *f)
 {
-    double pkts = f->bps * c->interval / 8 / HEALTH_PKT_BYTES;
+    double pkts = flow_pkts(c, f);
     return pkts >= 1 ? (double)f->lost / pkts : (f->lost ? 1 : 0);
 }
 
@@ -70,7 +76,7 @@ static bool crosses(const struct health_flow *f, uint32_t d)
 static bool hop_walk(const struct health_cfg *c, const struct health_flow *f, const struct health_dir_in *d,
                      struct health_verdict *out)
 {
-    double pkts = f->bps * c->interval / 8 / HEALTH_PKT_BYTES;
+    double pkts = flow_pkts(c, f);
     bool all = true;
     for (int j = 0; j < f->ndirs; j++) {
         uint32_t x = f->dirs[j];

@@ -24,12 +24,7 @@
 # only one fat flow crosses (no tomography can tell its hops apart).
 set -u
 TF_ROOT=${TF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
-. "$TF_ROOT/tests/lib/tap.sh"
-. "$TF_ROOT/tests/lab/lib.sh"
-. "$TF_ROOT/tests/lab/traffic.sh"
-. "$TF_ROOT/tests/lab/failures.sh"
-. "$TF_ROOT/tests/lib/gray.sh"
-. "$TF_ROOT/tests/lib/daemon.sh"   # port
+. "$TF_ROOT/tests/lib/gray_suite.sh"
 gray_suite_needs e2e_gray "gray failures on the lab"
 MBIT=${E2E_MBIT:-50}
 HOLD=${GRAY_HOLD:-6}
