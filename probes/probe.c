@@ -8,6 +8,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <math.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
@@ -42,8 +43,10 @@ struct probe {
      * with --inbound, cap[ncap..2 ncap): what arrives on cap[i - ncap]'s. */
     struct capture cap[2 * PROBE_MAX_IF];
     struct probe_src src[2 * PROBE_MAX_IF];
+    /* The report's links: ifname[0..ncap) captured, then [ncap..nlinks)
+     * the --counters ones, whose packets nobody captures. */
     const char *ifname[PROBE_MAX_IF];
-    size_t ncap, nhandles;
+    size_t ncap, nhandles, nlinks;
     bool offline;
     struct flowtab *ft;
     struct flowtab_batch batch; /* captured packets not yet in ft: flushed by probe_close */
@@ -87,7 +90,7 @@ static void fill_links(struct probe *pr, double interval_s)
 {
     if (pr->ls && linkstats_refresh(pr->ls) < 0)
         log_warn("link counters not refreshed this interval");
-    for (size_t i = 0; i < pr->ncap; i++) {
+    for (size_t i = 0; i < pr->nlinks; i++) {
         struct report_link *l = &pr->links[i];
         memset(l, 0, sizeof(*l));
         tf_strlcpy(l->name, pr->ifname[i], sizeof(l->name));
@@ -163,7 +166,7 @@ static int probe_close(struct probe *pr, double now, double interval_s)
     flowtab_batch_flush(pr->ft, &pr->batch); /* every packet before now is in the table */
     if (pr->mirror && mirror_close(pr->mirror, now, interval_s, on_mirror_report, pr) < 0)
         return -ENOMEM;
-    if (pr->ncap == 0)
+    if (pr->nlinks == 0)
         return 0;
     fill_links(pr, interval_s);
     fill_stats(pr);
@@ -176,7 +179,7 @@ static int probe_close(struct probe *pr, double now, double interval_s)
     pr->rep.ts = now;
     pr->rep.interval_s = interval_s;
     pr->rep.links = pr->links;
-    pr->rep.nlinks = pr->ncap;
+    pr->rep.nlinks = pr->nlinks;
     pr->rep.stats = pr->st;
     if (pr->mirror)
         mirror_telemetry(pr->mirror, &pr->rep.stats.tel);
@@ -414,6 +417,14 @@ static int run_live(struct probe *pr)
 
 /* ---- setup ------------------------------------------------------------ */
 
+/* The rate a link's flows are judged against: --link-gbps, else what the
+ * kernel says (not for a file: name NULL), else PROBE_DEFAULT_GBPS. */
+static double link_rate(const struct probe *pr, const char *name)
+{
+    double sys = name ? linkstats_speed_bps(name) : 0;
+    return pr->o.link_gbps > 0 ? pr->o.link_gbps * 1e9 : sys > 0 ? sys : PROBE_DEFAULT_GBPS * 1e9;
+}
+
 static int open_sources(struct probe *pr)
 {
     /* Mirrored traffic (ERSPAN) arrives on the capture interface. With
@@ -437,10 +448,19 @@ static int open_sources(struct probe *pr)
         pr->nhandles++;
         pr->src[i] = (struct probe_src){pr, (uint16_t)i, (uint16_t)(i | file_in), pr->cap[i].dlt};
         pr->ifname[i] = pr->cap[i].name;
-        double sys = pr->offline ? 0 : linkstats_speed_bps(pr->cap[i].name);
-        pr->link_bps[i] = pr->o.link_gbps > 0 ? pr->o.link_gbps * 1e9
-                          : sys > 0         ? sys
-                                            : PROBE_DEFAULT_GBPS * 1e9;
+        pr->link_bps[i] = link_rate(pr, pr->offline ? NULL : pr->cap[i].name);
+    }
+    pr->nlinks = pr->ncap;
+    for (size_t j = 0; j < pr->o.ncounters; j++) {
+        const char *name = pr->o.counter_ifs[j];
+        /* Checked here, not at the first interval: a name that is wrong
+         * would otherwise report an empty link forever. */
+        if (!if_nametoindex(name)) {
+            log_err("--counters %s: no such interface: %s", name, strerror(errno));
+            return -ENODEV;
+        }
+        pr->ifname[pr->nlinks] = name;
+        pr->link_bps[pr->nlinks++] = link_rate(pr, name);
     }
     co.dir = CAPTURE_IN;
     for (size_t i = 0; in && i < n; i++) {
@@ -602,7 +622,7 @@ static int start_linkstats(struct probe *pr)
     if (r)
         return r;
     linkstats_refresh(pr->ls);
-    for (size_t i = 0; i < pr->ncap; i++)
+    for (size_t i = 0; i < pr->nlinks; i++)
         linkstats_read(pr->ls, pr->ifname[i], &pr->prev[i]);
     return 0;
 }

@@ -44,6 +44,10 @@
 struct probe_opts {
     const char *ifs[PROBE_MAX_IF];
     size_t nifs;
+    /* --counters: interfaces whose link counters are reported, packets not
+     * captured (nifs + ncounters <= PROBE_MAX_IF, none in both lists). */
+    const char *counter_ifs[PROBE_MAX_IF];
+    size_t ncounters;
     const char *file, *token_file, *filter;
     const char *controller[PROBE_MAX_CTL];  /* each gets every report (docs/ha.md) */
     size_t nctl;

@@ -33,6 +33,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
         "usage: tierflow-probe -i IFACE [-i IFACE ...] | -r FILE\n"
+        "         [--counters IFACE ...]\n"
         "         [--node NAME] [--controller URL ...] [--token-file F] [--interval SEC]\n"
         "         [--fat-share 0.10] [--link-gbps N] [--filter BPF] [--format json|table]\n"
         "         [--max-flows N] [--top N] [--snaplen N] [--buffer-size MB]\n"
@@ -47,7 +48,7 @@ static void usage(FILE *f)
 
 enum { O_NODE = 256, O_CTL, O_TOKEN, O_IVL, O_FAT, O_GBPS, O_FILTER, O_FMT, O_MAXF, O_TOP,
        O_SNAP, O_BUF, O_IDLE, O_LOG, O_HELP, O_VER, O_MAP, O_SFLOW, O_TEL, O_READER, O_ALLOW,
-       O_MAXUN, O_INBOUND, O_JOURNAL };
+       O_MAXUN, O_INBOUND, O_JOURNAL, O_COUNTERS };
 
 static const struct option long_opts[] = {
     {"interface", required_argument, 0, 'i'}, {"read", required_argument, 0, 'r'},
@@ -64,6 +65,7 @@ static const struct option long_opts[] = {
     {"inbound", no_argument, 0, O_INBOUND}, {"journal", no_argument, 0, O_JOURNAL},
     {"telemetry-allow", required_argument, 0, O_ALLOW},
     {"telemetry-max-unmapped", required_argument, 0, O_MAXUN},
+    {"counters", required_argument, 0, O_COUNTERS},
     {0, 0, 0, 0},
 };
 
@@ -89,6 +91,21 @@ static int int_opt(const char *name, const char *val, uint64_t lo, uint64_t hi, 
     snprintf(why, sizeof(why), "must be an integer in %llu..%llu", (unsigned long long)lo,
              (unsigned long long)hi);
     return bad_opt(name, val, why);
+}
+
+/* An interface of -i (captured) or --counters (counters only) appended to
+ * list: one name in one list once, 64 in both together (the report's links). */
+static int if_opt(const char *opt, const char *a, const struct probe_opts *o, const char **list, size_t *n)
+{
+    if (o->nifs + o->ncounters == PROBE_MAX_IF)
+        return bad_opt(opt, a, "too many interfaces (at most 64 with -i and --counters together)");
+    if (!reportspec_name_ok(a, REPORTSPEC_IF_MAX) || strchr(a, '/'))
+        return bad_opt(opt, a, "not an interface name (1..15 printable characters)");
+    for (size_t i = 0; i < o->nifs + o->ncounters; i++)
+        if (strcmp(i < o->nifs ? o->ifs[i] : o->counter_ifs[i - o->nifs], a) == 0)
+            return bad_opt(opt, a, "already given (with -i or --counters): one interface, one link in the report");
+    list[(*n)++] = a;
+    return 0;
 }
 
 /* PREFIX[,PREFIX...] appended to o->allow. */
@@ -118,12 +135,10 @@ static int one_opt(int c, const char *a, const char *n, struct probe_opts *o, bo
     int r = 0;
     switch (c) {
     case 'i':
-        if (o->nifs == PROBE_MAX_IF)
-            r = bad_opt("-i", a, "too many interfaces (at most 64)");
-        else if (!reportspec_name_ok(a, REPORTSPEC_IF_MAX) || strchr(a, '/'))
-            r = bad_opt("-i", a, "not an interface name (1..15 printable characters)");
-        else
-            o->ifs[o->nifs++] = a;
+        r = if_opt("-i", a, o, o->ifs, &o->nifs);
+        break;
+    case O_COUNTERS:
+        r = if_opt("--counters", a, o, o->counter_ifs, &o->ncounters);
         break;
     case 'r':
         r = o->file ? bad_opt("-r", a, "only one file can be read") : 0;
@@ -212,8 +227,10 @@ static int parse_opts(int argc, char **argv, struct probe_opts *o)
         return r;
     if (optind < argc)
         return bad_opt("argument", argv[optind], "unexpected (options only)");
-    if ((o->file && (o->nifs || o->sflow_listen)) || (!o->file && !o->nifs && !o->sflow_listen)) {
-        log_early_err("tierflow-probe", "give -i IFACE (one or more) and/or --sflow-listen, or -r FILE");
+    if ((o->file && (o->nifs || o->sflow_listen || o->ncounters)) ||
+        (!o->file && !o->nifs && !o->sflow_listen && !o->ncounters)) {
+        log_early_err("tierflow-probe", "give -i IFACE, --counters IFACE (one or more each) and/or "
+                                        "--sflow-listen, or -r FILE");
         usage(stderr);
         return TF_EXIT_USAGE;
     }

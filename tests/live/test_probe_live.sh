@@ -30,6 +30,10 @@ ip netns exec "$A" "$TF_BIN/tierflow-probe" -i tfpv0 --interval 1 --link-gbps 0.
   --controller http://127.0.0.1:18080 --token-file "$T/token" --format json \
   >"$T/reports" 2>"$T/probe.err" &
 probe=$!; pids+=($probe)
+# The same link's counters alone (--counters): no capture handle, no flows.
+ip netns exec "$A" "$TF_BIN/tierflow-probe" --counters tfpv0 --interval 1 --link-gbps 0.2 --node A \
+  --format json >"$T/counters" 2>"$T/counters.err" &
+cprobe=$!; pids+=($cprobe)
 # The first report says the probe is capturing.
 wait_for 10 listening "$A" 18080 || t_fail "report_sink up"
 wait_for 10 test -s "$T/reports" || t_fail "probe emits a first report" "$(cat "$T/probe.err")"
@@ -41,11 +45,17 @@ iperf=$!
 sleep 2; kill -HUP "$probe"
 wait_for 5 grep -q 'SIGHUP' "$T/probe.err"
 t_check "SIGHUP: the probe says what it did" grep -q 'SIGHUP: no --mirror-map to reload; carrying on' "$T/probe.err"
+t_check "the capturing probe has a packet socket (ss -0 sees it)" \
+  bash -c "ip netns exec '$A' ss -0 -p | grep -q 'pid=$probe,'"
+t_eq "--counters: the probe opened no packet socket" "" \
+  "$(ip netns exec "$A" ss -0 -p 2>/dev/null | grep "pid=$cprobe," || true)"
 wait "$iperf"
 t_check "... and is still running after it" kill -0 "$probe"
 sleep 1.5   # let one more interval close so the flow's last second is reported
 kill -TERM "$probe"; wait "$probe"; prc=$?
 t_eq "probe exits 0 after SIGTERM" 0 "$prc"
+kill -TERM "$cprobe"; wait "$cprobe"; t_eq "--counters probe exits 0 after SIGTERM" 0 "$?"
+t_check "--counters probe stderr has no sanitizer report" bash -c "! grep -qE 'Sanitizer|runtime error' '$T/counters.err'"
 t_check "probe stderr has no sanitizer report" bash -c "! grep -qE 'Sanitizer|runtime error' '$T/probe.err'"
 
 ibps=$(jq '.end.sum_received.bits_per_second' "$T/iperf.json")
@@ -72,6 +82,14 @@ t_check "link tx_bps from the kernel counters ($ltx) near iperf3's rate" \
   awk -v a="$ltx" -v b="$ibps" 'BEGIN{exit !(a/b > 0.9 && a/b < 1.15)}'
 t_eq "link: oper up, speed 2e8, htb counters present" "up 200000000 true" \
   "$(jq -rs '.[-2].links[0] | "\(.oper) \(.speed_bps) \(has("qdisc_backlog") and has("qdisc_drops") and has("qdisc_overlimits"))"' "$T/reports")"
+
+t_eq "--counters: every report has the one link and no flow" true \
+  "$(jq -s 'length >= 5 and all(.links == [.links[0]] and .links[0].if == "tfpv0" and .flows == [])' "$T/counters")"
+ctx=$(jq -s '[.[].links[0].tx_bps] | sort | .[-2]' "$T/counters")
+t_check "--counters: tx_bps from the kernel counters ($ctx) near iperf3's rate" \
+  awk -v a="$ctx" -v b="$ibps" 'BEGIN{exit !(a/b > 0.9 && a/b < 1.15)}'
+t_eq "--counters: oper up, speed 2e8, htb counters present" "up 200000000 true" \
+  "$(jq -rs '.[-2].links[0] | "\(.oper) \(.speed_bps) \(has("qdisc_backlog") and has("qdisc_drops"))"' "$T/counters")"
 
 # POST: one request per report (the SIGTERM flush included), all with the token.
 nrep=$(wc -l <"$T/reports")

@@ -200,8 +200,17 @@ t_eq "--max-flows 0 rejected" \
   "2:tierflow-probe: --max-flows '0': must be an integer in 1..16777216" "$(cli -r x --max-flows 0)"
 t_eq "--snaplen 10 rejected" \
   "2:tierflow-probe: --snaplen '10': must be an integer in 64..262144" "$(cli -r x --snaplen 10)"
-t_eq "-i and -r together rejected" "2:tierflow-probe: give -i IFACE (one or more) and/or --sflow-listen, or -r FILE" \
-  "$(cli -r x -i lo)"
+usage_src="give -i IFACE, --counters IFACE (one or more each) and/or --sflow-listen, or -r FILE"
+t_eq "-i and -r together rejected" "2:tierflow-probe: $usage_src" "$(cli -r x -i lo)"
+t_eq "--counters and -r together rejected" "2:tierflow-probe: $usage_src" "$(cli -r x --counters lo)"
+t_eq "an interface both captured and counted rejected" \
+  "2:tierflow-probe: --counters 'lo': already given (with -i or --counters): one interface, one link in the report" \
+  "$(cli -i lo --counters lo)"
+t_eq "--counters with a path rejected" \
+  "2:tierflow-probe: --counters 'a/b': not an interface name (1..15 printable characters)" "$(cli --counters a/b)"
+t_eq "65 interfaces with -i and --counters rejected" \
+  "2:tierflow-probe: --counters 'c64': too many interfaces (at most 64 with -i and --counters together)" \
+  "$(cli $(for i in $(seq 0 31); do printf -- '-i i%d ' "$i"; done) $(for i in $(seq 32 64); do printf -- '--counters c%d ' "$i"; done))"
 t_eq "unknown option rejected" "2:tierflow-probe: --bogus '': unknown option" "$(cli --bogus)"
 t_eq "--controller must be http(s): a usage error" \
   "2:tierflow-probe: --controller 'ftp://x': not an http:// or https:// URL with a host" \
@@ -211,6 +220,8 @@ t_check "--version names the program" bash -c "'$P' --version | grep -q '^tierfl
 t_eq "unknown interface: exit 1, error names it" "1" \
   "$(cli -i tfprb-noif0 | cut -d: -f1)"
 t_check "unknown interface message names it" grep -q 'tfprb-noif0' "$T/err"
+t_eq "unknown --counters interface: exit 1" "1" "$(cli --counters tfprb-noif1 | cut -d: -f1)"
+t_check "... and the error names the option and the interface" grep -q -- '--counters tfprb-noif1: no such interface' "$T/err"
 
 t_eq "missing --token-file: exit 1" "1" \
   "$(cli -r "$D/p4aqm_ecn_org1.pcap" --controller http://127.0.0.1:9 --token-file "$T/no-token" | cut -d: -f1)"
