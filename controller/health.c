@@ -41,13 +41,13 @@ void health_cfg_from(struct health_cfg *hc, const struct config *c)
     hc->drain = c->drain;
 }
 
-bool health_congested(const struct health_cfg *c, double util, bool measured, uint64_t qdisc_drops, uint32_t nfat)
+bool health_congested(const struct health_cfg *c, double util, bool queue_seen, uint64_t qdisc_drops, uint32_t nfat)
 {
     if (qdisc_drops > 0)
         return true;
-    /* A direction no probe measures shows no queue: when it is full and
-     * shared, its loss may be its queue's, and we cannot tell. */
-    return !measured && util >= c->util && nfat >= 2;
+    /* A direction whose queue nobody sees: when it is full and shared, its
+     * loss may be its queue's, and we cannot tell. */
+    return !queue_seen && util >= c->util && nfat >= 2;
 }
 
 /* The packets f's rate carried in an interval. */
@@ -366,13 +366,18 @@ static int snapshot(struct health *h, struct state *s, double now, struct health
     for (uint32_t d = 0; d < nd; d++) {
         const struct state_dir *sd = &s->dirs[d], *rv = &s->dirs[d ^ 1];
         bool measured = state_dir_fresh(s, d, now);
+        /* Only the sender's own counters see its queue (and its errors):
+         * the far end's receive counters give the direction a rate, and a
+         * queue overflowing upstream of them shows there as no drop at all
+         * (a failure-suite run named a spine downlink so). */
+        bool queue = measured && sd->probe == topo_dir_from(t, d);
         din[d].fabric = topo_dir_is_switch(t, d);
         din[d].down = !sd->probe_up || sd->route_down;
         din[d].util = state_dir_util(s, d, bps[d]);
         din[d].nfat = nfat[d];
-        din[d].measured = measured;
-        din[d].congested = health_congested(&h->cfg, din[d].util, measured, measured ? sd->qdisc_drops : 0, nfat[d]);
-        din[d].errors = measured ? sd->errors : 0;
+        din[d].measured = queue;
+        din[d].congested = health_congested(&h->cfg, din[d].util, queue, queue ? sd->qdisc_drops : 0, nfat[d]);
+        din[d].errors = queue ? sd->errors : 0;
         /* Carrier is the interface's: either end's probe may report it. */
         uint64_t c0 = measured ? sd->carrier_changes : 0;
         uint64_t c1 = state_dir_fresh(s, d ^ 1, now) ? rv->carrier_changes : 0;
@@ -468,7 +473,7 @@ int health_tick(struct health *h, struct state *s, struct events *ev, double now
                 evidence_str(t, &v[d], d, sd->health_why, sizeof(sd->health_why));
                 /* Why its loss was not taken for congestion, after the fact. */
                 log_debug("health: %s -> %s bad (%s): util %.2f (%s), %u fat; %s", from, to, v[d].why, din[d].util,
-                          din[d].measured ? "measured, its qdisc did not drop" : "no probe measures it", din[d].nfat,
+                          din[d].measured ? "its queue measured, no qdisc drop" : "its queue unseen", din[d].nfat,
                           sd->health_why);
             } else if (flapping) {
                 snprintf(sd->health_why, sizeof(sd->health_why), "carrier flapping (>= %.0f transitions in %.0f s)",

@@ -9,8 +9,9 @@
  * intersection. A flow is lossy when its loss is at least
  * thresholds.gray_min_loss packets and thresholds.gray_loss of the packets
  * its rate carried, clean otherwise; a flow crossing a congested direction
- * (its own qdisc dropped, or, unmeasured, it is full and shared by fat
- * flows) is neither: its loss is explained (the lab's htb queues overflow
+ * (its own qdisc dropped, or, its queue unseen (no fresh report of its
+ * sender's own counters: the far end's receive counters do not see it), it
+ * is full and shared by fat flows) is neither: its loss is explained (the lab's htb queues overflow
  * under colliding flows, and so does a real switch's buffer). A direction
  * is blamed when it explains at least thresholds.gray_min_flows lossy flows
  * that no other direction explains as well, and the clean flows through it
@@ -77,7 +78,7 @@ struct health_cfg {
     double flap_count, flap_window;
     double k, n;                 /* bad rounds of the last n that make it suspect */
     double holddown;             /* s without a bad round to be clean */
-    double util;                 /* full: unmeasured direction at this utilisation */
+    double util;                 /* full: a direction whose queue is unseen, at this utilisation */
     double interval;             /* s, the packets a flow's rate carried per round */
     bool drain;
 };
@@ -106,7 +107,7 @@ struct health_dir_in {
      * congestion test saw. */
     double util;
     uint32_t nfat;
-    bool measured;
+    bool measured;               /* its sender's own counters: its queue is seen */
 };
 
 /* What one round says of a direction. */
@@ -130,7 +131,7 @@ struct health_verdict {
 };
 
 /* Whether a direction's loss is its own queue's (see above). */
-bool health_congested(const struct health_cfg *c, double util, bool measured, uint64_t qdisc_drops, uint32_t nfat);
+bool health_congested(const struct health_cfg *c, double util, bool queue_seen, uint64_t qdisc_drops, uint32_t nfat);
 /* The round's verdicts, one per direction (out[nd], zeroed first). */
 int health_localise(const struct health_cfg *c, const struct health_flow *f, size_t nf,
                     const struct health_dir_in *d, uint32_t nd, struct health_verdict *out);
