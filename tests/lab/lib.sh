@@ -44,6 +44,13 @@ lab_uplinks() {
     | (reduce .nodes[] as $x ({}; .[$x.name] = $ti[$x.tier])) as $t
     | .links[] | if .a == $n and $t[.b] > $t[.a] then .a_if elif .b == $n and $t[.a] > $t[.b] then .b_if else empty end' "$LAB_TOPO"
 }
+# NODE's ports towards a lower tier's switch (a spine's downlinks), not its hosts'.
+lab_downlinks() {
+  jq -r --arg n "$1" '.tiers as $tiers | (reduce range(0; $tiers|length) as $i ({}; .[$tiers[$i]] = $i)) as $ti
+    | (reduce .nodes[] as $x ({}; .[$x.name] = $ti[$x.tier])) as $t
+    | .links[] | if .a == $n and $t[.b] < $t[.a] and $t[.b] > 0 then .a_if
+                 elif .b == $n and $t[.a] < $t[.b] and $t[.a] > 0 then .b_if else empty end' "$LAB_TOPO"
+}
 lab_hostif() {
   jq -r --arg l "$1" --arg h "$2" '.links[] | if .a == $l and .b == $h then .a_if elif .b == $l and .a == $h then .b_if else empty end' "$LAB_TOPO"
 }

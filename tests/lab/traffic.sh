@@ -4,7 +4,10 @@
 #   lab_pattern NAME SEED        "SRC DST" host pairs, one flow each, for the Hedera
 #                                patterns stride:I, staggered:EDGE_P,POD_P, random, randbij
 #   tf_start URL TOKEN GBPS      tierflowd (netlink backend) + a probe on every
-#                                leaf's and spine's uplinks; needs CTL and PROBE set
+#                                leaf's and spine's uplinks, which also reports the
+#                                counters of every switch's downlinks (--counters: their
+#                                queues, as a fabric's switch counters would; off with
+#                                TF_PROBE_COUNTERS=0); needs CTL and PROBE set
 #                                (TF_CTL_ARGS: more tierflowd options, e.g. --log-level debug;
 #                                TF_BACKEND: none for a dry run, default netlink;
 #                                TF_PROBE_FILTER: the probes' --filter;
@@ -78,7 +81,8 @@ lab_pattern() {
       print "lab_pattern: unknown pattern " pat > "/dev/stderr"; exit 1 }'
 }
 
-declare -gA TF_PROBE_IFS=()
+declare -gA TF_PROBE_IFS=() TF_PROBE_DOWN=()
+TF_PROBE_DOWN_OF=""
 tf_start() {
   local url=$1 token=$2 gbps=$3 mgmt port node a u
   TF_URL=$url
@@ -88,11 +92,21 @@ tf_start() {
       TF_PROBE_IFS[$node]=$(lab_uplinks "$node" | tr '\n' ' ')
     done
   fi
+  if [ "$TF_PROBE_DOWN_OF" != "$LAB_TOPO" ]; then
+    TF_PROBE_DOWN=(); TF_PROBE_DOWN_OF=$LAB_TOPO
+    for node in $(jq -r '.nodes[] | select(.tier != "host") | .name' "$LAB_TOPO"); do
+      TF_PROBE_DOWN[$node]=$(lab_downlinks "$node" | tr '\n' ' ')
+    done
+  fi
   TF_STARTED=$(date +%s.%N)
   lab_bg tierflowd "$CTL" --topology "${TF_TOPOLOGY:-$LAB_TOPO}" --backend "${TF_BACKEND:-netlink}" --listen "$mgmt:$port" \
     --token-file "$token" --interval "${TF_INTERVAL:-1}" --withdraw-on-exit ${TF_CTL_ARGS:-} >>"$LAB_TMP/tierflowd.log" 2>&1
-  for node in "${!TF_PROBE_IFS[@]}"; do
-    a=(); for u in ${TF_PROBE_IFS[$node]}; do a+=(-i "$u"); done
+  for node in $(printf '%s\n' "${!TF_PROBE_IFS[@]}" "${!TF_PROBE_DOWN[@]}" | sort -u); do
+    a=(); for u in ${TF_PROBE_IFS[$node]:-}; do a+=(-i "$u"); done
+    # A port captured already (a suite's probes on every port) has its counters.
+    if [ "${TF_PROBE_COUNTERS:-1}" = 1 ]; then
+      for u in ${TF_PROBE_DOWN[$node]:-}; do [[ " ${TF_PROBE_IFS[$node]:-} " == *" $u "* ]] || a+=(--counters "$u"); done
+    fi
     [ ${#a[@]} -gt 0 ] || continue
     lab_bg "probe-$node" "$LAB" exec "$node" -- "$PROBE" "${a[@]}" --node "$node" --controller "$url" \
       --token-file "$token" --interval "${TF_INTERVAL:-1}" --link-gbps "$gbps" ${TF_PROBE_FILTER:+--filter "$TF_PROBE_FILTER"} ${TF_PROBE_ARGS:-} >>"$LAB_TMP/probe-$node.log" 2>&1
