@@ -19,7 +19,9 @@
 # bins), at --interval 1 and 0.2, BENCH_REACT_RUNS runs each (median), with
 # the oracle's own ramp (TCP start, no collision) beside it and the cores
 # tierflowd and the probes used (BENCH_REACT_INTERVALS: which intervals,
-# default "1 0.2"). Figures are reported, not asserted. Needs root.
+# default "1 0.2"); last, the gray-failure false positives of all its
+# tierflow runs (no link loses packets here, issue 18). Figures are
+# reported, not asserted. Needs root.
 set -u
 TF_ROOT=${TF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 . "$TF_ROOT/tests/lab/lib.sh"
@@ -56,6 +58,7 @@ for fab in $FABRICS; do
   E2E_GBPS=$(awk -v m="$MBIT" 'BEGIN{print m/1000}')
   echo
   echo "== $fab"
+  GRAY_FP=0
   printf '%-18s %15s %15s %15s %15s %7s %9s %10s %6s\n' pattern "ECMP early" "ECMP Mbit/s" tierflow oracle "tf/ECMP" "tf/oracle" "moves/flow" "react"
   for p in $PATTERNS; do
     lab_pattern "$p" 1 > "$LAB_TMP/pairs"
@@ -82,5 +85,6 @@ for fab in $FABRICS; do
       "median $(echo "$r" | median) s (runs:$r); the oracle's own ramp: median $(echo "$o" | median) s (runs:$o);" \
       "tierflowd + probes used$cpu cores"
   done
+  echo "gray-failure false positives on $fab (link_suspect on a link neither routing nor a probe reported down, every tierflow run): $GRAY_FP"
   lab_cleanup
 done
