@@ -231,7 +231,7 @@ fi
 # ---- 4. withdraw ------------------------------------------------------------
 curl -s "$URL/api/v1/routes" > "$LAB_TMP/routes.json" || true
 gray_count_false_positives "$URL"; gray_no_false_positives
-if [ $MANUAL -eq 1 ]; then manual_withdraw; else lab_stop tierflowd; fi
+if [ $MANUAL -eq 1 ]; then manual_withdraw; else lab_stop tierflowd 20; fi
 for leaf in L1 L2; do snapshot_leaf $leaf > "$LAB_TMP/after-$leaf.txt"; done
 for leaf in L1 L2; do
   if diff -u "$LAB_TMP/before-$leaf.txt" "$LAB_TMP/after-$leaf.txt" > "$LAB_TMP/diff-$leaf.txt"; then

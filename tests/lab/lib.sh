@@ -7,7 +7,7 @@
 #   lab_addr NODE / lab_uplinks LEAF / lab_hostif LEAF HOST / lab_hosts_of LEAF
 #   lab_pick_sport LEAF HOST DST DPORT WANT_IF FROM   a source port ECMP sends by WANT_IF
 #   lab_bg NAME CMD...              start CMD in the background, remember its PID
-#   lab_stop NAME                   stop one remembered process (TERM, then KILL)
+#   lab_stop NAME [SECS]            stop one remembered process (TERM, then KILL after SECS, default 5)
 #   iperf_server NODE PORT JSON     one-shot iperf3 server writing its JSON report
 #   iperf_client NODE DST PORT CPORT SECS JSON   (IPERF_START_AT=EPOCH: it waits
 #                                   in the node until then, so that flows start together)
@@ -90,7 +90,9 @@ lab_stop() {
   local pid=${LAB_PIDS[$1]:-} i
   [ -n "$pid" ] || return 0
   kill "$pid" 2>/dev/null
-  for i in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  for i in $(seq $((${2:-5} * 10))); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  # Said, since what it did not finish (a withdrawal on exit) is left behind.
+  kill -0 "$pid" 2>/dev/null && echo "lab_stop: $1 (pid $pid) still running ${2:-5} s after SIGTERM: SIGKILL" >&2
   kill -9 "$pid" 2>/dev/null
   wait "$pid" 2>/dev/null
   unset "LAB_PIDS[$1]"

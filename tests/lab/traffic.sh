@@ -127,7 +127,7 @@ tf_stop() {
   local n
   [ -n "${TF_URL:-}" ] && gray_count_false_positives "$TF_URL"
   for n in "${!LAB_PIDS[@]}"; do [[ "$n" == probe-* ]] && lab_stop "$n"; done
-  lab_stop tierflowd
+  lab_stop tierflowd 20   # --withdraw-on-exit: through ExaBGP with the bgp backend
 }
 
 # The flows of a pairs file: flow i runs from port 42000+i to port 5400+i.
