@@ -95,6 +95,10 @@ fail_init() {
   FAIL_NS=() FAIL_TIER=() FAIL_RANK=() FAIL_ADDR=() FAIL_PEER=() FAIL_LIDX=() FAIL_IFTO=()
   FAIL_UPS=() FAIL_HOSTS=() FAIL_LEAF_OF=() FAIL_STATIC=() FAIL_RTSIG=() FAIL_CAP=()
   FAIL_LEAVES=() FAIL_SWITCHES=()
+  # The bgp mode's peering and topology are the lab's: a second lab (bench
+  # 55's fat tree after its leaf/spine) ran tierflowd on the first lab's
+  # topology file, with no switch peering (or, that file gone, not at all).
+  FAIL_BGP_TOPO=""
   FAIL_ROUTING=$(jq -r '.lab.routing // "static"' "$LAB_TOPO")
   TF_PROBE_IFS=()   # traffic.sh caches the probes' interfaces per lab
   while read -r kind a b c d e f; do
