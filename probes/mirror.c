@@ -59,6 +59,11 @@ struct mport {
     double rate_t;            /* wall time of the last rate */
     double tx_bps, rx_bps;
     uint64_t ivl_drops, ivl_errs;
+    /* ifOutDiscards of the interval: a switch's egress queue overflowing,
+     * reported as the port's queue drops (qdisc_drops), as the kernel's
+     * qdisc counts them for a Linux switch (docs/telemetry.md). */
+    uint64_t ivl_out_drops, last_out_drops;
+    bool have_out_drops;
     uint64_t ivl_carrier;       /* ifOperStatus changes between counter samples, this interval */
     const char *oper;
 };
@@ -526,6 +531,9 @@ static void on_counters(void *ctx, const struct sflow_datagram *d, const struct 
             p->ivl_drops += drops - p->last_drops;
         if (errs >= p->last_errs)
             p->ivl_errs += errs - p->last_errs;
+        if (c->out_discards >= p->last_out_drops)
+            p->ivl_out_drops += c->out_discards - p->last_out_drops;
+        p->have_out_drops = true;
     } else if (r == SFLOW_REJ_COUNTERS) {
         rejected(m, d, SFLOW_REJ_COUNTERS, c->out_octets);
     }
@@ -534,6 +542,7 @@ static void on_counters(void *ctx, const struct sflow_datagram *d, const struct 
     p->base = (struct sflow_ctr_base){true, t, c->in_octets, c->out_octets};
     p->last_drops = drops;
     p->last_errs = errs;
+    p->last_out_drops = c->out_discards;
     /* A counter sample gives ifOperStatus, not a count of changes: a
      * status other than the last sample's is one transition (a flap that
      * comes and goes within one polling period is not seen). */
@@ -579,6 +588,8 @@ static void fill_link(struct mport *p, struct report_link *l, double now, double
     l->drops = p->ivl_drops;
     l->errors = p->ivl_errs;
     l->carrier_changes = p->ivl_carrier;
+    l->has_queue_drops = p->have_out_drops;
+    l->qdisc_drops = p->ivl_out_drops;
     if (p->have_rate && now - p->rate_t <= COUNTER_FRESH_S) {
         l->tx_bps = p->tx_bps;
         l->rx_bps = p->rx_bps;
@@ -588,7 +599,7 @@ static void fill_link(struct mport *p, struct report_link *l, double now, double
     }
     if (interval_s > 0)
         l->tx_pps = (double)p->ivl_pkts / interval_s;
-    p->ivl_bytes = p->ivl_pkts = p->ivl_ce = p->ivl_drops = p->ivl_errs = p->ivl_carrier = 0;
+    p->ivl_bytes = p->ivl_pkts = p->ivl_ce = p->ivl_drops = p->ivl_errs = p->ivl_carrier = p->ivl_out_drops = 0;
 }
 
 int mirror_close(struct mirror *m, double now, double interval_s, mirror_emit_fn emit, void *ctx)

@@ -190,8 +190,9 @@ static json_t *link_json(const struct report_link *l)
         bad |= jset(o, "source", json_string(l->source));
     if (l->has_qdisc)
         bad |= jset(o, "qdisc_backlog", json_integer((json_int_t)l->qdisc_backlog)) |
-               jset(o, "qdisc_drops", json_integer((json_int_t)l->qdisc_drops)) |
                jset(o, "qdisc_overlimits", json_integer((json_int_t)l->qdisc_overlimits));
+    if (l->has_qdisc || l->has_queue_drops)
+        bad |= jset(o, "qdisc_drops", json_integer((json_int_t)l->qdisc_drops));
     if (bad) {
         json_decref(o);
         return NULL;

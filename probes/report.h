@@ -41,6 +41,7 @@ struct report_link {
     const char *oper;           /* operational state; NULL when not known */
     const char *source;         /* where the counters come from ("sflow", "erspan"); NULL: the kernel */
     bool has_qdisc;             /* the root qdisc reported counters */
+    bool has_queue_drops;       /* qdisc_drops alone is known (sFlow: ifOutDiscards) */
     uint64_t qdisc_backlog, qdisc_drops, qdisc_overlimits;
 };
 

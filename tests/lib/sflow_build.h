@@ -122,11 +122,12 @@ struct sfb_counters {
     int expanded;
     uint32_t seq, ifindex, status;
     uint64_t speed, in_octets, out_octets;
+    uint32_t out_discards;      /* added to the fixed 7 */
 };
 
 /* Generic interface counters with fixed packet counts (in: 10 ucast, 2
- * mcast, 1 bcast, 5 discards, 6 errors; out: 20 ucast, 7 discards, 8
- * errors). */
+ * mcast, 1 bcast, 5 discards, 6 errors; out: 20 ucast, 7 + out_discards
+ * discards, 8 errors). */
 static inline void sfb_counter_sample(struct sfb *b, const struct sfb_counters *c)
 {
     sfb_put32(b, c->expanded ? 4 : 2);
@@ -145,7 +146,7 @@ static inline void sfb_counter_sample(struct sfb *b, const struct sfb_counters *
     sfb_put32(b, c->status);
     sfb_put64(b, c->in_octets); sfb_put32(b, 10); sfb_put32(b, 2); sfb_put32(b, 1); sfb_put32(b, 5);
     sfb_put32(b, 6); sfb_put32(b, 0);
-    sfb_put64(b, c->out_octets); sfb_put32(b, 20); sfb_put32(b, 0); sfb_put32(b, 0); sfb_put32(b, 7);
+    sfb_put64(b, c->out_octets); sfb_put32(b, 20); sfb_put32(b, 0); sfb_put32(b, 0); sfb_put32(b, 7 + c->out_discards);
     sfb_put32(b, 8); sfb_put32(b, 0);
     sfb_patch32(b, len_at, (uint32_t)(b->n - start));
 }

@@ -79,7 +79,8 @@ struct emitted {
     uint64_t pkts[8];
     char link[4][64];
     double tx_bps[4];
-    uint64_t carrier[4], errors[4];
+    uint64_t carrier[4], errors[4], qdrops[4];
+    bool qdrops_known[4], qdisc[4];
     struct report_telemetry tel;
 };
 struct got {
@@ -103,6 +104,9 @@ static void on_emit(void *ctx, const struct report *r, bool mapped)
         e->tx_bps[i] = r->links[i].tx_bps;
         e->carrier[i] = r->links[i].carrier_changes;
         e->errors[i] = r->links[i].errors;
+        e->qdrops[i] = r->links[i].qdisc_drops;
+        e->qdrops_known[i] = r->links[i].has_queue_drops;
+        e->qdisc[i] = r->links[i].has_qdisc;
     }
     e->tel = r->stats.tel;
 }
@@ -283,16 +287,22 @@ static void test_bad_samples_rejected_alone(void **state)
     mirrormap_free(map);
 }
 
-static void send_counters_st(struct mirror *m, uint32_t seq, uint32_t uptime_ms, uint64_t out, double now,
-                             uint32_t status)
+static void send_counters_d(struct mirror *m, uint32_t seq, uint32_t uptime_ms, uint64_t out, double now,
+                            uint32_t status, uint32_t out_discards)
 {
     struct sfb b;
     size_t ns = sfb_header(&b, AGENT1, seq, uptime_ms, 1);
     struct sfb_counters c = {.seq = seq, .ifindex = 5, .status = status, .speed = 100000000000ull,
-                             .in_octets = out / 2, .out_octets = out};
+                             .in_octets = out / 2, .out_octets = out, .out_discards = out_discards};
     sfb_counter_sample(&b, &c);
     sfb_patch32(&b, ns, 1);
     assert_int_equal(mirror_sflow(m, b.b, b.n, now), 0);
+}
+
+static void send_counters_st(struct mirror *m, uint32_t seq, uint32_t uptime_ms, uint64_t out, double now,
+                             uint32_t status)
+{
+    send_counters_d(m, seq, uptime_ms, out, now, status, 0);
 }
 
 static void send_counters(struct mirror *m, uint32_t seq, uint32_t uptime_ms, uint64_t out, double now)
@@ -356,6 +366,33 @@ static void test_counter_oper_changes(void **state)
     mirrormap_free(map);
 }
 
+/* ifOutDiscards of an interval are the port's queue drops (qdisc_drops,
+ * with no backlog or overlimits: sFlow has none), what tells congestion from
+ * a gray failure there (docs/health.md); known from the second sample on. */
+static void test_counter_out_discards(void **state)
+{
+    (void)state;
+    struct mirrormap *map = load_map();
+    struct mirror_opts o = opts();
+    struct mirror *m;
+    assert_int_equal(mirror_new(map, &o, &m), 0);
+    struct got g = {0};
+    send_counters_d(m, 1, 0, 0, 100, 3, 100);
+    assert_int_equal(mirror_close(m, 101, 1, on_emit, &g), 0);
+    send_counters_d(m, 2, 20000, 1000, 120, 3, 112);
+    assert_int_equal(mirror_close(m, 121, 1, on_emit, &g), 0);
+    send_counters_d(m, 3, 40000, 2000, 140, 3, 112);
+    assert_int_equal(mirror_close(m, 141, 1, on_emit, &g), 0);
+    assert_int_equal(g.n, 3);
+    assert_false(g.r[0].qdrops_known[0]);
+    assert_true(g.r[1].qdrops_known[0]);
+    assert_false(g.r[1].qdisc[0]);
+    assert_int_equal(g.r[1].qdrops[0], 12);
+    assert_int_equal(g.r[2].qdrops[0], 0);
+    mirror_free(m);
+    mirrormap_free(map);
+}
+
 /* A reload's new mirror carries the counters and the sequence tracking on. */
 static void test_carry(void **state)
 {
@@ -388,6 +425,7 @@ int main(void)
         cmocka_unit_test(test_bad_samples_rejected_alone),
         cmocka_unit_test(test_counter_jump),
         cmocka_unit_test(test_counter_oper_changes),
+        cmocka_unit_test(test_counter_out_discards),
         cmocka_unit_test(test_carry),
     };
     return cmocka_run_group_tests_name("mirror", tests, NULL, NULL);
