@@ -366,18 +366,20 @@ static int snapshot(struct health *h, struct state *s, double now, struct health
     for (uint32_t d = 0; d < nd; d++) {
         const struct state_dir *sd = &s->dirs[d], *rv = &s->dirs[d ^ 1];
         bool measured = state_dir_fresh(s, d, now);
-        /* Only the sender's own counters see its queue (and its errors):
-         * the far end's receive counters give the direction a rate, and a
-         * queue overflowing upstream of them shows there as no drop at all
-         * (a failure-suite run named a spine downlink so). */
-        bool queue = measured && sd->probe == topo_dir_from(t, d);
+        /* Only the sender's own counters see its queue: the far end's
+         * receive counters give the direction a rate, and a queue
+         * overflowing upstream of them shows there as no drop at all (a
+         * failure-suite run named a spine downlink so); a port with no
+         * queue counters (an ERSPAN-only view, no qdisc) sees none either. */
+        bool queue = measured && sd->queue_known;
+        bool own = measured && sd->probe == topo_dir_from(t, d);
         din[d].fabric = topo_dir_is_switch(t, d);
         din[d].down = !sd->probe_up || sd->route_down;
         din[d].util = state_dir_util(s, d, bps[d]);
         din[d].nfat = nfat[d];
         din[d].measured = queue;
         din[d].congested = health_congested(&h->cfg, din[d].util, queue, queue ? sd->qdisc_drops : 0, nfat[d]);
-        din[d].errors = queue ? sd->errors : 0;
+        din[d].errors = own ? sd->errors : 0;
         /* Carrier is the interface's: either end's probe may report it. */
         uint64_t c0 = measured ? sd->carrier_changes : 0;
         uint64_t c1 = state_dir_fresh(s, d ^ 1, now) ? rv->carrier_changes : 0;

@@ -207,6 +207,7 @@ static void apply_link(struct state *s, uint32_t node, const struct ingest_link 
     d->errors = l->errors;
     d->carrier_changes = l->carrier_changes;
     d->qdisc_drops = l->qdisc_drops;
+    d->queue_known = l->has_queue;
     d->ce_frac = ce;
     d->measured = true;
     d->probe = node;
@@ -216,6 +217,7 @@ static void apply_link(struct state *s, uint32_t node, const struct ingest_link 
         rev->bps = l->rx_bps;
         rev->tx_bytes += l->rx_bps * interval_s / 8;
         rev->measured = true;
+        rev->queue_known = false;   /* its queue is upstream of these counters */
         rev->probe = node;
         rev->last_update = now;
     }

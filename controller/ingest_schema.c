@@ -80,7 +80,7 @@ enum fkind { F_STR, F_INT, F_NUM, F_BOOL };
 struct raw_link {
     char ifname[STATE_IF_LEN];
     double tx_bps, rx_bps;       /* rx_bps -1: absent */
-    uint64_t drops, ce_pkts, errors, carrier_changes, qdisc_drops;
+    uint64_t drops, ce_pkts, errors, carrier_changes, qdisc_drops; /* qdisc_drops UINT64_MAX: absent */
     char oper[8];
 };
 
@@ -222,7 +222,8 @@ static int finish_link(const struct ingest_ctx *c, const void *raw, void *entry)
     out->ce_pkts = r->ce_pkts;
     out->errors = r->errors;
     out->carrier_changes = r->carrier_changes;
-    out->qdisc_drops = r->qdisc_drops;
+    out->has_queue = r->qdisc_drops != UINT64_MAX;
+    out->qdisc_drops = out->has_queue ? r->qdisc_drops : 0;
     out->down = r->oper[0] == 'd';
     return 0;
 }
@@ -291,7 +292,7 @@ static int finish_flow(const struct ingest_ctx *c, const void *raw, void *entry)
     return 0;
 }
 
-static const struct raw_link link_defaults = {.rx_bps = -1, .oper = "up"};
+static const struct raw_link link_defaults = {.rx_bps = -1, .oper = "up", .qdisc_drops = UINT64_MAX};
 static const struct raw_flow flow_defaults = {.source = "pcap", .sampling = 1, .holes = UINT64_MAX};
 
 const struct ingest_list_kind ingest_links_kind = {"links", link_fields, TF_ARRAY_SIZE(link_fields),

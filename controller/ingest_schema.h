@@ -55,6 +55,7 @@ struct ingest_link {
     uint64_t drops, ce_pkts;
     uint64_t errors, carrier_changes; /* in the interval; 0 when absent */
     uint64_t qdisc_drops;             /* the root qdisc's, in the interval (congestion) */
+    bool has_queue;                   /* qdisc_drops was given: the port's queue is seen */
     bool down;
 };
 

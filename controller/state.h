@@ -57,8 +57,12 @@ struct state_dir {
      * interface: the far end's probe reports it on dir ^ 1. */
     uint64_t errors, carrier_changes;
     /* The root qdisc's drops in that interval: the link's own queue
-     * overflowed, i.e. congestion (health.c tells it from a gray failure). */
+     * overflowed, i.e. congestion (health.c tells it from a gray failure).
+     * queue_known: the last report was its sender's own, with its queue's
+     * drops (a far end's receive counters, an ERSPAN-only view or a port
+     * with no qdisc do not see the queue). */
     uint64_t qdisc_drops;
+    bool queue_known;
     /* Health (controller/health.c, docs/health.md): 0 healthy .. 1
      * drained; suspect as of the last health round, with its confidence and
      * evidence; drain: why it is withheld from placement (enum state_drain;
