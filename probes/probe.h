@@ -3,7 +3,9 @@
  * the options, installs the signals and calls this). It captures on live
  * interfaces or reads a capture file, keeps the bounded flow table, and
  * every interval emits a DESIGN 2.3 report (JSON lines or a table) on
- * o->out and, with controllers, POSTs it to each.
+ * o->out and, with controllers, POSTs it to each. Interfaces given with
+ * --counters are only read for their link counters (no capture handle):
+ * the report's links are the captured ones, then those.
  *
  * The per-packet path is a decode (decode_fast_eth for plain Ethernet/IPv4
  * TCP/UDP, decode_frame for the rest) queued into the flow table's batch
