@@ -152,7 +152,7 @@ static void note_arrival(const struct topo *t, struct state_flow *f, uint32_t no
 }
 
 static void apply_flow(struct state *s, uint32_t node, const struct ingest_flow *in, uint32_t egress,
-                       const struct state_loc *loc, double ts, double now, struct ingest_result *res)
+                       const struct state_loc *loc, double ts, bool partial, double now, struct ingest_result *res)
 {
     bool inserted;
     struct state_flow *f = state_flow_upsert(s, &in->k, &inserted);
@@ -170,10 +170,15 @@ static void apply_flow(struct state *s, uint32_t node, const struct ingest_flow 
         res->flows++;
         return;
     }
-    f->fat = in->fat;
+    /* A partial interval's rates (a fraction of a second at a probe's
+     * stop) read flows far below or above their rate, and a round on them
+     * moved settled flows again (docs/lab.md): a known flow keeps its own. */
+    if (inserted || !partial) {
+        f->fat = in->fat;
+        f->bps = in->bps;
+    }
     f->source = in->source;
     f->sampling = in->sampling;
-    f->bps = in->bps;
     f->ce_frac = in->ce_frac;
     f->cnp = in->cnp;
     f->retx_pkts = in->retx_pkts;
@@ -418,6 +423,8 @@ static void apply_report(struct state *s, const struct ingest_batch *b, size_t i
     const struct topo *t = s->topo;
     const struct ingest_report *r = &b->r[i];
     char why[INGEST_WHY_LEN];
+    bool partial = r->interval_s > 0 && r->interval_s < p->last_interval / 2;
+    p->last_interval = r->interval_s;
     p->nunmapped = 0;
     for (size_t j = 0; j < r->nlinks; j++) {
         const char *key = x->link_bad[j] ? ingest_link_bound(t, x->link_dir[j], &r->links[j], r->interval_s, why,
@@ -433,7 +440,8 @@ static void apply_report(struct state *s, const struct ingest_batch *b, size_t i
             refuse_bound(&res->refused, b, i, "flows", r->flows[j].idx, key, why);
             res->refused_flows++;
         } else {
-            apply_flow(s, x->node, &r->flows[j], x->egress[j], &x->loc[j], r->ts > 0 ? r->ts : now, now, res);
+            apply_flow(s, x->node, &r->flows[j], x->egress[j], &x->loc[j], r->ts > 0 ? r->ts : now, partial, now,
+                       res);
         }
     }
     if (p->stale && ev)

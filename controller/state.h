@@ -108,6 +108,10 @@ struct state_probe {
     double last_ts;
     char rival[STATE_SENDER_LEN];
     double rival_seen;
+    /* The interval_s of its last report (0 none): a report under half of
+     * it is a partial interval (a probe's final flush on stop, a reload),
+     * whose flow rates are noise (ingest.c keeps the flows' rates). */
+    double last_interval;
 };
 
 struct state_flow_key {
