@@ -4,7 +4,7 @@
 #
 #   lab_init ID                     set LAB_ID (ID + PID), LAB_TMP; remove dead labs
 #   lab_up TOPOLOGY ARGS...         lab up; the resolved topology in $LAB_TOPO
-#   lab_addr NODE / lab_uplinks LEAF / lab_hostif LEAF HOST / lab_hosts_of LEAF
+#   lab_addr NODE / lab_uplinks NODE / lab_downlinks NODE / lab_hostif LEAF HOST / lab_hosts_of LEAF
 #   lab_pick_sport LEAF HOST DST DPORT WANT_IF FROM   a source port ECMP sends by WANT_IF
 #   lab_bg NAME CMD...              start CMD in the background, remember its PID
 #   lab_stop NAME [SECS]            stop one remembered process (TERM, then KILL after SECS, default 5)
@@ -39,18 +39,16 @@ lab_up() { "$LAB" up "$@" > "$LAB_TOPO"; }
 lab_addr() { jq -r --arg n "$1" '.nodes[] | select(.name == $n) | .addr' "$LAB_TOPO"; }
 lab_tier_of() { jq -r --arg n "$1" '.nodes[] | select(.name == $n) | .tier' "$LAB_TOPO"; }
 # Interfaces of NODE toward the tier above it, in file order.
-lab_uplinks() {
-  jq -r --arg n "$1" '.tiers as $tiers | (reduce range(0; $tiers|length) as $i ({}; .[$tiers[$i]] = $i)) as $ti
+# NODE's ports towards a higher tier (up), or towards a lower tier's switch,
+# not its hosts (down: a spine's downlinks).
+_lab_ports() {
+  jq -r --arg n "$1" --arg way "$2" '.tiers as $tiers | (reduce range(0; $tiers|length) as $i ({}; .[$tiers[$i]] = $i)) as $ti
     | (reduce .nodes[] as $x ({}; .[$x.name] = $ti[$x.tier])) as $t
-    | .links[] | if .a == $n and $t[.b] > $t[.a] then .a_if elif .b == $n and $t[.a] > $t[.b] then .b_if else empty end' "$LAB_TOPO"
+    | def want($me; $far): if $way == "up" then $t[$far] > $t[$me] else $t[$far] < $t[$me] and $t[$far] > 0 end;
+      .links[] | if .a == $n and want(.a; .b) then .a_if elif .b == $n and want(.b; .a) then .b_if else empty end' "$LAB_TOPO"
 }
-# NODE's ports towards a lower tier's switch (a spine's downlinks), not its hosts'.
-lab_downlinks() {
-  jq -r --arg n "$1" '.tiers as $tiers | (reduce range(0; $tiers|length) as $i ({}; .[$tiers[$i]] = $i)) as $ti
-    | (reduce .nodes[] as $x ({}; .[$x.name] = $ti[$x.tier])) as $t
-    | .links[] | if .a == $n and $t[.b] < $t[.a] and $t[.b] > 0 then .a_if
-                 elif .b == $n and $t[.a] < $t[.b] and $t[.a] > 0 then .b_if else empty end' "$LAB_TOPO"
-}
+lab_uplinks() { _lab_ports "$1" up; }
+lab_downlinks() { _lab_ports "$1" down; }
 lab_hostif() {
   jq -r --arg l "$1" --arg h "$2" '.links[] | if .a == $l and .b == $h then .a_if elif .b == $l and .a == $h then .b_if else empty end' "$LAB_TOPO"
 }
