@@ -472,6 +472,102 @@ static void contended_says_what_is_new(void **state)
     assert_false(rebalance_contended(&x->rb, T0 + 0.7));
 }
 
+/* The reason a dry round lists direction L1 -> S1 under (NULL: not listed). */
+static const char *s1_reason(struct fx *x, double now, char *buf, size_t len)
+{
+    json_t *out = NULL, *c;
+    size_t i;
+    assert_int_equal(rebalance_run(&x->rb, now, true, &out), 0);
+    const char *why = NULL;
+    json_array_foreach(json_object_get(out, "congested"), i, c)
+        if (!strcmp(json_string_value(json_object_get(c, "from")), "L1") &&
+            !strcmp(json_string_value(json_object_get(c, "to")), "S1"))
+            why = tf_strlcpy(buf, json_string_value(json_object_get(c, "reason")), len) < len ? buf : NULL;
+    json_decref(out);
+    return why;
+}
+
+/* The ramp rule (docs/policy.md): two new flows from different hosts to
+ * different hosts share L1's S1 uplink at 20 each (40%: under
+ * thresholds.ramp_util, nothing); an interval later they do 30 each, still
+ * ramping, at 60%, under thresholds.util: their natural demands (100 each,
+ * their NICs) exceed the uplink, so the direction is contended (a
+ * "collision"), the report wakes a round and one flow moves. */
+static void ramping_collision_contended(void **state)
+{
+    struct fx *x = *state;
+    const int sp[] = {1, 2};
+    const char *on[] = {"S1", "S1"};
+    const double g1[] = {20, 20}, g2[] = {30, 30};
+    char why[16];
+    report(x, T0, NULL, 2, sp, on, g1);
+    assert_false(rebalance_contended(&x->rb, T0));
+    assert_int_equal(auto_moves(x, T0), 0);
+    report(x, T0 + 1, NULL, 2, sp, on, g2);
+    assert_non_null(s1_reason(x, T0 + 1, why, sizeof(why)));
+    assert_string_equal(why, "collision");
+    assert_true(rebalance_contended(&x->rb, T0 + 1));
+    assert_int_equal(auto_moves(x, T0 + 1), 1);
+    assert_string_not_equal(fx_spine(&x->st, flow(x, 0, 1)), fx_spine(&x->st, flow(x, 1, 2)));
+}
+
+/* thresholds.ramp_util 0: the rule before it, congestion from
+ * thresholds.util only: the same ramping collision at 60% moves nothing. */
+static void ramp_util_zero_is_the_old_rule(void **state)
+{
+    struct fx *x = *state;
+    x->cfg.ramp_util = 0;
+    const int sp[] = {1, 2};
+    const char *on[] = {"S1", "S1"};
+    const double g1[] = {20, 20}, g2[] = {30, 30};
+    char why[16];
+    report(x, T0, NULL, 2, sp, on, g1);
+    assert_int_equal(auto_moves(x, T0), 0);
+    report(x, T0 + 1, NULL, 2, sp, on, g2);
+    assert_null(s1_reason(x, T0 + 1, why, sizeof(why)));
+    assert_false(rebalance_contended(&x->rb, T0 + 1));
+    assert_int_equal(auto_moves(x, T0 + 1), 0);
+}
+
+/* Two application-limited flows at 30% each on one uplink, steady (within
+ * a few percent from one interval to the next): not ramping, so their
+ * natural demands do not matter; nothing is contended and nothing moves,
+ * round after round. (Their first report is taken before any round: new
+ * flows count as ramping.) */
+static void steady_flows_not_contended(void **state)
+{
+    struct fx *x = *state;
+    const int sp[] = {1, 2};
+    const char *on[] = {"S1", "S1"};
+    const double g[3][2] = {{30, 30}, {31, 29}, {30.5, 31}};
+    char why[16];
+    report(x, T0, NULL, 2, sp, on, g[0]);
+    for (int t = 1; t <= 4; t++) {
+        report(x, T0 + t, NULL, 2, sp, on, g[t % 3]);
+        assert_null(s1_reason(x, T0 + t, why, sizeof(why)));
+        assert_false(rebalance_contended(&x->rb, T0 + t));
+        assert_int_equal(auto_moves(x, T0 + t), 0);
+    }
+}
+
+/* One host a leaf: two new flows from H1 to H1' ramp to 30 each on one
+ * uplink (60%). They share both NICs: their natural demands (50 each) fit
+ * the uplink, no path gives them more, and the ramp rule leaves them. */
+static void ramp_within_nic_share_not_contended(void **state)
+{
+    struct fx *x = *state;
+    const int sp[] = {1, 2};
+    const char *on[] = {"S1", "S1"};
+    const double g1[] = {20, 20}, g2[] = {30, 30};
+    char why[16];
+    report(x, T0, NULL, 2, sp, on, g1);
+    assert_int_equal(auto_moves(x, T0), 0);
+    report(x, T0 + 1, NULL, 2, sp, on, g2);
+    assert_null(s1_reason(x, T0 + 1, why, sizeof(why)));
+    assert_false(rebalance_contended(&x->rb, T0 + 1));
+    assert_int_equal(auto_moves(x, T0 + 1), 0);
+}
+
 /* Two flows at 50 Gb/s collide on L1's S1 uplink and a round moves one:
  * the moved flow, and in apart each flow's spine after the move (where
  * holds the moved one's name), for the reports that follow. */
@@ -765,6 +861,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(nic_bound_with_counter_skew, setup1, teardown),
         cmocka_unit_test_setup_teardown(choice_moves_wait_for_holddown, setup, teardown),
         cmocka_unit_test_setup_teardown(contended_says_what_is_new, setup4, teardown),
+        cmocka_unit_test_setup_teardown(ramping_collision_contended, setup, teardown),
+        cmocka_unit_test_setup_teardown(ramp_util_zero_is_the_old_rule, setup, teardown),
+        cmocka_unit_test_setup_teardown(steady_flows_not_contended, setup, teardown),
+        cmocka_unit_test_setup_teardown(ramp_within_nic_share_not_contended, setup1, teardown),
         cmocka_unit_test_setup_teardown(harmful_pins_withdrawn, setup, teardown),
         cmocka_unit_test_setup_teardown(helpful_pins_kept, setup, teardown),
         cmocka_unit_test_setup_teardown(failure_voids_verdicts, setup, teardown),
