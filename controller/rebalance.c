@@ -357,7 +357,8 @@ int rebalance_auto(struct rebalance *rb, double now)
 /* The ramp rule's projected fat load per direction for rebalance_contended:
  * the live fat flows as a round would take them (rebalance_flow_placed),
  * with their natural demands. Read lock. */
-static void contended_proj(const struct state *s, double now, double *proj)
+static void contended_proj(const struct state *s, const struct config *c, const double *bps, const double *ce,
+                           double now, double *proj)
 {
     struct snap *f = calloc(s->nflows + 1, sizeof(*f));
     size_t n = 0;
@@ -368,7 +369,7 @@ static void contended_proj(const struct state *s, double now, double *proj)
         f[n].src = sf->src_node;
         f[n].dst = sf->dst_node;
         f[n].meas = sf->bps / 1e9;
-        f[n].ramp = rebalance_flow_ramping(sf);
+        f[n].ramp = rebalance_flow_ramping(s, c, sf, bps, ce, now);
         n++;
     }
     if (f)
@@ -399,7 +400,7 @@ bool rebalance_contended(struct rebalance *rb, double now)
             const struct state_flow *f = &s->flows[i];
             uint32_t dirs[TOPO_MAX_HOPS];
             int n = f->fat && !state_flow_stale(s, f, now) ? state_flow_dirs(s, f, dirs, TOPO_MAX_HOPS) : 0;
-            bool ramp = n > 0 && rebalance_flow_placed(s, f, now) && rebalance_flow_ramping(f);
+            bool ramp = n > 0 && rebalance_flow_placed(s, f, now) && rebalance_flow_ramping(s, c, f, bps, ce, now);
             for (int j = 0; j < n; j++) {
                 fat[dirs[j]] += f->bps / 1e9;
                 nramp[dirs[j]] += ramp;
@@ -412,7 +413,7 @@ bool rebalance_contended(struct rebalance *rb, double now)
             ramp = !rb->hot_seen[d] && rb->settle[d] <= now &&
                    rebalance_ramp_candidate(c, state_dir_util(s, d, bps[d]), nramp[d], !s->dirs[d].up);
         if (ramp)
-            contended_proj(s, now, proj);
+            contended_proj(s, c, bps, ce, now, proj);
         for (uint32_t d = 0; d < nd && !found; d++) {
             bool hot, down = !s->dirs[d].up;
             double bg = bps[d] / 1e9 - fat[d];

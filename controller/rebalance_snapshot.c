@@ -119,9 +119,28 @@ bool rebalance_flow_placed(const struct state *s, const struct state_flow *f, do
            f->src_node != f->dst_node && f->path >= 0 && f->path <= (int64_t)ASSIGN_MAX_PATHS;
 }
 
-bool rebalance_flow_ramping(const struct state_flow *f)
+/* A rate that rose (or a flow that is new) says nothing of what holds it:
+ * six application-limited flows starting together at 30% of a link were all
+ * new, rose 30-40% from their first, partial interval to their second, and
+ * the rule took their NICs for their demands (the gray lab, docs/lab.md).
+ * What says the network holds a flow down is a queue where it goes: its own
+ * resends (a tail loss probe's are no loss), or a direction of its path
+ * congested by thresholds.util or thresholds.ce_frac, or whose qdisc dropped
+ * in its probe's last interval. */
+bool rebalance_flow_ramping(const struct state *s, const struct config *c, const struct state_flow *f,
+                            const double *bps, const double *ce, double now)
 {
-    return f->bps > f->prev_bps * (1 + REBALANCE_RAMP_GAIN);
+    if (!(f->bps > f->prev_bps * (1 + REBALANCE_RAMP_GAIN)))
+        return false;
+    if (f->retx_pkts > f->tail_retx)
+        return true;
+    for (int j = 0; j < f->ndirs; j++) {
+        uint32_t d = f->dirs[j];
+        if (config_congested(c, state_dir_util(s, d, bps[d]), ce[d]) ||
+            (s->dirs[d].qdisc_drops > 0 && state_dir_fresh(s, d, now)))
+            return true;
+    }
+    return false;
 }
 
 /* rb's per-direction arrays for nd directions (the topology may change size
@@ -217,7 +236,7 @@ int rebalance_snapshot(struct rebalance *rb, double now, struct round *r)
             r->unpin[r->nunpin++] = (struct unpin){.k = f->k, .id = f->id, .why = UNPIN_UNSEEN, .age = now - f->last_seen};
             sf->pin = -1;
         }
-        sf->ramp = rebalance_flow_ramping(f);
+        sf->ramp = rebalance_flow_ramping(s, c, f, r->bps, r->ce, now);
         sf->movable = state_flow_may_move(s, f, c->min_move_interval, now) &&
                       !(r->automatic && crosses_settling(rb, sf->dirs, sf->ndirs, now));
         for (int j = 0; j < sf->ndirs; j++)

@@ -79,8 +79,9 @@ static const char *addr(struct fx *x, const char *host, char *buf)
 }
 
 /* One probe's report: two uplinks with their counters (Mbit/s on the lab's
- * 50) and up to two TCP flows "src dst sport egress Mbit/s". */
-struct fl { const char *src, *dst; int sport; const char *egress; double mbit; };
+ * 50) and up to two TCP flows "src dst sport egress Mbit/s [resent
+ * segments]". */
+struct fl { const char *src, *dst; int sport; const char *egress; double mbit; int retx; };
 
 static void report(struct fx *x, double now, const char *probe, const char *if1, double mb1, const char *if2,
                    double mb2, const struct fl *f, int n)
@@ -93,9 +94,9 @@ static void report(struct fx *x, double now, const char *probe, const char *if1,
     for (int i = 0; i < n; i++)
         o += snprintf(body + o, sizeof(body) - (size_t)o,
                       "%s{\"src\": \"%s\", \"dst\": \"%s\", \"proto\": 6, \"sport\": %d, \"dport\": %d, \"if\": \"%s\","
-                      " \"bps\": %g, \"fat\": true}",
+                      " \"bps\": %g, \"pkts\": 100000, \"retx_pkts\": %d, \"fat\": true}",
                       i ? ", " : "", addr(x, f[i].src, a), addr(x, f[i].dst, b), f[i].sport, 5400 + f[i].sport - 42000,
-                      f[i].egress, f[i].mbit * 20e6);
+                      f[i].egress, f[i].mbit * 20e6, f[i].retx);
     snprintf(body + o, sizeof(body) - (size_t)o, "]}");
     assert_int_equal(fx_post(&x->st, body, now, NULL), 0);
 }
@@ -180,10 +181,13 @@ static const char *s3_ss1(struct fx *x, double now, char *buf, size_t len)
 
 /* The old trace's first interval (docs/lab.md, "What the first round still
  * cannot see"): three new fat flows of pod 2 collide on S3 -> SS1 at 13.2,
- * 11.0 and 10.9 Mbit/s of 50 (70%, under thresholds.util). They are new,
- * so still ramping, and at their natural demands (a NIC each) they would
- * need three times the link: the first round sees the collision and parts
- * them. It used to wait for the third report. */
+ * 11.0 and 10.9 Mbit/s of 50 (70%, under thresholds.util). New, they may be
+ * ramping, and at their natural demands (a NIC each) they would need three
+ * times the link. Nothing in these reports says the network holds them
+ * down (application-limited flows look the same): not contended. With S3's
+ * report saying that two of them resent segments (their queue overflowed),
+ * the first round sees the collision and parts them. It used to wait for
+ * the third report. */
 static void first_interval_collision_below_util(void **state)
 {
     struct fx *x = *state;
@@ -191,10 +195,15 @@ static void first_interval_collision_below_util(void **state)
     const struct fl l4[] = {{"H7", "H15", 42006, "S3", 10.9}};
     const struct fl s3[] = {{"H5", "H13", 42004, "SS1", 13.2}, {"H6", "H14", 42005, "SS1", 11.0},
                             {"H7", "H15", 42006, "SS1", 10.9}};
+    const struct fl s3_lossy[] = {{"H5", "H13", 42004, "SS1", 13.2, 2}, {"H6", "H14", 42005, "SS1", 11.0, 1},
+                                  {"H7", "H15", 42006, "SS1", 10.9}};
     report(x, T0, "L3", "S3", 24.2, "S4", 0, l3, 2);
     report(x, T0, "L4", "S3", 10.9, "S4", 0, l4, 1);
     report(x, T0 + 0.002, "S3", "SS1", 35.1, "SS2", 0, s3, 3);
     char why[16];
+    assert_null(s3_ss1(x, T0 + 0.1, why, sizeof(why)));
+    assert_false(rebalance_contended(&x->rb, T0 + 0.1));
+    report(x, T0 + 0.003, "S3", "SS1", 35.1, "SS2", 0, s3_lossy, 3);
     assert_non_null(s3_ss1(x, T0 + 0.1, why, sizeof(why)));
     assert_string_equal(why, "collision");
     assert_true(rebalance_contended(&x->rb, T0 + 0.1));
@@ -205,16 +214,17 @@ static void first_interval_collision_below_util(void **state)
 
 /* Two steady flows of pod 2 on S3 -> SS1 (66%), each seen by its edge and
  * by S3 in every interval, S3 measuring 27% more than the edge (two
- * probes' intervals over one flow: the trace had 21.9 against 20.06). A
- * flow's rate before is the last interval's, not the other probe's of the
- * same interval: they are not ramping, and nothing is contended. Their
- * first interval, when they are new, is. */
+ * probes' intervals over one flow: the trace had 21.9 against 20.06), both
+ * resending a segment an interval (a queue). A flow's rate before is the
+ * last interval's, not the other probe's of the same interval: they are not
+ * ramping, and nothing is contended. Their first interval, when they are
+ * new, is. */
 static void steady_flows_seen_twice_not_ramping(void **state)
 {
     struct fx *x = *state;
-    const struct fl l3[] = {{"H5", "H13", 42004, "S3", 13.0}};
-    const struct fl l4[] = {{"H7", "H15", 42006, "S3", 13.0}};
-    const struct fl s3[] = {{"H5", "H13", 42004, "SS1", 16.5}, {"H7", "H15", 42006, "SS1", 16.5}};
+    const struct fl l3[] = {{"H5", "H13", 42004, "S3", 13.0, 1}};
+    const struct fl l4[] = {{"H7", "H15", 42006, "S3", 13.0, 1}};
+    const struct fl s3[] = {{"H5", "H13", 42004, "SS1", 16.5, 1}, {"H7", "H15", 42006, "SS1", 16.5, 1}};
     char why[16];
     for (int t = 0; t < 3; t++) {
         report(x, T0 + t, "L3", "S3", 13.0, "S4", 0, l3, 1);
