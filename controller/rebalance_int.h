@@ -177,9 +177,9 @@ bool rebalance_ramp_candidate(const struct config *c, double u, uint32_t nramp, 
  * rebalance_contended's set). Read lock. */
 bool rebalance_flow_placed(const struct state *s, const struct state_flow *f, double now);
 /* The ramp rule's flow: its rate rose by REBALANCE_RAMP_GAIN since the
- * interval before (or it is new) and something says the network holds it
- * down (a queue on its path, its own resends); bps and ce per direction
- * (state_dir_loads). Read lock. */
+ * interval before (or it is new) and a queue on its path says the network
+ * holds it down (a direction congested by thresholds, or whose qdisc
+ * dropped); bps and ce per direction (state_dir_loads). Read lock. */
 bool rebalance_flow_ramping(const struct state *s, const struct config *c, const struct state_flow *f,
                             const double *bps, const double *ce, double now);
 /* Hedera's natural demand (policy/demand.h) of the n flows f, each end's NIC

@@ -121,19 +121,18 @@ bool rebalance_flow_placed(const struct state *s, const struct state_flow *f, do
 
 /* A rate that rose (or a flow that is new) says nothing of what holds it:
  * six application-limited flows starting together at 30% of a link were all
- * new, rose 30-40% from their first, partial interval to their second, and
+ * new, rose 28-41% from their first, partial interval to their second, and
  * the rule took their NICs for their demands (the gray lab, docs/lab.md).
- * What says the network holds a flow down is a queue where it goes: its own
- * resends (a tail loss probe's are no loss), or a direction of its path
- * congested by thresholds.util or thresholds.ce_frac, or whose qdisc dropped
- * in its probe's last interval. */
+ * What says the network holds a flow down is a queue on its path: a
+ * direction congested by thresholds.util or thresholds.ce_frac, or whose
+ * qdisc dropped in its probe's last interval. Not the flow's own resends:
+ * a gray failure's loss has no queue (docs/health.md), and flows moved off
+ * the lossy link would leave it nothing for health to name. */
 bool rebalance_flow_ramping(const struct state *s, const struct config *c, const struct state_flow *f,
                             const double *bps, const double *ce, double now)
 {
     if (!(f->bps > f->prev_bps * (1 + REBALANCE_RAMP_GAIN)))
         return false;
-    if (f->retx_pkts > f->tail_retx)
-        return true;
     for (int j = 0; j < f->ndirs; j++) {
         uint32_t d = f->dirs[j];
         if (config_congested(c, state_dir_util(s, d, bps[d]), ce[d]) ||

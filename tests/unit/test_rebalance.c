@@ -473,21 +473,6 @@ static void contended_says_what_is_new(void **state)
     assert_false(rebalance_contended(&x->rb, T0 + 0.7));
 }
 
-/* The reason a dry round lists direction L1 -> S1 under (NULL: not listed). */
-static const char *s1_reason(struct fx *x, double now, char *buf, size_t len)
-{
-    json_t *out = NULL, *c;
-    size_t i;
-    assert_int_equal(rebalance_run(&x->rb, now, true, &out), 0);
-    const char *why = NULL;
-    json_array_foreach(json_object_get(out, "congested"), i, c)
-        if (!strcmp(json_string_value(json_object_get(c, "from")), "L1") &&
-            !strcmp(json_string_value(json_object_get(c, "to")), "S1"))
-            why = tf_strlcpy(buf, json_string_value(json_object_get(c, "reason")), len) < len ? buf : NULL;
-    json_decref(out);
-    return why;
-}
-
 /* The ramp rule (docs/policy.md): two new flows from different hosts to
  * different hosts share L1's S1 uplink at 20 each (40%: under
  * thresholds.ramp_util, nothing); an interval later they do 30 each, still
@@ -507,7 +492,7 @@ static void ramping_collision_contended(void **state)
     assert_int_equal(auto_moves(x, T0), 0);
     x->qdrops[1] = 3;
     report(x, T0 + 1, NULL, 2, sp, on, g2);
-    assert_non_null(s1_reason(x, T0 + 1, why, sizeof(why)));
+    assert_non_null(fx_congested_reason(&x->rb, "L1", "S1", T0 + 1, why, sizeof(why)));
     assert_string_equal(why, "collision");
     assert_true(rebalance_contended(&x->rb, T0 + 1));
     assert_int_equal(auto_moves(x, T0 + 1), 1);
@@ -528,7 +513,7 @@ static void ramp_util_zero_is_the_old_rule(void **state)
     assert_int_equal(auto_moves(x, T0), 0);
     x->qdrops[1] = 3;
     report(x, T0 + 1, NULL, 2, sp, on, g2);
-    assert_null(s1_reason(x, T0 + 1, why, sizeof(why)));
+    assert_null(fx_congested_reason(&x->rb, "L1", "S1", T0 + 1, why, sizeof(why)));
     assert_false(rebalance_contended(&x->rb, T0 + 1));
     assert_int_equal(auto_moves(x, T0 + 1), 0);
 }
@@ -548,7 +533,7 @@ static void steady_flows_not_contended(void **state)
     report(x, T0, NULL, 2, sp, on, g[0]);
     for (int t = 1; t <= 4; t++) {
         report(x, T0 + t, NULL, 2, sp, on, g[t % 3]);
-        assert_null(s1_reason(x, T0 + t, why, sizeof(why)));
+        assert_null(fx_congested_reason(&x->rb, "L1", "S1", T0 + t, why, sizeof(why)));
         assert_false(rebalance_contended(&x->rb, T0 + t));
         assert_int_equal(auto_moves(x, T0 + t), 0);
     }
@@ -569,7 +554,7 @@ static void ramp_within_nic_share_not_contended(void **state)
     assert_int_equal(auto_moves(x, T0), 0);
     x->qdrops[1] = 3;
     report(x, T0 + 1, NULL, 2, sp, on, g2);
-    assert_null(s1_reason(x, T0 + 1, why, sizeof(why)));
+    assert_null(fx_congested_reason(&x->rb, "L1", "S1", T0 + 1, why, sizeof(why)));
     assert_false(rebalance_contended(&x->rb, T0 + 1));
     assert_int_equal(auto_moves(x, T0 + 1), 0);
 }
@@ -589,7 +574,7 @@ static void new_flows_without_queue_not_contended(void **state)
     const double g1[] = {30, 30, 22, 22}, g2[] = {30.5, 29.5, 31, 31};
     char why[16];
     report(x, T0, NULL, 4, sp, on, g1);
-    assert_null(s1_reason(x, T0, why, sizeof(why)));
+    assert_null(fx_congested_reason(&x->rb, "L1", "S1", T0, why, sizeof(why)));
     assert_false(rebalance_contended(&x->rb, T0));
     assert_int_equal(auto_moves(x, T0), 0);
     report(x, T0 + 1, NULL, 4, sp, on, g2);
