@@ -125,7 +125,8 @@ bool rebalance_flow_placed(const struct state *s, const struct state_flow *f, do
  * the rule took their NICs for their demands (the gray lab, docs/lab.md).
  * What says the network holds a flow down is a queue on its path: a
  * direction congested by thresholds.util or thresholds.ce_frac, or whose
- * qdisc dropped in its probe's last interval. Not the flow's own resends:
+ * qdisc dropped in its sender's last interval (queue_known: a far end's
+ * counters do not see the queue, and leave the old drops). Not the flow's own resends:
  * a gray failure's loss has no queue (docs/health.md), and flows moved off
  * the lossy link would leave it nothing for health to name. */
 bool rebalance_flow_ramping(const struct state *s, const struct config *c, const struct state_flow *f,
@@ -136,7 +137,7 @@ bool rebalance_flow_ramping(const struct state *s, const struct config *c, const
     for (int j = 0; j < f->ndirs; j++) {
         uint32_t d = f->dirs[j];
         if (config_congested(c, state_dir_util(s, d, bps[d]), ce[d]) ||
-            (s->dirs[d].qdisc_drops > 0 && state_dir_fresh(s, d, now)))
+            (s->dirs[d].queue_known && s->dirs[d].qdisc_drops > 0 && state_dir_fresh(s, d, now)))
             return true;
     }
     return false;
