@@ -50,6 +50,7 @@ struct config {
     /* thresholds */
     double util;                       /* congestion when a direction's util exceeds this */
     double ce_frac;                    /* ... or its CE fraction exceeds this */
+    double ramp_util;                  /* contended from this util when a collision still ramps; 0 off */
     double hysteresis;                 /* a move must lower max util by at least this */
     double min_move_interval;          /* seconds between two moves of one flow */
     long max_moves;                    /* per round */

@@ -354,6 +354,29 @@ int rebalance_auto(struct rebalance *rb, double now)
     return run_round(rb, now, false, true, NULL);
 }
 
+/* The ramp rule's projected fat load per direction for rebalance_contended:
+ * the live fat flows as a round would take them (rebalance_flow_placed),
+ * with their natural demands. Read lock. */
+static void contended_proj(const struct state *s, const struct config *c, const double *bps, const double *ce,
+                           double now, double *proj)
+{
+    struct snap *f = calloc(s->nflows + 1, sizeof(*f));
+    size_t n = 0;
+    for (size_t i = 0; f && i < s->nflows; i++) {
+        const struct state_flow *sf = &s->flows[i];
+        if (!rebalance_flow_placed(s, sf, now) || (f[n].ndirs = state_flow_dirs(s, sf, f[n].dirs, TOPO_MAX_HOPS)) <= 0)
+            continue;
+        f[n].src = sf->src_node;
+        f[n].dst = sf->dst_node;
+        f[n].meas = sf->bps / 1e9;
+        f[n].ramp = rebalance_flow_ramping(s, c, sf, bps, ce, now);
+        n++;
+    }
+    if (f)
+        rebalance_natural(s->topo, f, n, proj);
+    free(f);
+}
+
 bool rebalance_contended(struct rebalance *rb, double now)
 {
     struct state *s = rb->st;
@@ -369,21 +392,34 @@ bool rebalance_contended(struct rebalance *rb, double now)
     }
     rb->seen_gen = s->gen;
     double *bps = calloc(nd + 1, sizeof(double)), *ce = calloc(nd + 1, sizeof(double));
-    double *fat = calloc(nd + 1, sizeof(double));
-    uint32_t *nfat = calloc(nd + 1, sizeof(uint32_t));
-    if (bps && ce && fat && nfat) {
+    double *fat = calloc(nd + 1, sizeof(double)), *proj = calloc(nd + 1, sizeof(double));
+    uint32_t *nfat = calloc(nd + 1, sizeof(uint32_t)), *nramp = calloc(nd + 1, sizeof(uint32_t));
+    if (bps && ce && fat && proj && nfat && nramp) {
         state_dir_loads(s, now, bps, ce, nfat);
         for (size_t i = 0; i < s->nflows; i++) {
             const struct state_flow *f = &s->flows[i];
             uint32_t dirs[TOPO_MAX_HOPS];
             int n = f->fat && !state_flow_stale(s, f, now) ? state_flow_dirs(s, f, dirs, TOPO_MAX_HOPS) : 0;
-            for (int j = 0; j < n; j++)
+            bool ramp = n > 0 && rebalance_flow_placed(s, f, now) && rebalance_flow_ramping(s, c, f, bps, ce, now);
+            for (int j = 0; j < n; j++) {
                 fat[dirs[j]] += f->bps / 1e9;
+                nramp[dirs[j]] += ramp;
+            }
         }
+        /* Natural demands cost an estimate: only when a direction the
+         * round did not see could be contended by the ramp rule. */
+        bool ramp = false;
+        for (uint32_t d = 0; d < nd && !ramp; d++)
+            ramp = !rb->hot_seen[d] && rb->settle[d] <= now &&
+                   rebalance_ramp_candidate(c, state_dir_util(s, d, bps[d]), nramp[d], !s->dirs[d].up);
+        if (ramp)
+            contended_proj(s, c, bps, ce, now, proj);
         for (uint32_t d = 0; d < nd && !found; d++) {
             bool hot, down = !s->dirs[d].up;
             double bg = bps[d] / 1e9 - fat[d];
-            rebalance_dir_congested(s, c, d, down, bps[d], ce[d], nfat[d], bg > 0 ? bg : 0, &hot);
+            struct rebalance_dir_view v = {.down = down, .bps = bps[d], .ce = ce[d], .bg = bg > 0 ? bg : 0,
+                                           .nfat = nfat[d], .nramp = nramp[d], .proj = proj[d]};
+            rebalance_dir_congested(s, c, d, &v, &hot);
             /* Failures have their own wake-up (the routing watch). */
             found = hot && !down && !rb->hot_seen[d] && rb->settle[d] <= now;
         }
@@ -393,6 +429,8 @@ bool rebalance_contended(struct rebalance *rb, double now)
     free(bps);
     free(ce);
     free(fat);
+    free(proj);
     free(nfat);
+    free(nramp);
     return found;
 }

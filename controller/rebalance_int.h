@@ -40,6 +40,10 @@
 /* Non-fat load on a direction, as a share of its capacity, from which a lone
  * fat flow there counts as contended. */
 #define REBALANCE_HOT_BG_SHARE 0.2
+/* A fat flow is still ramping when its rate this interval is this much above
+ * its rate the interval before (or it had none): the ramp rule's evidence
+ * that it has not reached its demand (rebalance_dir_congested). */
+#define REBALANCE_RAMP_GAIN 0.2
 
 /* One fat flow of the snapshot. */
 struct snap {
@@ -54,6 +58,7 @@ struct snap {
     double move_bps;             /* its rate when last moved by choice, 0: no verdict due */
     double moved_at;
     bool movable, on_hot;
+    bool ramp;                   /* still ramping (rebalance_flow_ramping) */
     bool hold;                   /* unpinned, to be pinned where it is (degraded fabric) */
     bool withdrawn;              /* its pin goes this round (harm): not held, not pinned */
     int8_t verdict;              /* on its last choice move: 1 helped, -1 futile, 0 none */
@@ -67,6 +72,12 @@ struct round {
     double *bps, *ce, *bg;
     uint32_t *nfat;
     uint8_t *down, *hot;
+    /* Per direction, the ramp rule's inputs: its fat flows still ramping,
+     * and its fat flows' load with those at their natural demands (Gb/s;
+     * set only where the rule may apply, rebalance_ramp_candidate). */
+    uint32_t *nramp;
+    double *proj;
+    bool nat_done;               /* every f[].nat is set (rebalance_natural) */
     uint8_t *closed;             /* out of the backend's view: no new pin through it (state_dir_closed) */
     bool any_closed;             /* some closed[] set: else no path needs checking for it */
     uint32_t nhot;               /* contended directions: the assignment runs only if > 0 */
@@ -142,11 +153,41 @@ struct rebalance_group {
 
 static inline const char *nm(const struct topo *t, uint32_t n) { return t->nodes[n].name; }
 
+/* What the one contention rule reads of a direction: whether it is down,
+ * its load (b/s) and CE fraction from state_dir_loads, its fat flows, its
+ * non-fat load (Gb/s), and for the ramp rule its fat flows still ramping
+ * and its fat flows' load with those at their natural demands (Gb/s). */
+struct rebalance_dir_view {
+    bool down;
+    double bps, ce, bg;
+    uint32_t nfat, nramp;
+    double proj;
+};
+
 /* rebalance_snapshot.c */
 int  rebalance_snapshot(struct rebalance *rb, double now, struct round *r);
 void rebalance_round_free(struct round *r);
-const char *rebalance_dir_congested(const struct state *s, const struct config *c, uint32_t d, bool down, double bps,
-                                    double ce, uint32_t nfat, double bg, bool *hot);
+const char *rebalance_dir_congested(const struct state *s, const struct config *c, uint32_t d,
+                                    const struct rebalance_dir_view *v, bool *hot);
+/* Whether a direction at util u with nramp ramping fat flows may be
+ * contended by the ramp rule once their natural demands are known (those
+ * cost a demand estimate: callers compute them only then). */
+bool rebalance_ramp_candidate(const struct config *c, double u, uint32_t nramp, bool down);
+/* A live fat flow the loop can place (the snapshot's and
+ * rebalance_contended's set). Read lock. */
+bool rebalance_flow_placed(const struct state *s, const struct state_flow *f, double now);
+/* The ramp rule's flow: its rate rose by REBALANCE_RAMP_GAIN since the
+ * interval before (or it is new) and a queue on its path says the network
+ * holds it down (a direction congested by thresholds, or whose qdisc
+ * dropped); bps and ce per direction (state_dir_loads). Read lock. */
+bool rebalance_flow_ramping(const struct state *s, const struct config *c, const struct state_flow *f,
+                            const double *bps, const double *ce, double now);
+/* Hedera's natural demand (policy/demand.h) of the n flows f, each end's NIC
+ * its first uplink's rate, into f[i].nat (Gb/s; left 0 on failure); with
+ * proj (per direction, Gb/s), adds each flow's load there: its natural
+ * demand while it ramps (when above its measured rate), else its measured
+ * rate. 0 or -errno. */
+int  rebalance_natural(const struct topo *t, struct snap *f, size_t n, double *proj);
 int  rebalance_dirs_ensure(struct rebalance *rb, uint32_t nd);
 void rebalance_estimate(struct round *r);
 void rebalance_trace(const struct round *r);

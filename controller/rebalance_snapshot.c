@@ -25,6 +25,8 @@ void rebalance_round_free(struct round *r)
     free(r->down);
     free(r->closed);
     free(r->hot);
+    free(r->nramp);
+    free(r->proj);
     free(r->f);
     free(r->snap_of);
     free(r->kept);
@@ -79,15 +81,66 @@ static void keep_or_unpin(struct round *r, struct state *s, const struct state_f
  * failed link, or heavy non-fat background (bg, Gb/s). A lone fat flow
  * filling its link is saturated, not contended: it would fill any path, and
  * inflating it made the loop move flows to escape a few percent of ACKs. Such
- * a direction is still listed as congested. The one rule for rounds and for
- * rebalance_contended. */
-const char *rebalance_dir_congested(const struct state *s, const struct config *c, uint32_t d, bool down, double bps,
-                                 double ce, uint32_t nfat, double bg, bool *hot)
+ * a direction is still listed as congested.
+ * A collision of TCP flows through deep queues ramps for seconds under
+ * thresholds.util (the fat tree's first reports saw 0.60-0.74): from
+ * thresholds.ramp_util a direction is contended ("collision") when at least
+ * two of its fat flows are still ramping and its fat flows, those at their
+ * natural demands, would exceed its capacity by more than
+ * thresholds.hysteresis (less is measurement noise no plan could act on).
+ * Steady flows are not ramping: two application-limited flows at 30% stay
+ * where they are; flows bound by a shared NIC have natural demands that
+ * fit; non-fat load is left out, as it is skew between a counter and the
+ * flows' rates as often as load (REBALANCE_HOT_BG_SHARE). The one rule for
+ * rounds and for rebalance_contended. */
+const char *rebalance_dir_congested(const struct state *s, const struct config *c, uint32_t d,
+                                    const struct rebalance_dir_view *v, bool *hot)
 {
-    double u = state_dir_util(s, d, bps);
-    const char *why = down && nfat ? "down" : config_congestion(c, u, ce);
-    *hot = why && (down || nfat >= 2 || (nfat == 1 && bg >= REBALANCE_HOT_BG_SHARE * topo_dir_gbps(s->topo, d)));
+    double u = state_dir_util(s, d, v->bps);
+    const char *why = v->down && v->nfat ? "down" : config_congestion(c, u, v->ce);
+    *hot = why && (v->down || v->nfat >= 2 ||
+                   (v->nfat == 1 && v->bg >= REBALANCE_HOT_BG_SHARE * topo_dir_gbps(s->topo, d)));
+    if (!why && rebalance_ramp_candidate(c, u, v->nramp, v->down) &&
+        v->proj > (1 + c->hysteresis) * topo_dir_gbps(s->topo, d)) {
+        why = "collision";
+        *hot = true;
+    }
     return why;
+}
+
+bool rebalance_ramp_candidate(const struct config *c, double u, uint32_t nramp, bool down)
+{
+    return c->ramp_util > 0 && !down && nramp >= 2 && u >= c->ramp_util;
+}
+
+bool rebalance_flow_placed(const struct state *s, const struct state_flow *f, double now)
+{
+    return f->fat && !state_flow_stale(s, f, now) && f->src_node != TOPO_NONE && f->dst_node != TOPO_NONE &&
+           f->src_node != f->dst_node && f->path >= 0 && f->path <= (int64_t)ASSIGN_MAX_PATHS;
+}
+
+/* A rate that rose (or a flow that is new) says nothing of what holds it:
+ * six application-limited flows starting together at 30% of a link were all
+ * new, rose 28-41% from their first, partial interval to their second, and
+ * the rule took their NICs for their demands (the gray lab, docs/lab.md).
+ * What says the network holds a flow down is a queue on its path: a
+ * direction congested by thresholds.util or thresholds.ce_frac, or whose
+ * qdisc dropped in its sender's last interval (queue_known: a far end's
+ * counters do not see the queue, and leave the old drops). Not the flow's own resends:
+ * a gray failure's loss has no queue (docs/health.md), and flows moved off
+ * the lossy link would leave it nothing for health to name. */
+bool rebalance_flow_ramping(const struct state *s, const struct config *c, const struct state_flow *f,
+                            const double *bps, const double *ce, double now)
+{
+    if (!(f->bps > f->prev_bps * (1 + REBALANCE_RAMP_GAIN)))
+        return false;
+    for (int j = 0; j < f->ndirs; j++) {
+        uint32_t d = f->dirs[j];
+        if (config_congested(c, state_dir_util(s, d, bps[d]), ce[d]) ||
+            (s->dirs[d].queue_known && s->dirs[d].qdisc_drops > 0 && state_dir_fresh(s, d, now)))
+            return true;
+    }
+    return false;
 }
 
 /* rb's per-direction arrays for nd directions (the topology may change size
@@ -131,14 +184,16 @@ int rebalance_snapshot(struct rebalance *rb, double now, struct round *r)
     r->down = calloc(nd, 1);
     r->closed = calloc(nd, 1);
     r->hot = calloc(nd, 1);
+    r->nramp = calloc(nd, sizeof(uint32_t));
+    r->proj = calloc(nd, sizeof(double));
     r->f = calloc(s->nflows + 1, sizeof(*r->f));
     r->snap_of = malloc((s->nflows + 1) * sizeof(*r->snap_of));
     r->kept = calloc(s->nflows + 1, sizeof(*r->kept));
     /* Two a flow at most: one here (aged, failed or unseen), one judged harmful. */
     r->unpin = calloc(2 * (s->nflows + 1), sizeof(*r->unpin));
     r->congested = json_array();
-    if (!r->bps || !r->ce || !r->bg || !r->nfat || !r->down || !r->closed || !r->hot || !r->f || !r->snap_of || !r->kept ||
-        !r->unpin || rebalance_dirs_ensure(rb, r->nd) < 0)
+    if (!r->bps || !r->ce || !r->bg || !r->nfat || !r->down || !r->closed || !r->hot || !r->nramp || !r->proj || !r->f ||
+        !r->snap_of || !r->kept || !r->unpin || rebalance_dirs_ensure(rb, r->nd) < 0)
         return -ENOMEM;
     state_dir_loads(s, now, r->bps, r->ce, r->nfat);
     for (uint32_t d = 0; d < r->nd; d++) {
@@ -159,8 +214,7 @@ int rebalance_snapshot(struct rebalance *rb, double now, struct round *r)
             keep_or_unpin(r, s, f, now, c->pin_grace);
             continue;
         }
-        if (!f->fat || state_flow_stale(s, f, now) || f->src_node == TOPO_NONE || f->dst_node == TOPO_NONE ||
-            f->src_node == f->dst_node || f->path < 0 || f->path > (int64_t)ASSIGN_MAX_PATHS)
+        if (!rebalance_flow_placed(s, f, now))
             continue;
         struct snap *sf = &r->f[r->n];
         sf->ndirs = state_flow_dirs(s, f, sf->dirs, TOPO_MAX_HOPS);
@@ -182,17 +236,32 @@ int rebalance_snapshot(struct rebalance *rb, double now, struct round *r)
             r->unpin[r->nunpin++] = (struct unpin){.k = f->k, .id = f->id, .why = UNPIN_UNSEEN, .age = now - f->last_seen};
             sf->pin = -1;
         }
+        sf->ramp = rebalance_flow_ramping(s, c, f, r->bps, r->ce, now);
         sf->movable = state_flow_may_move(s, f, c->min_move_interval, now) &&
                       !(r->automatic && crosses_settling(rb, sf->dirs, sf->ndirs, now));
         for (int j = 0; j < sf->ndirs; j++)
             r->bg[sf->dirs[j]] -= sf->gbps;
         r->snap_of[i] = (int32_t)r->n++;
     }
+    /* The ramp rule's inputs; the natural demands only where they can
+     * matter (the estimate otherwise runs after the lock, in round_assign). */
+    bool ramp = false;
+    for (size_t i = 0; i < r->n; i++)
+        for (int j = 0; r->f[i].ramp && j < r->f[i].ndirs; j++)
+            r->nramp[r->f[i].dirs[j]]++;
+    for (uint32_t d = 0; d < r->nd && !ramp; d++)
+        ramp = rebalance_ramp_candidate(c, state_dir_util(s, d, r->bps[d]), r->nramp[d], r->down[d]);
+    if (ramp) {
+        rebalance_natural(t, r->f, r->n, r->proj);
+        r->nat_done = true;
+    }
     for (uint32_t d = 0; d < r->nd; d++) {
         if (r->bg[d] < 0)
             r->bg[d] = 0;
         bool hot;
-        const char *why = rebalance_dir_congested(s, c, d, r->down[d], r->bps[d], r->ce[d], r->nfat[d], r->bg[d], &hot);
+        struct rebalance_dir_view v = {.down = r->down[d], .bps = r->bps[d], .ce = r->ce[d], .bg = r->bg[d],
+                                       .nfat = r->nfat[d], .nramp = r->nramp[d], .proj = r->proj[d]};
+        const char *why = rebalance_dir_congested(s, c, d, &v, &hot);
         if (!why)
             continue;
         r->hot[d] = hot;
@@ -210,45 +279,59 @@ int rebalance_snapshot(struct rebalance *rb, double now, struct round *r)
     return 0;
 }
 
-/* Hedera's natural demand for flows crossing a congested direction: their
- * measured rate is what the collision left them. Other flows keep theirs. */
-void rebalance_estimate(struct round *r)
+int rebalance_natural(const struct topo *t, struct snap *f, size_t n, double *proj)
 {
-    const struct topo *t = r->t;
-    uint32_t *src = calloc(r->n + 1, sizeof(uint32_t)), *dst = calloc(r->n + 1, sizeof(uint32_t));
+    uint32_t *src = calloc(n + 1, sizeof(uint32_t)), *dst = calloc(n + 1, sizeof(uint32_t));
     uint32_t *map = malloc((size_t)t->nnodes * sizeof(uint32_t));
-    double *cap = calloc(2 * r->n + 1, sizeof(double)), *dem = calloc(r->n + 1, sizeof(double));
+    double *cap = calloc(2 * n + 1, sizeof(double)), *dem = calloc(n + 1, sizeof(double));
+    int rc = -ENOMEM;
     if (!src || !dst || !map || !cap || !dem)
         goto out;
     memset(map, 0xff, (size_t)t->nnodes * sizeof(uint32_t));
     uint32_t ne = 0;
-    for (size_t i = 0; i < r->n; i++) {
-        uint32_t ends[2] = {r->f[i].src, r->f[i].dst};
+    for (size_t i = 0; i < n; i++) {
+        uint32_t ends[2] = {f[i].src, f[i].dst};
         for (int k = 0; k < 2; k++) {
-            uint32_t n = ends[k];
-            if (map[n] == UINT32_MAX) {
-                const struct topo_node *tn = &t->nodes[n];
+            uint32_t e = ends[k];
+            if (map[e] == UINT32_MAX) {
+                const struct topo_node *tn = &t->nodes[e];
                 cap[ne] = tn->up_count ? t->links[t->up_links[tn->up_first]].gbps : 1e6;
-                map[n] = ne++;
+                map[e] = ne++;
             }
         }
-        src[i] = map[r->f[i].src];
-        dst[i] = map[r->f[i].dst];
+        src[i] = map[f[i].src];
+        dst[i] = map[f[i].dst];
     }
-    if (demand_estimate(ne, cap, (uint32_t)r->n, src, dst, dem) == 0)
-        for (size_t i = 0; i < r->n; i++) {
-            r->f[i].nat = dem[i];
-            for (int j = 0; j < r->f[i].ndirs; j++)
-                r->f[i].on_hot |= r->hot[r->f[i].dirs[j]];
-            if (r->f[i].on_hot && dem[i] > r->f[i].gbps)
-                r->f[i].gbps = dem[i];
-        }
+    if ((rc = demand_estimate(ne, cap, (uint32_t)n, src, dst, dem)) < 0)
+        goto out;
+    for (size_t i = 0; i < n; i++) {
+        f[i].nat = dem[i];
+        double load = f[i].ramp && dem[i] > f[i].meas ? dem[i] : f[i].meas;
+        for (int j = 0; proj && j < f[i].ndirs; j++)
+            proj[f[i].dirs[j]] += load;
+    }
 out:
     free(src);
     free(dst);
     free(map);
     free(cap);
     free(dem);
+    return rc;
+}
+
+/* Hedera's natural demand for flows crossing a contended direction: their
+ * measured rate is what the collision left them. Other flows keep theirs. */
+void rebalance_estimate(struct round *r)
+{
+    if (!r->nat_done)
+        rebalance_natural(r->t, r->f, r->n, NULL);
+    r->nat_done = true;
+    for (size_t i = 0; i < r->n; i++) {
+        for (int j = 0; j < r->f[i].ndirs; j++)
+            r->f[i].on_hot |= r->hot[r->f[i].dirs[j]];
+        if (r->f[i].on_hot && r->f[i].nat > r->f[i].gbps)
+            r->f[i].gbps = r->f[i].nat;
+    }
 }
 
 /* At debug level, what a round decides on: its contended directions and
@@ -263,14 +346,15 @@ void rebalance_trace(const struct round *r)
     log_debug("rebalance: round on %zu fat flows, %u contended directions", r->n, r->nhot);
     for (uint32_t d = 0; d < r->nd; d++)
         if (r->hot[d])
-            log_debug("rebalance:   contended %s->%s: %.4f Gb/s of %.4f, %u fat, background %.4f", nm(t, topo_dir_from(t, d)),
-                      nm(t, topo_dir_to(t, d)), r->bps[d] / 1e9, topo_dir_gbps(t, d), r->nfat[d], r->bg[d]);
+            log_debug("rebalance:   contended %s->%s: %.4f Gb/s of %.4f, %u fat (%u ramping, %.4f at natural demand),"
+                      " background %.4f", nm(t, topo_dir_from(t, d)), nm(t, topo_dir_to(t, d)), r->bps[d] / 1e9,
+                      topo_dir_gbps(t, d), r->nfat[d], r->nramp[d], r->proj[d], r->bg[d]);
     for (size_t i = 0; i < r->n; i++) {
         const struct snap *f = &r->f[i];
         char p[160];
         rebalance_path_str(t, f->src, f->dst, (uint64_t)f->path, p, sizeof(p));
-        log_debug("rebalance:   flow %016llx %u->%u measured %.4f natural %.4f demand %.4f%s%s path %lld: %s",
-                  (unsigned long long)f->id, f->k.sport, f->k.dport, f->meas, f->nat, f->gbps, f->on_hot ? " contended" : "",
-                  f->movable ? "" : " unmovable", (long long)f->path, p);
+        log_debug("rebalance:   flow %016llx %u->%u measured %.4f natural %.4f demand %.4f%s%s%s path %lld: %s",
+                  (unsigned long long)f->id, f->k.sport, f->k.dport, f->meas, f->nat, f->gbps, f->ramp ? " ramping" : "",
+                  f->on_hot ? " contended" : "", f->movable ? "" : " unmovable", (long long)f->path, p);
     }
 }

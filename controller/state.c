@@ -428,6 +428,12 @@ bool state_flow_observe(struct state *s, struct state_flow *f, bool inserted, ui
         tf_strlcpy(f->ifname, ifname, sizeof(f->ifname));
         state_flow_place(s, f, l);
     }
+    /* The other probes' reports of this interval only replace bps: the
+     * rate before is the last interval's, whoever measured it. */
+    if (now - f->bps_at >= STATE_RATE_SPREAD) {
+        f->prev_bps = f->bps;
+        f->bps_at = now;
+    }
     return true;
 }
 

@@ -44,6 +44,11 @@ struct classes;
 #define STATE_INGEST_REASONS 16  /* room for ingest's refusal reasons */
 #define STATE_SENDER_LEN 112     /* an IPv6 address, a space, a report's instance */
 #define STATE_MAX_FLOWS 16000000 /* ceiling of limits.max_flows; also bounds a flow page's offset */
+/* Reports of one interval from the probes a flow crosses arrive within a
+ * few ms (intervals end on wall-clock multiples); successive intervals are
+ * at least 0.05 s apart (the interval's lower bound). A flow's report this
+ * long after its interval's first is of the next interval. */
+#define STATE_RATE_SPREAD 0.03
 
 struct state_dir {
     double bps;                  /* measured tx rate leaving `from` */
@@ -175,6 +180,11 @@ struct state_flow {
      * before backoff_until, set at backoff_at). */
     double move_bps, backoff_until, backoff_at;
     uint8_t futile;
+    /* Its rate in the interval before bps's (0: it had none, it is new)
+     * and when bps's interval was first reported (state_flow_observe):
+     * how the loop tells a collision still ramping from steady flows
+     * (docs/policy.md, "A collision while it ramps"). */
+    double prev_bps, bps_at;
 };
 
 struct state {
@@ -268,6 +278,8 @@ void state_flow_locate(struct state *s, struct state_flow *f);
  * slower one outside the holder's path is a remnant on a path the flow has
  * left, which its probe reports, slowing down, until its table ages it out;
  * believing it put the flow back on its old path and made it look small.
+ * An observation taken that opens a new interval (STATE_RATE_SPREAD after
+ * the current one's first) keeps bps as prev_bps, for the caller to set bps.
  */
 /* Whether the loop's own timers let f move by choice now: min_interval
  * since its last move and its back-off over. Both keep a flow still in the

@@ -21,6 +21,7 @@
 #include "controller/api.h"
 #include "controller/events.h"
 #include "controller/ingest.h"
+#include "controller/rebalance.h"
 #include "controller/state.h"
 #include "policy/topo.h"
 
@@ -136,6 +137,23 @@ static inline bool fx_has_event(struct events *ev, const char *kind, const char 
                  strstr(json_string_value(json_object_get(e, "message")), text) != NULL;
     json_decref(all);
     return found;
+}
+
+/* The reason a dry round of rb lists direction FROM -> TO under, copied
+ * into buf (NULL: not listed). */
+static inline const char *fx_congested_reason(struct rebalance *rb, const char *from, const char *to, double now,
+                                              char *buf, size_t len)
+{
+    json_t *out = NULL, *c;
+    size_t i;
+    assert_int_equal(rebalance_run(rb, now, true, &out), 0);
+    const char *why = NULL;
+    json_array_foreach(json_object_get(out, "congested"), i, c)
+        if (!strcmp(json_string_value(json_object_get(c, "from")), from) &&
+            !strcmp(json_string_value(json_object_get(c, "to")), to))
+            why = tf_strlcpy(buf, json_string_value(json_object_get(c, "reason")), len) < len ? buf : NULL;
+    json_decref(out);
+    return why;
 }
 
 #endif

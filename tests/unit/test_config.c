@@ -243,11 +243,32 @@ static void reload_rule(void **st)
     assert_string_equal(cur.listen, "127.0.0.1:8080");
 }
 
+/* thresholds.ramp_util (the ramp rule, docs/policy.md): 0.5 by default, 0
+ * turns the rule off, a negative value is refused naming the key, and a
+ * reload applies it like the other thresholds. */
+static void ramp_util_key(void **st)
+{
+    (void)st;
+    struct config cur, next;
+    char err[256];
+    config_defaults(&cur);
+    assert_true(cur.ramp_util > 0.49 && cur.ramp_util < 0.51);
+    next = cur;
+    assert_int_equal(config_set_str(&next, "thresholds.ramp_util", "0", err, sizeof(err)), 0);
+    assert_true(next.ramp_util == 0);
+    assert_int_not_equal(config_set_str(&next, "thresholds.ramp_util", "-0.1", err, sizeof(err)), 0);
+    assert_non_null(strstr(err, "thresholds.ramp_util"));
+    assert_true(config_reloadable("thresholds.ramp_util"));
+    assert_int_equal(config_reload(&cur, &next, NULL, NULL), 1);
+    assert_true(cur.ramp_util == 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(defaults), cmocka_unit_test(backend_defaults_agree),
                                        cmocka_unit_test(bgp_keys), cmocka_unit_test(file_keys),
                                        cmocka_unit_test(cli_override), cmocka_unit_test(ingest_errors),
-                                       cmocka_unit_test(flags_from_table), cmocka_unit_test(reload_rule)};
+                                       cmocka_unit_test(flags_from_table), cmocka_unit_test(reload_rule),
+                                       cmocka_unit_test(ramp_util_key)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -43,6 +43,7 @@ struct fx {
     struct rebalance rb;
     int dscp;                    /* of every reported flow */
     double bg[5];                /* non-fat load (Gb/s) added to L1's uplink to S1..S4 */
+    int qdrops[5];               /* its root qdisc's drops in the interval, L1's uplink to S1..S4 */
     int hosts;                   /* per leaf; flow i runs from host 1 + i % hosts */
 };
 
@@ -94,8 +95,8 @@ static void report(struct fx *x, double now, const char *down, int n, const int 
     o += (size_t)snprintf(body + o, sizeof(body) - o, "{\"probe\": \"L1\", \"links\": [");
     for (int sp = 1; sp <= 4; sp++) {
         char name[4] = {'S', (char)('0' + sp), 0};
-        o += (size_t)snprintf(body + o, sizeof(body) - o, "%s{\"if\": \"swp%d\", \"tx_bps\": %g, \"oper\": \"%s\"}",
-                              sp > 1 ? ", " : "", sp, tx[sp] * 1e9, down && strstr(down, name) ? "down" : "up");
+        o += (size_t)snprintf(body + o, sizeof(body) - o, "%s{\"if\": \"swp%d\", \"tx_bps\": %g, \"qdisc_drops\": %d, \"oper\": \"%s\"}",
+                              sp > 1 ? ", " : "", sp, tx[sp] * 1e9, x->qdrops[sp], down && strstr(down, name) ? "down" : "up");
     }
     o += (size_t)snprintf(body + o, sizeof(body) - o, "], \"flows\": [");
     for (int i = 0; i < n; i++)
@@ -472,6 +473,115 @@ static void contended_says_what_is_new(void **state)
     assert_false(rebalance_contended(&x->rb, T0 + 0.7));
 }
 
+/* The ramp rule (docs/policy.md): two new flows from different hosts to
+ * different hosts share L1's S1 uplink at 20 each (40%: under
+ * thresholds.ramp_util, nothing); an interval later they do 30 each, still
+ * ramping, at 60%, under thresholds.util, and the uplink's qdisc dropped:
+ * a queue, so the network holds them down. Their natural demands (100 each,
+ * their NICs) exceed the uplink, so the direction is contended (a
+ * "collision"), the report wakes a round and one flow moves. */
+static void ramping_collision_contended(void **state)
+{
+    struct fx *x = *state;
+    const int sp[] = {1, 2};
+    const char *on[] = {"S1", "S1"};
+    const double g1[] = {20, 20}, g2[] = {30, 30};
+    char why[16];
+    report(x, T0, NULL, 2, sp, on, g1);
+    assert_false(rebalance_contended(&x->rb, T0));
+    assert_int_equal(auto_moves(x, T0), 0);
+    x->qdrops[1] = 3;
+    report(x, T0 + 1, NULL, 2, sp, on, g2);
+    assert_non_null(fx_congested_reason(&x->rb, "L1", "S1", T0 + 1, why, sizeof(why)));
+    assert_string_equal(why, "collision");
+    assert_true(rebalance_contended(&x->rb, T0 + 1));
+    assert_int_equal(auto_moves(x, T0 + 1), 1);
+    assert_string_not_equal(fx_spine(&x->st, flow(x, 0, 1)), fx_spine(&x->st, flow(x, 1, 2)));
+}
+
+/* thresholds.ramp_util 0: the rule before it, congestion from
+ * thresholds.util only: the same ramping collision at 60% moves nothing. */
+static void ramp_util_zero_is_the_old_rule(void **state)
+{
+    struct fx *x = *state;
+    x->cfg.ramp_util = 0;
+    const int sp[] = {1, 2};
+    const char *on[] = {"S1", "S1"};
+    const double g1[] = {20, 20}, g2[] = {30, 30};
+    char why[16];
+    report(x, T0, NULL, 2, sp, on, g1);
+    assert_int_equal(auto_moves(x, T0), 0);
+    x->qdrops[1] = 3;
+    report(x, T0 + 1, NULL, 2, sp, on, g2);
+    assert_null(fx_congested_reason(&x->rb, "L1", "S1", T0 + 1, why, sizeof(why)));
+    assert_false(rebalance_contended(&x->rb, T0 + 1));
+    assert_int_equal(auto_moves(x, T0 + 1), 0);
+}
+
+/* Two application-limited flows at 30% each on one uplink, steady (within
+ * a few percent from one interval to the next): not ramping, so their
+ * natural demands do not matter; nothing is contended and nothing moves,
+ * round after round. (Their first report is taken before any round; new
+ * flows are new_flows_without_queue_not_contended's.) */
+static void steady_flows_not_contended(void **state)
+{
+    struct fx *x = *state;
+    const int sp[] = {1, 2};
+    const char *on[] = {"S1", "S1"};
+    const double g[3][2] = {{30, 30}, {31, 29}, {30.5, 31}};
+    char why[16];
+    report(x, T0, NULL, 2, sp, on, g[0]);
+    for (int t = 1; t <= 4; t++) {
+        report(x, T0 + t, NULL, 2, sp, on, g[t % 3]);
+        assert_null(fx_congested_reason(&x->rb, "L1", "S1", T0 + t, why, sizeof(why)));
+        assert_false(rebalance_contended(&x->rb, T0 + t));
+        assert_int_equal(auto_moves(x, T0 + t), 0);
+    }
+}
+
+/* One host a leaf: two new flows from H1 to H1' ramp to 30 each on one
+ * uplink (60%), whose qdisc drops. They share both NICs: their natural
+ * demands (50 each) fit the uplink, no path gives them more, and the ramp
+ * rule leaves them. */
+static void ramp_within_nic_share_not_contended(void **state)
+{
+    struct fx *x = *state;
+    const int sp[] = {1, 2};
+    const char *on[] = {"S1", "S1"};
+    const double g1[] = {20, 20}, g2[] = {30, 30};
+    char why[16];
+    report(x, T0, NULL, 2, sp, on, g1);
+    assert_int_equal(auto_moves(x, T0), 0);
+    x->qdrops[1] = 3;
+    report(x, T0 + 1, NULL, 2, sp, on, g2);
+    assert_null(fx_congested_reason(&x->rb, "L1", "S1", T0 + 1, why, sizeof(why)));
+    assert_false(rebalance_contended(&x->rb, T0 + 1));
+    assert_int_equal(auto_moves(x, T0 + 1), 0);
+}
+
+/* The gray lab's flows (docs/lab.md): application-limited flows from
+ * different hosts start together at 30% of a link each and share L1's S1
+ * uplink. Their first report finds them new at 60%; in the lab their first,
+ * partial interval also read 44% and the next 62% (up 41%). Neither says
+ * the network holds them down (no qdisc drop, no resend, no direction of
+ * their paths congested): not ramping, nothing contended, nothing moves,
+ * though their natural demands (their NICs) are twice the uplink. */
+static void new_flows_without_queue_not_contended(void **state)
+{
+    struct fx *x = *state;
+    const int sp[] = {1, 2, 3, 4};
+    const char *on[] = {"S1", "S1", "S2", "S2"};
+    const double g1[] = {30, 30, 22, 22}, g2[] = {30.5, 29.5, 31, 31};
+    char why[16];
+    report(x, T0, NULL, 4, sp, on, g1);
+    assert_null(fx_congested_reason(&x->rb, "L1", "S1", T0, why, sizeof(why)));
+    assert_false(rebalance_contended(&x->rb, T0));
+    assert_int_equal(auto_moves(x, T0), 0);
+    report(x, T0 + 1, NULL, 4, sp, on, g2);
+    assert_false(rebalance_contended(&x->rb, T0 + 1));
+    assert_int_equal(auto_moves(x, T0 + 1), 0);
+}
+
 /* Two flows at 50 Gb/s collide on L1's S1 uplink and a round moves one:
  * the moved flow, and in apart each flow's spine after the move (where
  * holds the moved one's name), for the reports that follow. */
@@ -765,6 +875,11 @@ int main(void)
         cmocka_unit_test_setup_teardown(nic_bound_with_counter_skew, setup1, teardown),
         cmocka_unit_test_setup_teardown(choice_moves_wait_for_holddown, setup, teardown),
         cmocka_unit_test_setup_teardown(contended_says_what_is_new, setup4, teardown),
+        cmocka_unit_test_setup_teardown(ramping_collision_contended, setup, teardown),
+        cmocka_unit_test_setup_teardown(ramp_util_zero_is_the_old_rule, setup, teardown),
+        cmocka_unit_test_setup_teardown(steady_flows_not_contended, setup, teardown),
+        cmocka_unit_test_setup_teardown(ramp_within_nic_share_not_contended, setup1, teardown),
+        cmocka_unit_test_setup_teardown(new_flows_without_queue_not_contended, setup4, teardown),
         cmocka_unit_test_setup_teardown(harmful_pins_withdrawn, setup, teardown),
         cmocka_unit_test_setup_teardown(helpful_pins_kept, setup, teardown),
         cmocka_unit_test_setup_teardown(failure_voids_verdicts, setup, teardown),
