@@ -499,12 +499,11 @@ static void ramping_collision_contended(void **state)
     assert_string_not_equal(fx_spine(&x->st, flow(x, 0, 1)), fx_spine(&x->st, flow(x, 1, 2)));
 }
 
-/* thresholds.ramp_util 0: the rule before it, congestion from
- * thresholds.util only: the same ramping collision at 60% moves nothing. */
-static void ramp_util_zero_is_the_old_rule(void **state)
+/* Two flows on L1's S1 uplink at 20 each, then 30 each with its qdisc
+ * dropping: a ramping collision at 60%, which the callers' settings or
+ * fabric must leave alone (nothing contended, nothing moved). */
+static void ramp_to_60_moves_nothing(struct fx *x)
 {
-    struct fx *x = *state;
-    x->cfg.ramp_util = 0;
     const int sp[] = {1, 2};
     const char *on[] = {"S1", "S1"};
     const double g1[] = {20, 20}, g2[] = {30, 30};
@@ -516,6 +515,15 @@ static void ramp_util_zero_is_the_old_rule(void **state)
     assert_null(fx_congested_reason(&x->rb, "L1", "S1", T0 + 1, why, sizeof(why)));
     assert_false(rebalance_contended(&x->rb, T0 + 1));
     assert_int_equal(auto_moves(x, T0 + 1), 0);
+}
+
+/* thresholds.ramp_util 0: the rule before it, congestion from
+ * thresholds.util only: the same ramping collision at 60% moves nothing. */
+static void ramp_util_zero_is_the_old_rule(void **state)
+{
+    struct fx *x = *state;
+    x->cfg.ramp_util = 0;
+    ramp_to_60_moves_nothing(x);
 }
 
 /* Two application-limited flows at 30% each on one uplink, steady (within
@@ -545,18 +553,7 @@ static void steady_flows_not_contended(void **state)
  * rule leaves them. */
 static void ramp_within_nic_share_not_contended(void **state)
 {
-    struct fx *x = *state;
-    const int sp[] = {1, 2};
-    const char *on[] = {"S1", "S1"};
-    const double g1[] = {20, 20}, g2[] = {30, 30};
-    char why[16];
-    report(x, T0, NULL, 2, sp, on, g1);
-    assert_int_equal(auto_moves(x, T0), 0);
-    x->qdrops[1] = 3;
-    report(x, T0 + 1, NULL, 2, sp, on, g2);
-    assert_null(fx_congested_reason(&x->rb, "L1", "S1", T0 + 1, why, sizeof(why)));
-    assert_false(rebalance_contended(&x->rb, T0 + 1));
-    assert_int_equal(auto_moves(x, T0 + 1), 0);
+    ramp_to_60_moves_nothing(*state);
 }
 
 /* The gray lab's flows (docs/lab.md): application-limited flows from
