@@ -377,7 +377,7 @@ static int snapshot(struct health *h, struct state *s, double now, struct health
         din[d].down = !sd->probe_up || sd->route_down;
         din[d].util = state_dir_util(s, d, bps[d]);
         din[d].nfat = nfat[d];
-        din[d].measured = queue;
+        din[d].queue_seen = queue;
         din[d].congested = health_congested(&h->cfg, din[d].util, queue, queue ? sd->qdisc_drops : 0, nfat[d]);
         din[d].errors = own ? sd->errors : 0;
         /* Carrier is the interface's: either end's probe may report it. */
@@ -475,7 +475,7 @@ int health_tick(struct health *h, struct state *s, struct events *ev, double now
                 evidence_str(t, &v[d], d, sd->health_why, sizeof(sd->health_why));
                 /* Why its loss was not taken for congestion, after the fact. */
                 log_debug("health: %s -> %s bad (%s): util %.2f (%s), %u fat; %s", from, to, v[d].why, din[d].util,
-                          din[d].measured ? "its queue measured, no qdisc drop" : "its queue unseen", din[d].nfat,
+                          din[d].queue_seen ? "its queue measured, no qdisc drop" : "its queue unseen", din[d].nfat,
                           sd->health_why);
             } else if (flapping) {
                 snprintf(sd->health_why, sizeof(sd->health_why), "carrier flapping (>= %.0f transitions in %.0f s)",

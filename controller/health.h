@@ -107,7 +107,7 @@ struct health_dir_in {
      * congestion test saw. */
     double util;
     uint32_t nfat;
-    bool measured;               /* its sender's own counters: its queue is seen */
+    bool queue_seen;             /* its sender's own report gave its queue's drops */
 };
 
 /* What one round says of a direction. */

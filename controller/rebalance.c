@@ -356,9 +356,9 @@ int rebalance_auto(struct rebalance *rb, double now)
 
 /* The ramp rule's projected fat load per direction for rebalance_contended:
  * the live fat flows as a round would take them (rebalance_flow_placed),
- * with their natural demands. Read lock. */
-static void contended_proj(const struct state *s, const struct config *c, const double *bps, const double *ce,
-                           double now, double *proj)
+ * with their natural demands; ramp[i]: flow i ramping, as the caller found.
+ * Read lock. */
+static void contended_proj(const struct state *s, const uint8_t *ramp, double now, double *proj)
 {
     struct snap *f = calloc(s->nflows + 1, sizeof(*f));
     size_t n = 0;
@@ -369,7 +369,7 @@ static void contended_proj(const struct state *s, const struct config *c, const 
         f[n].src = sf->src_node;
         f[n].dst = sf->dst_node;
         f[n].meas = sf->bps / 1e9;
-        f[n].ramp = rebalance_flow_ramping(s, c, sf, bps, ce, now);
+        f[n].ramp = ramp[i];
         n++;
     }
     if (f)
@@ -394,16 +394,17 @@ bool rebalance_contended(struct rebalance *rb, double now)
     double *bps = calloc(nd + 1, sizeof(double)), *ce = calloc(nd + 1, sizeof(double));
     double *fat = calloc(nd + 1, sizeof(double)), *proj = calloc(nd + 1, sizeof(double));
     uint32_t *nfat = calloc(nd + 1, sizeof(uint32_t)), *nramp = calloc(nd + 1, sizeof(uint32_t));
-    if (bps && ce && fat && proj && nfat && nramp) {
+    uint8_t *ramps = calloc(s->nflows + 1, 1);
+    if (bps && ce && fat && proj && nfat && nramp && ramps) {
         state_dir_loads(s, now, bps, ce, nfat);
         for (size_t i = 0; i < s->nflows; i++) {
             const struct state_flow *f = &s->flows[i];
             uint32_t dirs[TOPO_MAX_HOPS];
             int n = f->fat && !state_flow_stale(s, f, now) ? state_flow_dirs(s, f, dirs, TOPO_MAX_HOPS) : 0;
-            bool ramp = n > 0 && rebalance_flow_placed(s, f, now) && rebalance_flow_ramping(s, c, f, bps, ce, now);
+            ramps[i] = n > 0 && rebalance_flow_placed(s, f, now) && rebalance_flow_ramping(s, c, f, bps, ce, now);
             for (int j = 0; j < n; j++) {
                 fat[dirs[j]] += f->bps / 1e9;
-                nramp[dirs[j]] += ramp;
+                nramp[dirs[j]] += ramps[i];
             }
         }
         /* Natural demands cost an estimate: only when a direction the
@@ -413,7 +414,7 @@ bool rebalance_contended(struct rebalance *rb, double now)
             ramp = !rb->hot_seen[d] && rb->settle[d] <= now &&
                    rebalance_ramp_candidate(c, state_dir_util(s, d, bps[d]), nramp[d], !s->dirs[d].up);
         if (ramp)
-            contended_proj(s, c, bps, ce, now, proj);
+            contended_proj(s, ramps, now, proj);
         for (uint32_t d = 0; d < nd && !found; d++) {
             bool hot, down = !s->dirs[d].up;
             double bg = bps[d] / 1e9 - fat[d];
@@ -432,5 +433,6 @@ bool rebalance_contended(struct rebalance *rb, double now)
     free(proj);
     free(nfat);
     free(nramp);
+    free(ramps);
     return found;
 }
