@@ -20,8 +20,12 @@
 # the oracle's own ramp (TCP start, no collision) beside it and the cores
 # tierflowd and the probes used (BENCH_REACT_INTERVALS: which intervals,
 # default "1 0.2"); last, the gray-failure false positives of all its
-# tierflow runs (no link loses packets here, issue 18). Figures are
-# reported, not asserted. Needs root.
+# tierflow runs (no link loses packets here, issue 18). BENCH_REPEAT=N
+# (default 1) runs each pattern's three runs N times, prints each, then a
+# median row (each column's median, the lower middle one for an even N;
+# the ratios are the medians of the runs' own ratios; a react of -1, never
+# reached, counts as the longest): the same flows vary by up to 12% from
+# run to run on these machines (docs/lab.md). Figures are reported, not asserted. Needs root.
 set -u
 TF_ROOT=${TF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 . "$TF_ROOT/tests/lab/lib.sh"
@@ -32,6 +36,8 @@ PATTERNS=${BENCH_PATTERNS:-"stride:1 stride:2 stride:4 stride:8 staggered:0.5,0.
 FABRICS=${BENCH_FABRICS:-"leafspine:leaves=4,spines=4,hosts=4,gbps=1 fattree:k=4,gbps=1"}
 RUNS=${BENCH_REACT_RUNS:-3}
 REACT_INTERVALS=${BENCH_REACT_INTERVALS:-"1 0.2"}   # the reaction part's --interval values
+REPEAT=${BENCH_REPEAT:-1}
+[[ "$REPEAT" =~ ^[1-9][0-9]?$ ]] || { echo "50-e2e: BENCH_REPEAT '$REPEAT' is not a count from 1 to 99"; exit 1; }
 CTL=$(tf_bin tierflowd); PROBE=$(tf_bin tierflow-probe)
 if [ -z "$CTL" ] || [ -z "$PROBE" ] || [ -z "$(tf_bin tierflow-sim)" ]; then
   echo "50-e2e: NOT RUN: tierflowd, tierflow-probe or tierflow-sim is not built ($TF_OPT_BIN)"; exit 1
@@ -43,6 +49,15 @@ mb() { awk -v a="$1" 'BEGIN{printf "%.1f", a/1e6}'; }
 pc() { awk -v a="$1" -v b="$ideal" 'BEGIN{printf "%.0f%%", 100*a/b}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2f", (b > 0 ? a/b : 0)}'; }
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{v[NR] = $1} END {print (NR ? v[int((NR + 1) / 2)] : -1)}'; }
+# One pattern's row: name, ECMP early, ECMP late, tierflow, oracle (bit/s),
+# tf/ECMP, tf/oracle, moves/flow, react; each value also goes into col[i]
+# (the caller's per-pattern columns) for the median row.
+row() {
+  local i
+  for ((i = 2; i <= $#; i++)); do col[$i]+=" ${!i}"; done
+  printf '%-18s %8s (%4s) %8s (%4s) %8s (%4s) %8s (%4s) %7s %9s %10s %6s\n' "$1" "$(mb "$2")" "$(pc "$2")" \
+    "$(mb "$3")" "$(pc "$3")" "$(mb "$4")" "$(pc "$4")" "$(mb "$5")" "$(pc "$5")" "$6" "$7" "$8" "$9"
+}
 
 echo "links $MBIT Mbit/s; % = of 16 flows x one flow's ceiling (0.955 x $MBIT) = $(mb "$ideal") Mbit/s,"
 echo "reachable only by the permutations (stride, randbij): random and staggered send several flows to some hosts."
@@ -62,17 +77,24 @@ for fab in $FABRICS; do
   printf '%-18s %15s %15s %15s %15s %7s %9s %10s %6s\n' pattern "ECMP early" "ECMP Mbit/s" tierflow oracle "tf/ECMP" "tf/oracle" "moves/flow" "react"
   for p in $PATTERNS; do
     lab_pattern "$p" 1 > "$LAB_TMP/pairs"
-    # measured over the window tierflow is (17 s to 25 s after the flows
-    # start): 16 TCP flows through deep queues are not settled after 3 s
-    e2e_oracle "$LAB_TMP/pairs" 17 8 || E2E_ORACLE=0
-    e2e_ecmp "$LAB_TMP/pairs" 17 8
-    e2e_run "$LAB_TMP/pairs" 8 9 8
-    printf '%-18s %8s (%4s) %8s (%4s) %8s (%4s) %8s (%4s) %7s %9s %10s %6s\n' "$p" "$(mb "$E2E_ECMP")" "$(pc "$E2E_ECMP")" \
-      "$(mb "$E2E_ECMP_LATE")" "$(pc "$E2E_ECMP_LATE")" \
-      "$(mb "$E2E_TF")" "$(pc "$E2E_TF")" "$(mb "$E2E_ORACLE")" "$(pc "$E2E_ORACLE")" "$(ratio "$E2E_TF" "$E2E_ECMP_LATE")" \
-      "$(ratio "$E2E_TF" "$E2E_ORACLE")" "$(ratio "${E2E_MOVES:-0}" 16)" "$E2E_REACT"
-    echo "    TCP retransmits/s over the window: ECMP $E2E_ECMP_RETX, tierflow $E2E_TF_RETX, oracle ${E2E_ORACLE_RETX:--};" \
-      "demand estimate's median error by reporting tier: $E2E_EST"
+    declare -A col=()
+    for ((k = 0; k < REPEAT; k++)); do
+      # measured over the window tierflow is (17 s to 25 s after the flows
+      # start): 16 TCP flows through deep queues are not settled after 3 s
+      e2e_oracle "$LAB_TMP/pairs" 17 8 || E2E_ORACLE=0
+      e2e_ecmp "$LAB_TMP/pairs" 17 8
+      e2e_run "$LAB_TMP/pairs" 8 9 8
+      row "$p" "$E2E_ECMP" "$E2E_ECMP_LATE" "$E2E_TF" "$E2E_ORACLE" "$(ratio "$E2E_TF" "$E2E_ECMP_LATE")" \
+        "$(ratio "$E2E_TF" "$E2E_ORACLE")" "$(ratio "${E2E_MOVES:-0}" 16)" "$E2E_REACT"
+      echo "    TCP retransmits/s over the window: ECMP $E2E_ECMP_RETX, tierflow $E2E_TF_RETX, oracle ${E2E_ORACLE_RETX:--};" \
+        "demand estimate's median error by reporting tier: $E2E_EST"
+    done
+    if [ "$REPEAT" -gt 1 ]; then
+      row "median of $REPEAT" "$(echo "${col[2]}" | median)" "$(echo "${col[3]}" | median)" "$(echo "${col[4]}" | median)" \
+        "$(echo "${col[5]}" | median)" "$(echo "${col[6]}" | median)" "$(echo "${col[7]}" | median)" \
+        "$(echo "${col[8]}" | median)" "$(echo "${col[9]}" | sed 's/\(^\| \)-1\b/ inf/g' | median | sed 's/^inf$/-1/')"
+    fi
+    unset col
   done
   lab_pattern stride:4 1 > "$LAB_TMP/pairs"
   for iv in $REACT_INTERVALS; do
