@@ -59,6 +59,7 @@ struct snap {
     double moved_at;
     bool movable, on_hot;
     bool ramp;                   /* still ramping (rebalance_flow_ramping) */
+    bool young;                  /* moved by choice within min_move_interval: its rate still climbs */
     bool hold;                   /* unpinned, to be pinned where it is (degraded fabric) */
     bool withdrawn;              /* its pin goes this round (harm): not held, not pinned */
     int8_t verdict;              /* on its last choice move: 1 helped, -1 futile, 0 none */

@@ -447,6 +447,37 @@ static void disjoint_collision_in_settle(void **state)
     assert_string_not_equal(fx_spine(&x->st, c), fx_spine(&x->st, d));
 }
 
+/* A flow moved 3 s ago still climbs on its new path (TCP after a move: 10
+ * of its 100 here). Taken at 10, its spine looked like room, and the round
+ * put one of a new collision's flows beside it: a collision that lasted
+ * until min_move_interval freed the first flow to move a second time (bench
+ * 50's fat tree, docs/lab.md). At its natural demand (its NIC) nothing has
+ * room: every other spine is full, and nothing moves. */
+static void moved_flow_counts_at_its_demand(void **state)
+{
+    struct fx *x = *state;
+    const int sp[] = {1, 2, 3, 4};
+    const double g0[] = {50, 50};
+    const char *on[] = {"S1", "S1"};
+    report(x, T0, NULL, 2, sp, on, g0);
+    assert_int_equal(auto_moves(x, T0), 1);
+    const struct state_flow *a = flow(x, 0, 1), *b = flow(x, 1, 2);
+    const struct state_flow *moved = a->pinned ? a : b;
+    char where[4];
+    tf_strlcpy(where, fx_spine(&x->st, moved), sizeof(where));
+    const char *other = untouched_spine(where);
+    int full = 2;   /* the fourth spine: heavy non-fat load */
+    while (full == where[1] - '0' || full == other[1] - '0')
+        full++;
+    x->bg[full] = 95;
+    const char *on2[] = {a == moved ? where : "S1", b == moved ? where : "S1", other, other};
+    const double g[] = {a == moved ? 10 : 95, b == moved ? 10 : 95, 50, 50};
+    report(x, T0 + 3, NULL, 4, sp, on2, g);
+    assert_int_equal(auto_moves(x, T0 + 3), 0);
+    assert_string_equal(fx_spine(&x->st, flow(x, 2, 3)), other);
+    assert_string_equal(fx_spine(&x->st, flow(x, 3, 4)), other);
+}
+
 /* rebalance_contended, the report-driven wake-up: true for a contended
  * direction the last round did not see and no move touched; false when
  * nothing changed since it last looked, for what the last round already saw,
@@ -869,6 +900,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(recently_moved_flow_stays, setup, teardown),
         cmocka_unit_test_setup_teardown(settle_after_moves, setup, teardown),
         cmocka_unit_test_setup_teardown(disjoint_collision_in_settle, setup4, teardown),
+        cmocka_unit_test_setup_teardown(moved_flow_counts_at_its_demand, setup4, teardown),
         cmocka_unit_test_setup_teardown(nic_bound_with_counter_skew, setup1, teardown),
         cmocka_unit_test_setup_teardown(choice_moves_wait_for_holddown, setup, teardown),
         cmocka_unit_test_setup_teardown(contended_says_what_is_new, setup4, teardown),
