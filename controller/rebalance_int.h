@@ -60,6 +60,7 @@ struct snap {
     bool movable, on_hot;
     bool ramp;                   /* still ramping (rebalance_flow_ramping) */
     bool young;                  /* moved by choice within min_move_interval: its rate still climbs */
+    bool held;                   /* unmovable for a while only (min_move_interval, settling), not backed off */
     bool hold;                   /* unpinned, to be pinned where it is (degraded fabric) */
     bool withdrawn;              /* its pin goes this round (harm): not held, not pinned */
     int8_t verdict;              /* on its last choice move: 1 helped, -1 futile, 0 none */
@@ -202,6 +203,8 @@ bool rebalance_moved_by_choice(const struct round *r, const uint32_t *path, size
 void rebalance_start_settle(struct rebalance *rb, const struct round *r, const uint32_t *path, double now);
 double rebalance_gate_moves(const struct round *r, const struct assign_input *in, uint32_t *path, double margin,
                             double after);
+double rebalance_wait_for_held(const struct round *r, const struct assign_input *in, const struct assign_params *ap,
+                               bool per_dst, uint32_t *path, double after);
 
 /* rebalance_backend.c: at init, the backend rebalance_init was given (the
  * kind named: its own). */

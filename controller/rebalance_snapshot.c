@@ -240,6 +240,7 @@ int rebalance_snapshot(struct rebalance *rb, double now, struct round *r)
         sf->ramp = rebalance_flow_ramping(s, c, f, r->bps, r->ce, now);
         sf->movable = state_flow_may_move(s, f, c->min_move_interval, now) &&
                       !(r->automatic && crosses_settling(rb, sf->dirs, sf->ndirs, now));
+        sf->held = !sf->movable && now >= f->backoff_until;
         for (int j = 0; j < sf->ndirs; j++)
             r->bg[sf->dirs[j]] -= sf->gbps;
         r->snap_of[i] = (int32_t)r->n++;

@@ -478,6 +478,43 @@ static void moved_flow_counts_at_its_demand(void **state)
     assert_string_equal(fx_spine(&x->st, flow(x, 3, 4)), other);
 }
 
+/* Flow i (port sport) as moved by choice at `at` (min_move_interval holds it). */
+static void moved_at(struct fx *x, int i, int sport, double at)
+{
+    ((struct state_flow *)flow(x, i, sport))->last_moved = at;
+}
+
+/* Churn: flows 0, 1 and 4 were moved a second ago and are held by
+ * min_move_interval; 0 and 4 share their hosts (50 each). Flows 1 and 3
+ * collide on S2. The only places for 3 are S1 and S4 beside a held flow:
+ * a new collision (150 on 100). With the held flows free, 0 and 4 share a
+ * spine and everything fits, so the round waits (bench 50 saw such a move,
+ * then three flows moved a second time when the holds ended). Once they
+ * end, one round parts the collision and nothing sits on a collision. */
+static void new_collision_waits_for_held(void **state)
+{
+    struct fx *x = *state;
+    const int sp[] = {1, 2, 3, 4, 5};
+    const char *on[] = {"S1", "S2", "S3", "S2", "S4"};
+    const double g[] = {48, 50, 95, 50, 48};
+    report(x, T0, NULL, 5, sp, on, g);
+    moved_at(x, 0, 1, T0 - 1);
+    moved_at(x, 1, 2, T0 - 1);
+    moved_at(x, 4, 5, T0 - 1);
+    assert_int_equal(auto_moves(x, T0), 0);
+    assert_string_equal(fx_spine(&x->st, flow(x, 3, 4)), "S2");
+    report(x, T0 + 10, NULL, 5, sp, on, g);
+    assert_true(auto_moves(x, T0 + 10) >= 1);
+    const char *where[5];
+    for (int i = 0; i < 5; i++)
+        where[i] = fx_spine(&x->st, flow(x, i, sp[i]));
+    assert_string_not_equal(where[1], where[3]);
+    for (int i = 0; i < 5; i++)
+        for (int j = i + 1; j < 5; j++)
+            if (!strcmp(where[i], where[j]))
+                assert_true(i == 0 && j == 4);   /* only the pair that shares its NICs shares a spine */
+}
+
 /* rebalance_contended, the report-driven wake-up: true for a contended
  * direction the last round did not see and no move touched; false when
  * nothing changed since it last looked, for what the last round already saw,
@@ -901,6 +938,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(settle_after_moves, setup, teardown),
         cmocka_unit_test_setup_teardown(disjoint_collision_in_settle, setup4, teardown),
         cmocka_unit_test_setup_teardown(moved_flow_counts_at_its_demand, setup4, teardown),
+        cmocka_unit_test_setup_teardown(new_collision_waits_for_held, setup4, teardown),
         cmocka_unit_test_setup_teardown(nic_bound_with_counter_skew, setup1, teardown),
         cmocka_unit_test_setup_teardown(choice_moves_wait_for_holddown, setup, teardown),
         cmocka_unit_test_setup_teardown(contended_says_what_is_new, setup4, teardown),
