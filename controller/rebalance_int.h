@@ -45,6 +45,11 @@
  * that it has not reached its demand (rebalance_dir_congested). */
 #define REBALANCE_RAMP_GAIN 0.2
 
+/* A moved flow under this share of its natural demand at its move and over
+ * the rounds its group is judged on was starved before and after: a harm
+ * withdrawal keeps its pin (rebalance_judge_groups). */
+#define REBALANCE_STARVED 0.5
+
 /* One fat flow of the snapshot. */
 struct snap {
     struct state_flow_key k;
@@ -140,6 +145,8 @@ struct rebalance_member {
     struct state_flow_key k;
     double bps;
     int64_t pin;                 /* the path the round pinned it on, -1 not moved */
+    double now_sum;              /* its rates (b/s) over the rounds judged, nseen of them */
+    uint32_t nseen;
 };
 struct rebalance_group {
     double at, from, until;
