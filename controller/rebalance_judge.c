@@ -3,8 +3,10 @@
  * judged twice: each moved flow on its own once its settle period is over
  * (a verdict: helped, or futile and backed off), and the group of flows a
  * round moved together over thresholds.harm_intervals (worse than before by
- * harm_margin: their pins are withdrawn). Before any of that, an automatic
- * round's choice moves must be predicted to gain (rebalance_gate_moves).
+ * harm_margin: their pins are withdrawn, except a flow starved before and
+ * after its move). Before any of that, an automatic round's choice moves
+ * must be predicted to gain (rebalance_gate_moves) and must not make a new
+ * collision that waiting for held flows avoids (rebalance_wait_for_held).
  * Invariants: under rb->mu; a dry run judges nothing (the caller skips
  * it); a move across a link failure or return is not judged (the failure,
  * not the move, changed what the paths carry).
