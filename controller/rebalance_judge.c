@@ -420,6 +420,13 @@ static bool on_path(const uint32_t *a, int n, uint32_t d)
     return false;
 }
 
+/* A held flow that the round did not back off or withdraw: free once its
+ * hold ends. */
+static bool held_only(const struct snap *f)
+{
+    return f->held && f->verdict >= 0 && !f->withdrawn;
+}
+
 /*
  * Churn: a round whose other fat flows are held (moved within
  * min_move_interval, or on a settling direction) may find only a place that
@@ -440,7 +447,7 @@ double rebalance_wait_for_held(const struct round *r, const struct assign_input 
 {
     bool held = false;
     for (size_t i = 0; i < r->n && !held; i++)
-        held = r->f[i].held && r->f[i].verdict >= 0 && !r->f[i].withdrawn;
+        held = held_only(&r->f[i]);
     if (!held)
         return after;
     double *load = calloc(r->nd + 1, sizeof(double));
@@ -476,7 +483,7 @@ double rebalance_wait_for_held(const struct round *r, const struct assign_input 
     /* The same assignment with the held flows free. */
     memcpy(af, in->flows, r->n * sizeof(*af));
     for (size_t i = 0; i < r->n; i++)
-        af[i].movable |= r->f[i].held && r->f[i].verdict >= 0 && !r->f[i].withdrawn;
+        af[i].movable |= held_only(&r->f[i]);
     struct assign_input free_in = *in;
     free_in.flows = af;
     struct assign_result res = {.path = alt};
