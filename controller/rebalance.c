@@ -159,8 +159,10 @@ static int round_assign(struct rebalance *rb, struct round *r, bool per_dst)
     r->after = res.max_util;
     log_debug("rebalance: assignment: max util %.2f -> %.2f moving %u flows (before do no harm)", r->before, r->after,
               round_moved(r));
-    if (r->automatic)
+    if (r->automatic) {
+        r->after = rebalance_wait_for_held(r, &in, &ap, per_dst, r->path, r->after);
         r->after = rebalance_gate_moves(r, &in, r->path, c->hysteresis, r->after);
+    }
     r->moved = round_moved(r);
     return 0;
 }

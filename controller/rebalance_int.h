@@ -45,6 +45,11 @@
  * that it has not reached its demand (rebalance_dir_congested). */
 #define REBALANCE_RAMP_GAIN 0.2
 
+/* A moved flow under this share of its natural demand at its move and over
+ * the rounds its group is judged on was starved before and after: a harm
+ * withdrawal keeps its pin (rebalance_judge_groups). */
+#define REBALANCE_STARVED 0.5
+
 /* One fat flow of the snapshot. */
 struct snap {
     struct state_flow_key k;
@@ -59,6 +64,8 @@ struct snap {
     double moved_at;
     bool movable, on_hot;
     bool ramp;                   /* still ramping (rebalance_flow_ramping) */
+    bool young;                  /* moved by choice within min_move_interval: its rate still climbs */
+    bool held;                   /* unmovable for a while only (min_move_interval, settling), not backed off */
     bool hold;                   /* unpinned, to be pinned where it is (degraded fabric) */
     bool withdrawn;              /* its pin goes this round (harm): not held, not pinned */
     int8_t verdict;              /* on its last choice move: 1 helped, -1 futile, 0 none */
@@ -138,6 +145,8 @@ struct rebalance_member {
     struct state_flow_key k;
     double bps;
     int64_t pin;                 /* the path the round pinned it on, -1 not moved */
+    double now_sum;              /* its rates (b/s) over the rounds judged, nseen of them */
+    uint32_t nseen;
 };
 struct rebalance_group {
     double at, from, until;
@@ -201,6 +210,8 @@ bool rebalance_moved_by_choice(const struct round *r, const uint32_t *path, size
 void rebalance_start_settle(struct rebalance *rb, const struct round *r, const uint32_t *path, double now);
 double rebalance_gate_moves(const struct round *r, const struct assign_input *in, uint32_t *path, double margin,
                             double after);
+double rebalance_wait_for_held(const struct round *r, const struct assign_input *in, const struct assign_params *ap,
+                               bool per_dst, uint32_t *path, double after);
 
 /* rebalance_backend.c: at init, the backend rebalance_init was given (the
  * kind named: its own). */

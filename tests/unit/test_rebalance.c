@@ -447,6 +447,74 @@ static void disjoint_collision_in_settle(void **state)
     assert_string_not_equal(fx_spine(&x->st, c), fx_spine(&x->st, d));
 }
 
+/* A flow moved 3 s ago still climbs on its new path (TCP after a move: 10
+ * of its 100 here). Taken at 10, its spine looked like room, and the round
+ * put one of a new collision's flows beside it: a collision that lasted
+ * until min_move_interval freed the first flow to move a second time (bench
+ * 50's fat tree, docs/lab.md). At its natural demand (its NIC) nothing has
+ * room: every other spine is full, and nothing moves. */
+static void moved_flow_counts_at_its_demand(void **state)
+{
+    struct fx *x = *state;
+    const int sp[] = {1, 2, 3, 4};
+    const double g0[] = {50, 50};
+    const char *on[] = {"S1", "S1"};
+    report(x, T0, NULL, 2, sp, on, g0);
+    assert_int_equal(auto_moves(x, T0), 1);
+    const struct state_flow *a = flow(x, 0, 1), *b = flow(x, 1, 2);
+    const struct state_flow *moved = a->pinned ? a : b;
+    char where[4];
+    tf_strlcpy(where, fx_spine(&x->st, moved), sizeof(where));
+    const char *other = untouched_spine(where);
+    int full = 2;   /* the fourth spine: heavy non-fat load */
+    while (full == where[1] - '0' || full == other[1] - '0')
+        full++;
+    x->bg[full] = 95;
+    const char *on2[] = {a == moved ? where : "S1", b == moved ? where : "S1", other, other};
+    const double g[] = {a == moved ? 10 : 95, b == moved ? 10 : 95, 50, 50};
+    report(x, T0 + 3, NULL, 4, sp, on2, g);
+    assert_int_equal(auto_moves(x, T0 + 3), 0);
+    assert_string_equal(fx_spine(&x->st, flow(x, 2, 3)), other);
+    assert_string_equal(fx_spine(&x->st, flow(x, 3, 4)), other);
+}
+
+/* Flow i (port sport) as moved by choice at `at` (min_move_interval holds it). */
+static void moved_at(struct fx *x, int i, int sport, double at)
+{
+    ((struct state_flow *)flow(x, i, sport))->last_moved = at;
+}
+
+/* Churn: flows 0, 1 and 4 were moved a second ago and are held by
+ * min_move_interval; 0 and 4 share their hosts (50 each). Flows 1 and 3
+ * collide on S2. The only places for 3 are S1 and S4 beside a held flow:
+ * a new collision (150 on 100). With the held flows free, 0 and 4 share a
+ * spine and everything fits, so the round waits (bench 50 saw such a move,
+ * then three flows moved a second time when the holds ended). Once they
+ * end, one round parts the collision and nothing sits on a collision. */
+static void new_collision_waits_for_held(void **state)
+{
+    struct fx *x = *state;
+    const int sp[] = {1, 2, 3, 4, 5};
+    const char *on[] = {"S1", "S2", "S3", "S2", "S4"};
+    const double g[] = {48, 50, 95, 50, 48};
+    report(x, T0, NULL, 5, sp, on, g);
+    moved_at(x, 0, 1, T0 - 1);
+    moved_at(x, 1, 2, T0 - 1);
+    moved_at(x, 4, 5, T0 - 1);
+    assert_int_equal(auto_moves(x, T0), 0);
+    assert_string_equal(fx_spine(&x->st, flow(x, 3, 4)), "S2");
+    report(x, T0 + 10, NULL, 5, sp, on, g);
+    assert_true(auto_moves(x, T0 + 10) >= 1);
+    const char *where[5];
+    for (int i = 0; i < 5; i++)
+        where[i] = fx_spine(&x->st, flow(x, i, sp[i]));
+    assert_string_not_equal(where[1], where[3]);
+    for (int i = 0; i < 5; i++)
+        for (int j = i + 1; j < 5; j++)
+            if (!strcmp(where[i], where[j]))
+                assert_true(i == 0 && j == 4);   /* only the pair that shares its NICs shares a spine */
+}
+
 /* rebalance_contended, the report-driven wake-up: true for a contended
  * direction the last round did not see and no move touched; false when
  * nothing changed since it last looked, for what the last round already saw,
@@ -640,6 +708,34 @@ static void harmful_pins_withdrawn(void **state)
     assert_int_equal(x->rb.last.nrules, 0);
     assert_true(has_event(x, "harm", "1 pin withdrawn (back to ECMP)"));
     assert_int_equal(atomic_load(&x->m.harm_withdrawn), 1);
+}
+
+/* A flow starved by a collision (10 of its 100 beside a 90) is moved, and
+ * stays starved on its new path (8) while its neighbour slows (80): the
+ * group does 88% of its rate before. Withdrawing the pin would put the
+ * starved flow back on its collision (bench 50, fat tree stride:4, then
+ * later rounds moved its neighbours a second time); at 8 it is not what
+ * costs the group, and its pin stays. */
+static void starved_pin_kept(void **state)
+{
+    struct fx *x = *state;
+    const int sp[] = {1, 2};
+    const char *on[] = {"S1", "S1"};
+    const double g0[] = {90, 10};
+    report(x, T0, NULL, 2, sp, on, g0);
+    moved_at(x, 0, 1, T0 - 1);   /* held: the starved flow is the one that moves */
+    assert_int_equal(auto_moves(x, T0), 1);
+    const struct state_flow *starved = flow(x, 1, 2);
+    assert_true(starved->pinned);
+    const char *apart[] = {"S1", fx_spine(&x->st, starved)};
+    const double g[] = {80, 8};
+    for (int t = 1; t <= 6; t++) {
+        report(x, T0 + t, NULL, 2, sp, apart, g);
+        assert_int_equal(auto_moves(x, T0 + t), 0);
+    }
+    assert_true(starved->pinned);
+    assert_int_equal(atomic_load(&x->m.harm_withdrawn), 0);
+    assert_false(has_event(x, "harm", ""));
 }
 
 /* The same drop in rate when a link failed meanwhile: the rates before the
@@ -869,6 +965,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(recently_moved_flow_stays, setup, teardown),
         cmocka_unit_test_setup_teardown(settle_after_moves, setup, teardown),
         cmocka_unit_test_setup_teardown(disjoint_collision_in_settle, setup4, teardown),
+        cmocka_unit_test_setup_teardown(moved_flow_counts_at_its_demand, setup4, teardown),
+        cmocka_unit_test_setup_teardown(new_collision_waits_for_held, setup4, teardown),
         cmocka_unit_test_setup_teardown(nic_bound_with_counter_skew, setup1, teardown),
         cmocka_unit_test_setup_teardown(choice_moves_wait_for_holddown, setup, teardown),
         cmocka_unit_test_setup_teardown(contended_says_what_is_new, setup4, teardown),
@@ -878,6 +976,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(ramp_within_nic_share_not_contended, setup1, teardown),
         cmocka_unit_test_setup_teardown(new_flows_without_queue_not_contended, setup4, teardown),
         cmocka_unit_test_setup_teardown(harmful_pins_withdrawn, setup, teardown),
+        cmocka_unit_test_setup_teardown(starved_pin_kept, setup, teardown),
         cmocka_unit_test_setup_teardown(helpful_pins_kept, setup, teardown),
         cmocka_unit_test_setup_teardown(failure_voids_verdicts, setup, teardown),
         cmocka_unit_test_setup_teardown(saturated_alone_is_not_moved, setup, teardown),
