@@ -44,6 +44,10 @@
  * its rate the interval before (or it had none): the ramp rule's evidence
  * that it has not reached its demand (rebalance_dir_congested). */
 #define REBALANCE_RAMP_GAIN 0.2
+/* Whether the ramp rule's queue delay must hold over the sender's last two
+ * reports (a standing queue) or the last one suffices (docs/lab.md, "The
+ * ramp rule and the qdisc backlog"). */
+#define REBALANCE_QUEUE_STANDING false
 
 /* A moved flow under this share of its natural demand at its move and over
  * the rounds its group is judged on was starved before and after: a harm
