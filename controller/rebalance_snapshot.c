@@ -127,9 +127,10 @@ bool rebalance_flow_placed(const struct state *s, const struct state_flow *f, do
  * direction congested by thresholds.util or thresholds.ce_frac, whose
  * qdisc dropped in its sender's last interval (queue_known: a far end's
  * counters do not see the queue, and leave the old drops), or whose qdisc
- * held at least thresholds.queue_delay of the link at its sender's last
- * report (deep queues delay rather than drop: colliding TCP flows fill
- * them, application-limited ones leave them empty but for a burst).
+ * held at least thresholds.queue_delay of the link at its sender's last two
+ * reports (deep queues delay rather than drop: colliding TCP flows fill
+ * them and keep them full; application-limited ones leave them empty but
+ * for a burst, which one report alone cannot tell from a standing queue).
  * Not the flow's own resends:
  * a gray failure's loss has no queue (docs/health.md), and flows moved off
  * the lossy link would leave it nothing for health to name. */

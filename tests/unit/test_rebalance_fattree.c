@@ -260,12 +260,14 @@ static void queue_elsewhere_makes_a_collision(void **state)
 
 /* ---- the qdisc backlog as queue evidence (docs/lab.md, "The ramp rule and
  * the qdisc backlog"). first_interval_collision_below_util's reports, but
- * S3's SS1 queue holds a backlog rather than dropping: S3's own report of
+ * S3's SS1 queue holds a backlog rather than dropping: S3's own reports of
  * the link alone (bytes at the lab's 50 Mbit/s scaled by 20, as the rates).
- * 3 ms of the link is under thresholds.queue_delay (5 ms: a burst, as the
- * gray lab's application-limited flows leave): not contended; 92 ms (the
- * bench's S1 -> SS1) is: a collision, and the round parts the flows. With
- * the threshold at 0 the backlog counts for nothing. */
+ * A queue counts when it stands: at least thresholds.queue_delay (5 ms) in
+ * the sender's last two reports. One report of 92 ms after one of 3 ms (a
+ * burst, as the gray lab's application-limited flows leave at times) is
+ * not contended; 92 ms twice (the bench's S1 -> SS1) is: a collision, and
+ * the round parts the flows. With the threshold at 0 the backlog counts
+ * for nothing. */
 static void backlog_post(struct fx *x, double now, double ms)
 {
     char body[256];
@@ -288,9 +290,10 @@ static void backlog_makes_a_collision(void **state)
     report(x, T0 + 0.002, "S3", "SS1", 35.1, "SS2", 0, s3, 3);
     char why[16];
     backlog_post(x, T0 + 0.003, 3);
+    backlog_post(x, T0 + 0.004, 92);
     assert_null(fx_congested_reason(&x->rb, "S3", "SS1", T0 + 0.1, why, sizeof(why)));
     assert_false(rebalance_contended(&x->rb, T0 + 0.1));
-    backlog_post(x, T0 + 0.004, 92);
+    backlog_post(x, T0 + 0.005, 92);
     x->cfg.queue_delay = 0;
     assert_null(fx_congested_reason(&x->rb, "S3", "SS1", T0 + 0.1, why, sizeof(why)));
     x->cfg.queue_delay = 0.005;
