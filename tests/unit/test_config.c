@@ -271,11 +271,20 @@ static void ramp_util_key(void **st)
 }
 
 /* thresholds.queue_delay: the standing queue (seconds of the link) that
- * counts as a queue for the ramp rule, CoDel's 5-ms target. */
+ * counts as a queue for the ramp rule; off by default (docs/lab.md, "The
+ * ramp rule and the qdisc backlog"), CoDel's 5 ms when on. */
 static void queue_delay_key(void **st)
 {
     (void)st;
-    ramp_threshold_key("thresholds.queue_delay", 0.005, offsetof(struct config, queue_delay));
+    struct config c;
+    char err[256];
+    config_defaults(&c);
+    assert_true(c.queue_delay == 0);
+    assert_int_equal(config_set_str(&c, "thresholds.queue_delay", "0.005", err, sizeof(err)), 0);
+    assert_true(c.queue_delay > 0.00499 && c.queue_delay < 0.00501);
+    assert_int_not_equal(config_set_str(&c, "thresholds.queue_delay", "-0.1", err, sizeof(err)), 0);
+    assert_non_null(strstr(err, "thresholds.queue_delay"));
+    assert_true(config_reloadable("thresholds.queue_delay"));
 }
 
 int main(void)

@@ -289,6 +289,7 @@ static void backlog_makes_a_collision(void **state)
     report(x, T0, "L4", "S3", 10.9, "S4", 0, l4, 1);
     report(x, T0 + 0.002, "S3", "SS1", 35.1, "SS2", 0, s3, 3);
     char why[16];
+    x->cfg.queue_delay = 0.005;
     backlog_post(x, T0 + 0.003, 3);
     backlog_post(x, T0 + 0.004, 92);
     assert_null(fx_congested_reason(&x->rb, "S3", "SS1", T0 + 0.1, why, sizeof(why)));
