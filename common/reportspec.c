@@ -44,6 +44,11 @@ double reportspec_pkts_bound(double link_bps, double interval_s)
     return REPORTSPEC_LINK_SLACK * link_bps * interval_s / REPORTSPEC_MIN_FRAME_BITS;
 }
 
+double reportspec_backlog_bound(double link_bps)
+{
+    return REPORTSPEC_MAX_QUEUE_S * link_bps / 8;
+}
+
 double reportspec_carrier_bound(double interval_s)
 {
     return REPORTSPEC_MAX_CARRIER_HZ * interval_s;

@@ -54,6 +54,13 @@
  * jumped, not a flapping cable (a flap a second is already a dead link). */
 #define REPORTSPEC_MAX_CARRIER_HZ 1000.0
 
+/* A link's qdisc_backlog (bytes queued at the report) may hold at most
+ * this many seconds of what the link carries: a port whose queue takes
+ * longer to drain has TCP senders timing out on it (RFC 6298's 1-s initial
+ * RTO, many times over); switch buffers hold milliseconds a port. More is
+ * a counter gone wild, not a queue. */
+#define REPORTSPEC_MAX_QUEUE_S 10.0
+
 /* A flow's per-hop loss members (docs/telemetry.md, "Loss signals"): the
  * holes its arrival at the reporting node showed in the interval (data
  * that started beyond the highest end seen there: lost upstream), and the
@@ -73,6 +80,9 @@ double reportspec_rate_bound(double link_bps);
 /* The largest packet count an entry may report for one interval of
  * interval_s on a link of link_bps. */
 double reportspec_pkts_bound(double link_bps, double interval_s);
+/* The largest qdisc_backlog (bytes) a link entry on a link of link_bps
+ * may report. */
+double reportspec_backlog_bound(double link_bps);
 /* The largest carrier_changes a link entry may report for one interval of
  * interval_s (0 when the report gives no interval: then unchecked). */
 double reportspec_carrier_bound(double interval_s);

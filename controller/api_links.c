@@ -66,6 +66,11 @@ static json_t *dir_json(struct state *s, const struct loads *l, uint32_t d, cons
                      "down_reason", why ? json_string(why) : json_null(), "closed", state_dir_closed(s, d, now),
                      "congested", config_congested(cfg, u, l->ce[d]), "fat_flows", (json_int_t)l->nfat[d],
                      "measured", state_dir_measured(s, d, l->bps[d], now), "last_update", sd->last_update);
+    /* The queue at the sender's last report (the ramp rule reads the
+     * smaller of the last two): null when no fresh report of the sender's
+     * own gave it. */
+    double q = state_dir_queue_delay(s, d, false, now);
+    json_object_set_new(o, "queue_delay", q >= 0 ? json_real(q) : json_null());
     json_object_set_new(o, "health", api_health_json(sd));
     return o;
 }

@@ -84,6 +84,7 @@ static const struct config_key config_keys[] = {
     {"thresholds.util", CK_DOUBLE, F(util), "0.8", 0.01, 10, NULL, CK_RELOAD},
     {"thresholds.ce_frac", CK_DOUBLE, F(ce_frac), "0.05", 0, 1, NULL, CK_RELOAD},
     {"thresholds.ramp_util", CK_DOUBLE, F(ramp_util), "0.5", 0, 10, NULL, CK_RELOAD},
+    {"thresholds.queue_delay", CK_DOUBLE, F(queue_delay), "0", 0, 10, NULL, CK_RELOAD},
     {"thresholds.hysteresis", CK_DOUBLE, F(hysteresis), "0.05", 0, 0.99, NULL, CK_RELOAD}, /* assign: margin < 1 */
     {"thresholds.min_move_interval", CK_DOUBLE, F(min_move_interval), "10", 0, 86400, NULL, CK_RELOAD},
     {"thresholds.max_moves", CK_LONG, F(max_moves), "16", 0, 100000, NULL, CK_RELOAD},

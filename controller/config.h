@@ -51,6 +51,7 @@ struct config {
     double util;                       /* congestion when a direction's util exceeds this */
     double ce_frac;                    /* ... or its CE fraction exceeds this */
     double ramp_util;                  /* contended from this util when a collision still ramps; 0 off */
+    double queue_delay;                /* s of standing qdisc queue that count as a queue for the ramp rule; 0 off */
     double hysteresis;                 /* a move must lower max util by at least this */
     double min_move_interval;          /* seconds between two moves of one flow */
     long max_moves;                    /* per round */

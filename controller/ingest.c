@@ -213,6 +213,17 @@ static void apply_link(struct state *s, uint32_t node, const struct ingest_link 
     d->carrier_changes = l->carrier_changes;
     d->qdisc_drops = l->qdisc_drops;
     d->queue_known = l->has_queue;
+    /* The delay, not the bytes: a backlog means as much on a 1-Gb/s port as
+     * ten times it on a 10-Gb/s one. */
+    double cap = topo_dir_gbps(s->topo, dir) * 1e9;
+    d->queue_delay_prev = d->queue_delay;
+    d->delay_prev_known = d->delay_known;
+    d->delay_known = l->has_backlog && cap > 0;
+    d->queue_delay = d->delay_known ? (double)l->qdisc_backlog * 8 / cap : 0;
+    if (d->queue_delay > 0 && log_enabled(LOG_DEBUG))
+        log_debug("ingest: %s -> %s: queue %.1f ms (%.1f ms the report before)",
+                  s->topo->nodes[topo_dir_from(s->topo, dir)].name, s->topo->nodes[topo_dir_to(s->topo, dir)].name,
+                  1e3 * d->queue_delay, 1e3 * d->queue_delay_prev);
     d->ce_frac = ce;
     d->measured = true;
     d->probe = node;
@@ -223,6 +234,8 @@ static void apply_link(struct state *s, uint32_t node, const struct ingest_link 
         rev->tx_bytes += l->rx_bps * interval_s / 8;
         rev->measured = true;
         rev->queue_known = false;   /* its queue is upstream of these counters */
+        rev->delay_known = rev->delay_prev_known = false;
+        rev->queue_delay = rev->queue_delay_prev = 0;
         rev->probe = node;
         rev->last_update = now;
     }

@@ -81,6 +81,7 @@ struct raw_link {
     char ifname[STATE_IF_LEN];
     double tx_bps, rx_bps;       /* rx_bps -1: absent */
     uint64_t drops, ce_pkts, errors, carrier_changes, qdisc_drops; /* qdisc_drops UINT64_MAX: absent */
+    uint64_t qdisc_backlog;      /* UINT64_MAX: absent */
     char oper[8];
 };
 
@@ -120,6 +121,7 @@ static const struct ingest_field link_fields[] = {
     FINT(struct raw_link, "errors", false, 0, INGEST_MAX_COUNT, errors),
     FINT(struct raw_link, "carrier_changes", false, 0, INGEST_MAX_COUNT, carrier_changes),
     FINT(struct raw_link, "qdisc_drops", false, 0, INGEST_MAX_COUNT, qdisc_drops),
+    FINT(struct raw_link, "qdisc_backlog", false, 0, INGEST_MAX_COUNT, qdisc_backlog),
     FSTR(struct raw_link, "oper", false, oper),
 };
 
@@ -224,6 +226,8 @@ static int finish_link(const struct ingest_ctx *c, const void *raw, void *entry)
     out->carrier_changes = r->carrier_changes;
     out->has_queue = r->qdisc_drops != UINT64_MAX;
     out->qdisc_drops = out->has_queue ? r->qdisc_drops : 0;
+    out->has_backlog = r->qdisc_backlog != UINT64_MAX;
+    out->qdisc_backlog = out->has_backlog ? r->qdisc_backlog : 0;
     out->down = r->oper[0] == 'd';
     return 0;
 }
@@ -292,7 +296,8 @@ static int finish_flow(const struct ingest_ctx *c, const void *raw, void *entry)
     return 0;
 }
 
-static const struct raw_link link_defaults = {.rx_bps = -1, .oper = "up", .qdisc_drops = UINT64_MAX};
+static const struct raw_link link_defaults = {.rx_bps = -1, .oper = "up", .qdisc_drops = UINT64_MAX,
+                                             .qdisc_backlog = UINT64_MAX};
 static const struct raw_flow flow_defaults = {.source = "pcap", .sampling = 1, .holes = UINT64_MAX};
 
 const struct ingest_list_kind ingest_links_kind = {"links", link_fields, TF_ARRAY_SIZE(link_fields),
@@ -370,6 +375,14 @@ const char *ingest_link_bound(const struct topo *t, uint32_t dir, const struct i
             snprintf(why, len, "%llu beyond the bound %g (%g per second over the interval of %g s)",
                      (unsigned long long)l->carrier_changes, flaps, REPORTSPEC_MAX_CARRIER_HZ, interval_s);
         return "carrier_changes";
+    }
+    double queue = reportspec_backlog_bound(cap);
+    if ((double)l->qdisc_backlog > queue) {
+        if (why)
+            snprintf(why, len, "%llu beyond the bound %g (%g s of what %s -> %s carries at %g Gb/s)",
+                     (unsigned long long)l->qdisc_backlog, queue, REPORTSPEC_MAX_QUEUE_S,
+                     t->nodes[topo_dir_from(t, dir)].name, t->nodes[topo_dir_to(t, dir)].name, topo_dir_gbps(t, dir));
+        return "qdisc_backlog";
     }
     const struct bound_check c[] = {
         {"tx_bps", l->tx_bps, reportspec_rate_bound(cap)},

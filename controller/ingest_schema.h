@@ -56,6 +56,8 @@ struct ingest_link {
     uint64_t errors, carrier_changes; /* in the interval; 0 when absent */
     uint64_t qdisc_drops;             /* the root qdisc's, in the interval (congestion) */
     bool has_queue;                   /* qdisc_drops was given: the port's queue is seen */
+    uint64_t qdisc_backlog;           /* bytes in the root qdisc at the report (0 when absent) */
+    bool has_backlog;                 /* qdisc_backlog was given */
     bool down;
 };
 

@@ -187,6 +187,16 @@ static void links(FILE *f, struct state *s, const struct metrics *m, double now)
                         names[k], t->nodes[topo_dir_from(t, d)].name, t->nodes[topo_dir_to(t, d)].name,
                         k == 0 ? floor(s->dirs[d].tx_bytes) : k == 1 ? ce[d] : (double)s->dirs[d].up);
     }
+    /* Only where the sender's own report gave it: an absent series is "not
+     * seen", not an empty queue. */
+    help(f, "tierflow_link_queue_delay_seconds", "gauge",
+         "Root qdisc backlog at the sender's last report over the link direction's capacity (docs/telemetry.md).");
+    for (uint32_t d = 0; d < nd; d++) {
+        double q = each[d] ? state_dir_queue_delay(s, d, false, now) : -1;
+        if (q >= 0)
+            fprintf(f, "tierflow_link_queue_delay_seconds{from=\"%s\",to=\"%s\"} %.6g\n",
+                    t->nodes[topo_dir_from(t, d)].name, t->nodes[topo_dir_to(t, d)].name, q);
+    }
     /* Health: every direction exported one by one, and any other switch
      * direction that is not healthy (few: what an operator must see). */
     help(f, "tierflow_link_health", "gauge",

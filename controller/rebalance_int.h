@@ -44,6 +44,11 @@
  * its rate the interval before (or it had none): the ramp rule's evidence
  * that it has not reached its demand (rebalance_dir_congested). */
 #define REBALANCE_RAMP_GAIN 0.2
+/* The ramp rule's queue delay must hold over the sender's last two reports
+ * (a standing queue, CoDel's minimum over an interval): one report's
+ * backlog can be a burst, and in the gray lab one moved application-limited
+ * flows (docs/lab.md, "The ramp rule and the qdisc backlog"). */
+#define REBALANCE_QUEUE_STANDING true
 
 /* A moved flow under this share of its natural demand at its move and over
  * the rounds its group is judged on was starved before and after: a harm

@@ -124,9 +124,14 @@ bool rebalance_flow_placed(const struct state *s, const struct state_flow *f, do
  * new, rose 28-41% from their first, partial interval to their second, and
  * the rule took their NICs for their demands (the gray lab, docs/lab.md).
  * What says the network holds a flow down is a queue on its path: a
- * direction congested by thresholds.util or thresholds.ce_frac, or whose
+ * direction congested by thresholds.util or thresholds.ce_frac, whose
  * qdisc dropped in its sender's last interval (queue_known: a far end's
- * counters do not see the queue, and leave the old drops). Not the flow's own resends:
+ * counters do not see the queue, and leave the old drops), or whose qdisc
+ * held at least thresholds.queue_delay of the link at its sender's last two
+ * reports (deep queues delay rather than drop: colliding TCP flows fill
+ * them and keep them full; application-limited ones leave them empty but
+ * for a burst, which one report alone cannot tell from a standing queue).
+ * Not the flow's own resends:
  * a gray failure's loss has no queue (docs/health.md), and flows moved off
  * the lossy link would leave it nothing for health to name. */
 bool rebalance_flow_ramping(const struct state *s, const struct config *c, const struct state_flow *f,
@@ -137,7 +142,8 @@ bool rebalance_flow_ramping(const struct state *s, const struct config *c, const
     for (int j = 0; j < f->ndirs; j++) {
         uint32_t d = f->dirs[j];
         if (config_congested(c, state_dir_util(s, d, bps[d]), ce[d]) ||
-            (s->dirs[d].queue_known && s->dirs[d].qdisc_drops > 0 && state_dir_fresh(s, d, now)))
+            (s->dirs[d].queue_known && s->dirs[d].qdisc_drops > 0 && state_dir_fresh(s, d, now)) ||
+            (c->queue_delay > 0 && state_dir_queue_delay(s, d, REBALANCE_QUEUE_STANDING, now) >= c->queue_delay))
             return true;
     }
     return false;

@@ -546,6 +546,18 @@ bool state_dir_measured(const struct state *s, uint32_t dir, double bps, double 
     return state_dir_fresh(s, dir, now) && sd->bps >= bps;
 }
 
+double state_dir_queue_delay(const struct state *s, uint32_t dir, bool standing, double now)
+{
+    const struct state_dir *sd = &s->dirs[dir];
+    if (!sd->delay_known || !state_dir_fresh(s, dir, now))
+        return -1;
+    if (!standing)
+        return sd->queue_delay;
+    if (!sd->delay_prev_known)
+        return -1;
+    return sd->queue_delay < sd->queue_delay_prev ? sd->queue_delay : sd->queue_delay_prev;
+}
+
 void state_dir_loads(const struct state *s, double now, double *bps, double *ce, uint32_t *nfat)
 {
     uint32_t nd = 2 * s->topo->nlinks;

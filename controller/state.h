@@ -68,6 +68,15 @@ struct state_dir {
      * with no qdisc do not see the queue). */
     uint64_t qdisc_drops;
     bool queue_known;
+    /* The root qdisc's backlog at the last report, as the time the link
+     * takes to send it (bytes x 8 / its capacity, seconds): the delay a
+     * packet joining the queue then waits. Same rule as queue_known: only
+     * the sender's own report gives it (delay_known false otherwise, and
+     * queue_delay 0). queue_delay_prev: the report before's (delay_prev_known), so
+     * that a queue standing over two reports can be told from a burst
+     * (state_dir_queue_delay). */
+    double queue_delay, queue_delay_prev;
+    bool delay_known, delay_prev_known;
     /* Health (controller/health.c, docs/health.md): 0 healthy .. 1
      * drained; suspect as of the last health round, with its confidence and
      * evidence; drain: why it is withheld from placement (enum state_drain;
@@ -320,6 +329,11 @@ void state_dir_loads(const struct state *s, double now, double *bps, double *ce,
 /* A probe measured the direction and is not stale. */
 bool state_dir_fresh(const struct state *s, uint32_t dir, double now);
 bool state_dir_measured(const struct state *s, uint32_t dir, double bps, double now);
+/* A direction's standing queueing delay (seconds): the smaller of its
+ * sender's last two reports' when `standing`, else the last one's; -1 when
+ * not known (no fresh report of its own queue, or, standing, not two).
+ * Read lock. */
+double state_dir_queue_delay(const struct state *s, uint32_t dir, bool standing, double now);
 static inline double state_dir_util(const struct state *s, uint32_t dir, double bps)
 { double g = topo_dir_gbps(s->topo, dir); return g > 0 ? bps / (g * 1e9) : 0; }
 

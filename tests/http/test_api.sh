@@ -60,6 +60,10 @@ t_check "rebalance moves, not applied by backend none" jq -e '(.dry_run|not) and
 t_eq "rebalance without token 401" 401 "$(code -X POST "$U/api/v1/rebalance")"
 t_eq "topology shows load" 200 "$(code $U/api/v1/topology)"
 t_check "L1->S1 congested" jq -e '[.links[].dirs[]|select(.from=="L1" and .to=="S1")][0].util > 0.8' "$W/body"
+t_check "no queue_delay where no report gave a backlog" jq -e '[.links[].dirs[]|select(.from=="L2" and .to=="S2")][0] | has("queue_delay") and .queue_delay==null' "$W/body"
+code -X POST -H "$J" -H "$A" -d '{"probe":"L2","links":[{"if":"S2","tx_bps":1,"qdisc_backlog":1250}]}' $U/api/v1/reports >/dev/null
+code $U/api/v1/topology >/dev/null
+t_check "a backlog is shown as a delay (bytes x 8 / capacity)" jq -e '[.links[].dirs[]|select(.from=="L2" and .to=="S2")][0] as $d | [.links[]|select(.dirs[0].from=="L2" and .dirs[0].to=="S2" or .dirs[1].from=="L2" and .dirs[1].to=="S2")][0].gbps as $g | ($d.queue_delay - 1e4 / ($g * 1e9)) | fabs < 1e-12' "$W/body"
 t_eq "classes 200" 200 "$(code $U/api/v1/classes)"
 t_check "classes list default" jq -e '[.classes[].name]|index("default")' "$W/body"
 t_eq "job put 201" 201 "$(code -X PUT -H "$J" -H "$A" -d '{"ranks":["H1","H2","H5","H6"],"parallelism":[{"dim":"tp","size":2},{"dim":"dp","size":2}]}' $U/api/v1/jobs/j1)"

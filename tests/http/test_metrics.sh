@@ -37,7 +37,7 @@ stopped() { kill "$PID"; wait "$PID"; local rc=$?; PID=; t_eq "$1: tierflowd exi
 # Nothing reports S1 -> L2, which the flows F1 and F2 cross: estimated.
 report() { # TS
   jq -nc --argjson ts "$1" '{probe: "L1", ts: $ts, interval_s: 1,
-    links: [{if: "S1", tx_bps: 9.7e10}, {if: "S2", tx_bps: 3e10}, {if: "S3", tx_bps: 0}, {if: "S4", tx_bps: 0},
+    links: [{if: "S1", tx_bps: 9.7e10, qdisc_backlog: 125000000}, {if: "S2", tx_bps: 3e10}, {if: "S3", tx_bps: 0}, {if: "S4", tx_bps: 0},
             {if: "H1", tx_bps: 1e9}],
     flows: [{src: "10.0.1.1", dst: "10.0.2.1", proto: 17, sport: 49152, dport: 4791, if: "S1", bps: 4.8e10, fat: true},
             {src: "10.0.1.2", dst: "10.0.2.2", proto: 17, sport: 49153, dport: 4791, if: "S1", bps: 4.9e10, fat: true},
@@ -65,6 +65,8 @@ t_eq "L1 -> S1 bytes: 2 reports x 97 Gb/s x 1 s / 8" 24250000000 "$(val "$W/m1" 
 t_eq "L1 -> S1 is measured, 0.97" 0.97 "$(val "$W/m1" 'tierflow_link_utilization_ratio{from="L1",to="S1",source="measured"}')"
 t_eq "S1 -> L2 is estimated from its flows, 0.97" 0.97 "$(val "$W/m1" 'tierflow_link_utilization_ratio{from="S1",to="L2",source="estimated"}')"
 t_eq "an estimated direction has no bytes" 0 "$(val "$W/m1" 'tierflow_link_transmit_bytes_total{from="S1",to="L2"}')"
+t_eq "L1 -> S1 queue: 125 MB at 100 Gb/s is 10 ms" 0.01 "$(val "$W/m1" 'tierflow_link_queue_delay_seconds{from="L1",to="S1"}')"
+t_check "no queue series where no report gave a backlog" bash -c "! grep -qE '^tierflow_link_queue_delay_seconds\{from=\"L1\",to=\"S2\"' '$W/m1'"
 t_check "host links are off by default" bash -c "! grep -qE 'from=\"H[0-9]|to=\"H[0-9]|peer=\"host\"' '$W/m1'"
 t_eq "max link utilisation" 0.97 "$(val "$W/m1" tierflow_max_link_utilization_ratio)"
 # Fat flows per switch direction: 2 on L1>S1 and S1>L2, 1 on L1>S2 and

@@ -243,24 +243,48 @@ static void reload_rule(void **st)
     assert_string_equal(cur.listen, "127.0.0.1:8080");
 }
 
-/* thresholds.ramp_util (the ramp rule, docs/policy.md): 0.5 by default, 0
- * turns the rule off, a negative value is refused naming the key, and a
- * reload applies it like the other thresholds. */
-static void ramp_util_key(void **st)
+/* A threshold of the ramp rule (docs/policy.md): its default, 0 turns it
+ * off, a negative value is refused naming the key, and a reload applies it
+ * like the other thresholds. off: offsetof(struct config, the field). */
+static void ramp_threshold_key(const char *key, double def, size_t off)
 {
-    (void)st;
     struct config cur, next;
     char err[256];
     config_defaults(&cur);
-    assert_true(cur.ramp_util > 0.49 && cur.ramp_util < 0.51);
+    double *v = (double *)((char *)&cur + off), *nv = (double *)((char *)&next + off);
+    assert_true(*v > def * 0.99 && *v < def * 1.01);
     next = cur;
-    assert_int_equal(config_set_str(&next, "thresholds.ramp_util", "0", err, sizeof(err)), 0);
-    assert_true(next.ramp_util == 0);
-    assert_int_not_equal(config_set_str(&next, "thresholds.ramp_util", "-0.1", err, sizeof(err)), 0);
-    assert_non_null(strstr(err, "thresholds.ramp_util"));
-    assert_true(config_reloadable("thresholds.ramp_util"));
+    assert_int_equal(config_set_str(&next, key, "0", err, sizeof(err)), 0);
+    assert_true(*nv == 0);
+    assert_int_not_equal(config_set_str(&next, key, "-0.1", err, sizeof(err)), 0);
+    assert_non_null(strstr(err, key));
+    assert_true(config_reloadable(key));
     assert_int_equal(config_reload(&cur, &next, NULL, NULL), 1);
-    assert_true(cur.ramp_util == 0);
+    assert_true(*v == 0);
+}
+
+/* thresholds.ramp_util: 0.5. */
+static void ramp_util_key(void **st)
+{
+    (void)st;
+    ramp_threshold_key("thresholds.ramp_util", 0.5, offsetof(struct config, ramp_util));
+}
+
+/* thresholds.queue_delay: the standing queue (seconds of the link) that
+ * counts as a queue for the ramp rule; off by default (docs/lab.md, "The
+ * ramp rule and the qdisc backlog"), CoDel's 5 ms when on. */
+static void queue_delay_key(void **st)
+{
+    (void)st;
+    struct config c;
+    char err[256];
+    config_defaults(&c);
+    assert_true(c.queue_delay == 0);
+    assert_int_equal(config_set_str(&c, "thresholds.queue_delay", "0.005", err, sizeof(err)), 0);
+    assert_true(c.queue_delay > 0.00499 && c.queue_delay < 0.00501);
+    assert_int_not_equal(config_set_str(&c, "thresholds.queue_delay", "-0.1", err, sizeof(err)), 0);
+    assert_non_null(strstr(err, "thresholds.queue_delay"));
+    assert_true(config_reloadable("thresholds.queue_delay"));
 }
 
 int main(void)
@@ -269,6 +293,6 @@ int main(void)
                                        cmocka_unit_test(bgp_keys), cmocka_unit_test(file_keys),
                                        cmocka_unit_test(cli_override), cmocka_unit_test(ingest_errors),
                                        cmocka_unit_test(flags_from_table), cmocka_unit_test(reload_rule),
-                                       cmocka_unit_test(ramp_util_key)};
+                                       cmocka_unit_test(ramp_util_key), cmocka_unit_test(queue_delay_key)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

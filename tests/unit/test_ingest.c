@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <unistd.h>
 #include <stdlib.h>
@@ -692,6 +693,69 @@ static void gray_signals_stored(void **st)
     state_free(&s);
 }
 
+static double queue_delay_of(struct state *s, const char *from, const char *to, bool standing, double now)
+{
+    uint32_t d;
+    assert_int_equal(topo_dir_between(s->topo, N(s->topo, from), N(s->topo, to), &d), 0);
+    return state_dir_queue_delay(s, d, standing, now);
+}
+
+/* qdisc_backlog (docs/telemetry.md): stored as the time the link takes to
+ * send it (bytes x 8 / capacity), from the sender's own report only (the
+ * far end's rx_bps does not see the queue; a report without it says
+ * nothing of the queue); standing, the smaller of the last two reports'.
+ * A backlog of more than REPORTSPEC_MAX_QUEUE_S of the link is refused,
+ * naming the entry. */
+static void backlog_stored_as_delay(void **st)
+{
+    (void)st;
+    struct state s;
+    struct ingest_opts o = {.max_flows = 100, .check_ts = true, .clock_skew = 5};
+    assert_int_equal(state_init(&s, fx_topo(), 1000, 3, NOW), 0);
+    /* 62.5 MB on 100 Gb/s: 5 ms; 2e11 B is 16 s of it. */
+    const char *body = "{\"probe\": \"L1\", \"ts\": 1699999999.5, \"interval_s\": 1, \"links\": ["
+                       "{\"if\": \"swp1\", \"tx_bps\": 5e10, \"rx_bps\": 1e10, \"qdisc_drops\": 0,"
+                       " \"qdisc_backlog\": 62500000},"
+                       "{\"if\": \"swp2\", \"tx_bps\": 1e10, \"qdisc_drops\": 0},"
+                       "{\"if\": \"swp3\", \"tx_bps\": 1e10, \"qdisc_backlog\": 200000000000}]}";
+    json_t *r;
+    assert_int_equal(post_from(&s, NULL, &o, "192.0.2.1", body, NOW, &r), 200);
+    const char *want[][2] = {
+        {"links[2].qdisc_backlog",
+         "links[2].qdisc_backlog: 200000000000 beyond the bound 1.25e+11 (10 s of what L1 -> S3 carries at 100 Gb/s)"},
+    };
+    assert_refused(r, want, TF_ARRAY_SIZE(want));
+    json_decref(r);
+    assert_true(fabs(queue_delay_of(&s, "L1", "S1", false, NOW) - 0.005) < 1e-12);
+    assert_true(queue_delay_of(&s, "L1", "S1", true, NOW) == -1);    /* one report: not yet standing */
+    assert_true(queue_delay_of(&s, "L1", "S2", false, NOW) == -1);   /* no backlog given */
+    assert_true(queue_delay_of(&s, "L1", "S3", false, NOW) == -1);   /* refused */
+    assert_true(queue_delay_of(&s, "S1", "L1", false, NOW) == -1);   /* the far end's rx: upstream of its queue */
+    const char *next = "{\"probe\": \"L1\", \"ts\": 1700000000.5, \"interval_s\": 1, \"links\": ["
+                       "{\"if\": \"swp1\", \"tx_bps\": 5e10, \"qdisc_backlog\": 25000000}]}";
+    assert_int_equal(post_from(&s, NULL, &o, "192.0.2.1", next, NOW + 1, &r), 200);
+    json_decref(r);
+    assert_true(fabs(queue_delay_of(&s, "L1", "S1", false, NOW + 1) - 0.002) < 1e-12);
+    assert_true(fabs(queue_delay_of(&s, "L1", "S1", true, NOW + 1) - 0.002) < 1e-12);
+    /* The probe's view of S1's queue: S1 -> L1 from S1's own report, then
+     * L1's rx no longer replaces it (nor its delay). */
+    const char *s1 = "{\"probe\": \"S1\", \"ts\": 1700000000.6, \"interval_s\": 1, \"links\": ["
+                     "{\"if\": \"swp1\", \"tx_bps\": 1e10, \"qdisc_backlog\": 125000000}]}";
+    assert_int_equal(post_from(&s, NULL, &o, "192.0.2.2", s1, NOW + 1, &r), 200);
+    json_decref(r);
+    assert_true(fabs(queue_delay_of(&s, "S1", "L1", false, NOW + 1) - 0.01) < 1e-12);
+    /* A report without the member: unknown, not an empty queue. */
+    const char *bare = "{\"probe\": \"L1\", \"ts\": 1700000001.5, \"interval_s\": 1, \"links\": ["
+                       "{\"if\": \"swp1\", \"tx_bps\": 5e10, \"rx_bps\": 1e10}]}";
+    assert_int_equal(post_from(&s, NULL, &o, "192.0.2.1", bare, NOW + 2, &r), 200);
+    json_decref(r);
+    assert_true(queue_delay_of(&s, "L1", "S1", false, NOW + 2) == -1);
+    assert_true(fabs(queue_delay_of(&s, "S1", "L1", false, NOW + 2) - 0.01) < 1e-12);
+    /* Stale: unknown. */
+    assert_true(queue_delay_of(&s, "S1", "L1", false, NOW + 60) == -1);
+    state_free(&s);
+}
+
 /* Holes at an arrival (docs/telemetry.md): stored with the direction the
  * flow arrived by (the reverse of the one leaving by in_if) and the report's
  * time, one slot per arrival direction, the next report's replacing it;
@@ -973,7 +1037,7 @@ int main(void)
         cmocka_unit_test(sampled_rate_alone_moves_nothing), cmocka_unit_test(bad_entry_not_whole_report),
         cmocka_unit_test(partial_interval_keeps_rates),
         cmocka_unit_test(gray_signals_stored),
-        cmocka_unit_test(holes_stored),
+        cmocka_unit_test(holes_stored), cmocka_unit_test(backlog_stored_as_delay),
         cmocka_unit_test(report_times), cmocka_unit_test(two_senders_one_name),
         cmocka_unit_test(refusals_logged_once_a_minute),
     };

@@ -258,6 +258,54 @@ static void queue_elsewhere_makes_a_collision(void **state)
     }
 }
 
+/* ---- the qdisc backlog as queue evidence (docs/lab.md, "The ramp rule and
+ * the qdisc backlog"). first_interval_collision_below_util's reports, but
+ * S3's SS1 queue holds a backlog rather than dropping: S3's own reports of
+ * the link alone (bytes at the lab's 50 Mbit/s scaled by 20, as the rates).
+ * A queue counts when it stands: at least thresholds.queue_delay (5 ms) in
+ * the sender's last two reports. One report of 92 ms after one of 3 ms (a
+ * burst, as the gray lab's application-limited flows leave at times) is
+ * not contended; 92 ms twice (the bench's S1 -> SS1) is: a collision, and
+ * the round parts the flows. With the threshold at 0 the backlog counts
+ * for nothing. */
+static void backlog_post(struct fx *x, double now, double ms)
+{
+    char body[256];
+    snprintf(body, sizeof(body),
+             "{\"probe\": \"S3\", \"links\": [{\"if\": \"SS1\", \"tx_bps\": %g, \"qdisc_drops\": 0,"
+             " \"qdisc_backlog\": %.0f, \"oper\": \"up\"}]}",
+             35.1 * 20e6, ms / 1e3 * 1e9 / 8);
+    assert_int_equal(fx_post(&x->st, body, now, NULL), 0);
+}
+
+static void backlog_makes_a_collision(void **state)
+{
+    struct fx *x = *state;
+    const struct fl l3[] = {{"H5", "H13", 42004, "S3", 13.2}, {"H6", "H14", 42005, "S3", 11.0}};
+    const struct fl l4[] = {{"H7", "H15", 42006, "S3", 10.9}};
+    const struct fl s3[] = {{"H5", "H13", 42004, "SS1", 13.2}, {"H6", "H14", 42005, "SS1", 11.0},
+                            {"H7", "H15", 42006, "SS1", 10.9}};
+    report(x, T0, "L3", "S3", 24.2, "S4", 0, l3, 2);
+    report(x, T0, "L4", "S3", 10.9, "S4", 0, l4, 1);
+    report(x, T0 + 0.002, "S3", "SS1", 35.1, "SS2", 0, s3, 3);
+    char why[16];
+    x->cfg.queue_delay = 0.005;
+    backlog_post(x, T0 + 0.003, 3);
+    backlog_post(x, T0 + 0.004, 92);
+    assert_null(fx_congested_reason(&x->rb, "S3", "SS1", T0 + 0.1, why, sizeof(why)));
+    assert_false(rebalance_contended(&x->rb, T0 + 0.1));
+    backlog_post(x, T0 + 0.005, 92);
+    x->cfg.queue_delay = 0;
+    assert_null(fx_congested_reason(&x->rb, "S3", "SS1", T0 + 0.1, why, sizeof(why)));
+    x->cfg.queue_delay = 0.005;
+    assert_non_null(fx_congested_reason(&x->rb, "S3", "SS1", T0 + 0.1, why, sizeof(why)));
+    assert_string_equal(why, "collision");
+    assert_true(rebalance_contended(&x->rb, T0 + 0.1));
+    assert_int_equal(rebalance_auto(&x->rb, T0 + 0.1), 0);
+    struct rebalance_summary sum = rebalance_last(&x->rb, NULL, NULL, 0);
+    assert_true(sum.moved >= 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -265,6 +313,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(first_interval_collision_below_util, setup, teardown),
         cmocka_unit_test_setup_teardown(steady_flows_seen_twice_not_ramping, setup, teardown),
         cmocka_unit_test_setup_teardown(queue_elsewhere_makes_a_collision, setup, teardown),
+        cmocka_unit_test_setup_teardown(backlog_makes_a_collision, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
