@@ -165,6 +165,37 @@ static void first_round_sees_the_aggregation_tier(void **state)
     json_decref(out);
 }
 
+/* Pod 2's first interval: three new fat flows on S3 -> SS1 at 13.2, 11.0
+ * and 10.9 Mbit/s of 50 (70%, under thresholds.util), seen by their edges
+ * and by S3, whose queue has said nothing yet. */
+static void pod2_s3_report(struct fx *x, double now)
+{
+    const struct fl s3[] = {{"H5", "H13", 42004, "SS1", 13.2}, {"H6", "H14", 42005, "SS1", 11.0},
+                            {"H7", "H15", 42006, "SS1", 10.9}};
+    report(x, now, "S3", "SS1", 35.1, "SS2", 0, s3, 3);
+}
+
+static void pod2_first_interval(struct fx *x)
+{
+    const struct fl l3[] = {{"H5", "H13", 42004, "S3", 13.2}, {"H6", "H14", 42005, "S3", 11.0}};
+    const struct fl l4[] = {{"H7", "H15", 42006, "S3", 10.9}};
+    report(x, T0, "L3", "S3", 24.2, "S4", 0, l3, 2);
+    report(x, T0, "L4", "S3", 10.9, "S4", 0, l4, 1);
+    pod2_s3_report(x, T0 + 0.002);
+}
+
+/* S3 -> SS1 is a collision, and the round parts the flows. */
+static void round_parts_s3_ss1(struct fx *x)
+{
+    char why[16];
+    assert_non_null(fx_congested_reason(&x->rb, "S3", "SS1", T0 + 0.1, why, sizeof(why)));
+    assert_string_equal(why, "collision");
+    assert_true(rebalance_contended(&x->rb, T0 + 0.1));
+    assert_int_equal(rebalance_auto(&x->rb, T0 + 0.1), 0);
+    struct rebalance_summary sum = rebalance_last(&x->rb, NULL, NULL, 0);
+    assert_true(sum.moved >= 2);
+}
+
 /* The old trace's first interval (docs/lab.md, "What the first round still
  * cannot see"): three new fat flows of pod 2 collide on S3 -> SS1 at 13.2,
  * 11.0 and 10.9 Mbit/s of 50 (70%, under thresholds.util). New, they may be
@@ -176,24 +207,13 @@ static void first_round_sees_the_aggregation_tier(void **state)
 static void first_interval_collision_below_util(void **state)
 {
     struct fx *x = *state;
-    const struct fl l3[] = {{"H5", "H13", 42004, "S3", 13.2}, {"H6", "H14", 42005, "S3", 11.0}};
-    const struct fl l4[] = {{"H7", "H15", 42006, "S3", 10.9}};
-    const struct fl s3[] = {{"H5", "H13", 42004, "SS1", 13.2}, {"H6", "H14", 42005, "SS1", 11.0},
-                            {"H7", "H15", 42006, "SS1", 10.9}};
-    report(x, T0, "L3", "S3", 24.2, "S4", 0, l3, 2);
-    report(x, T0, "L4", "S3", 10.9, "S4", 0, l4, 1);
-    report(x, T0 + 0.002, "S3", "SS1", 35.1, "SS2", 0, s3, 3);
+    pod2_first_interval(x);
     char why[16];
     assert_null(fx_congested_reason(&x->rb, "S3", "SS1", T0 + 0.1, why, sizeof(why)));
     assert_false(rebalance_contended(&x->rb, T0 + 0.1));
     x->qdrops = 2;
-    report(x, T0 + 0.003, "S3", "SS1", 35.1, "SS2", 0, s3, 3);
-    assert_non_null(fx_congested_reason(&x->rb, "S3", "SS1", T0 + 0.1, why, sizeof(why)));
-    assert_string_equal(why, "collision");
-    assert_true(rebalance_contended(&x->rb, T0 + 0.1));
-    assert_int_equal(rebalance_auto(&x->rb, T0 + 0.1), 0);
-    struct rebalance_summary sum = rebalance_last(&x->rb, NULL, NULL, 0);
-    assert_true(sum.moved >= 2);
+    pod2_s3_report(x, T0 + 0.003);
+    round_parts_s3_ss1(x);
 }
 
 /* Two steady flows of pod 2 on S3 -> SS1 (66%), each seen by its edge and
@@ -281,13 +301,7 @@ static void backlog_post(struct fx *x, double now, double ms)
 static void backlog_makes_a_collision(void **state)
 {
     struct fx *x = *state;
-    const struct fl l3[] = {{"H5", "H13", 42004, "S3", 13.2}, {"H6", "H14", 42005, "S3", 11.0}};
-    const struct fl l4[] = {{"H7", "H15", 42006, "S3", 10.9}};
-    const struct fl s3[] = {{"H5", "H13", 42004, "SS1", 13.2}, {"H6", "H14", 42005, "SS1", 11.0},
-                            {"H7", "H15", 42006, "SS1", 10.9}};
-    report(x, T0, "L3", "S3", 24.2, "S4", 0, l3, 2);
-    report(x, T0, "L4", "S3", 10.9, "S4", 0, l4, 1);
-    report(x, T0 + 0.002, "S3", "SS1", 35.1, "SS2", 0, s3, 3);
+    pod2_first_interval(x);
     char why[16];
     x->cfg.queue_delay = 0.005;
     backlog_post(x, T0 + 0.003, 3);
@@ -298,12 +312,7 @@ static void backlog_makes_a_collision(void **state)
     x->cfg.queue_delay = 0;
     assert_null(fx_congested_reason(&x->rb, "S3", "SS1", T0 + 0.1, why, sizeof(why)));
     x->cfg.queue_delay = 0.005;
-    assert_non_null(fx_congested_reason(&x->rb, "S3", "SS1", T0 + 0.1, why, sizeof(why)));
-    assert_string_equal(why, "collision");
-    assert_true(rebalance_contended(&x->rb, T0 + 0.1));
-    assert_int_equal(rebalance_auto(&x->rb, T0 + 0.1), 0);
-    struct rebalance_summary sum = rebalance_last(&x->rb, NULL, NULL, 0);
-    assert_true(sum.moved >= 2);
+    round_parts_s3_ss1(x);
 }
 
 int main(void)
