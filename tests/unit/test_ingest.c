@@ -613,17 +613,24 @@ static void partial_interval_keeps_rates(void **st)
         double want;
     } step[] = {{1, 1, 4e9, "true", 4e9}, {0.15, 1, 7e9, "false", 4e9}, {0.15, 2, 2e9, "true", 2e9},
                 {1, 1, 3e9, "true", 3e9}, {0.6, 1, 5e9, "true", 5e9}};
+    uint32_t dir;
+    assert_int_equal(ingest_dir_of_if(s.topo, topo_node_by_name(s.topo, "L1"), "swp1", &dir), 0);
     for (size_t i = 0; i < TF_ARRAY_SIZE(step); i++) {
-        char body[512];
+        /* The link's counters say twice the flow: a partial report's rate
+         * is kept like the flow's, its errors are not. */
+        char body[640];
         snprintf(body, sizeof(body),
-                 "{\"probe\": \"L1\", \"interval_s\": %g, \"flows\": [{\"src\": \"10.0.1.1\", \"dst\": \"10.0.2.1\","
+                 "{\"probe\": \"L1\", \"interval_s\": %g, \"links\": [{\"if\": \"swp1\", \"tx_bps\": %g,"
+                 " \"errors\": %zu}], \"flows\": [{\"src\": \"10.0.1.1\", \"dst\": \"10.0.2.1\","
                  " \"proto\": 17, \"sport\": %d, \"dport\": 4791, \"if\": \"swp1\", \"bps\": %g, \"fat\": %s}]}",
-                 step[i].ivl, step[i].sport, step[i].bps, step[i].fat);
+                 step[i].ivl, 2 * step[i].bps, i, step[i].sport, step[i].bps, step[i].fat);
         assert_int_equal(fx_post(&s, body, NOW + (double)i, &res), 0);
         const struct state_flow *f = flow_of(&s, "10.0.1.1", "10.0.2.1", (uint16_t)step[i].sport);
         assert_non_null(f);
         assert_true(f->bps == step[i].want);
         assert_true(f->fat);
+        assert_true(s.dirs[dir].bps == 2 * step[i].want);
+        assert_int_equal(s.dirs[dir].errors, i);
     }
     state_free(&s);
 }
