@@ -198,11 +198,12 @@ static void apply_flow(struct state *s, uint32_t node, const struct ingest_flow 
     res->fat += in->fat;
 }
 
-/* A partial interval's link rates are as skewed as its flows' (apply_flow):
- * against the flows' own kept rates they read as background beside lone
- * fat flows, and a round on them moved 6 settled flows (bench 50's fat tree,
- * a stop's reports, docs/lab.md). A direction measured before keeps its
- * rate; its byte count, counters, queue and state still apply. */
+/* A partial interval's link rates are as skewed as its flows' (apply_flow),
+ * and against the flows' kept rates they would read as background beside
+ * lone fat flows, which a round takes for contention (bench 50's fat tree
+ * moved 6 settled flows on such background at a stop, docs/lab.md). A
+ * direction measured before keeps its rate; its byte count, counters,
+ * queue and state still apply. */
 static void link_rate(struct state_dir *d, double bps, bool partial)
 {
     if (!partial || !d->measured)
