@@ -448,8 +448,11 @@ static void apply_report(struct state *s, const struct ingest_batch *b, size_t i
     const struct topo *t = s->topo;
     const struct ingest_report *r = &b->r[i];
     char why[INGEST_WHY_LEN];
-    bool partial = r->interval_s > 0 && r->interval_s < p->last_interval / 2;
-    p->last_interval = r->interval_s;
+    /* Cut short: said by the probe (its stop's or reload's flush, however
+     * long), or under half of its last interval (a probe that does not say). */
+    bool partial = r->partial || (r->interval_s > 0 && r->interval_s < p->last_interval / 2);
+    if (!r->partial)
+        p->last_interval = r->interval_s;
     p->nunmapped = 0;
     for (size_t j = 0; j < r->nlinks; j++) {
         const char *key = x->link_bad[j] ? ingest_link_bound(t, x->link_dir[j], &r->links[j], r->interval_s, why,

@@ -100,6 +100,7 @@ const struct ingest_field ingest_report_fields[] = {
     FSTR(struct ingest_report, "instance", false, instance),
     FNUM(struct ingest_report, "ts", false, 0, 1e11, ts),
     FNUM(struct ingest_report, "interval_s", false, 0, 86400, interval_s),
+    FBOOL(struct ingest_report, "partial", partial),
 };
 const size_t ingest_report_nfields = TF_ARRAY_SIZE(ingest_report_fields);
 

@@ -84,6 +84,7 @@ struct ingest_report {
     char instance[INGEST_INSTANCE_LEN]; /* "" when the report names none */
     uint64_t schema;                    /* REPORTSPEC_SCHEMA when absent */
     double ts, interval_s;              /* ts 0: absent */
+    bool partial;                       /* the probe cut the interval short (a stop, a reload) */
     size_t nlinks, nflows;
     struct ingest_link *links;
     struct ingest_flow *flows;

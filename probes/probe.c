@@ -160,8 +160,10 @@ static void on_mirror_report(void *ctx, const struct report *rep, bool mapped)
 }
 
 /* Closes the interval [now - interval_s, now] and emits its reports: the
- * probe's own (when it captures) and one per switch seen through telemetry. */
-static int probe_close(struct probe *pr, double now, double interval_s)
+ * probe's own (when it captures) and one per switch seen through telemetry.
+ * partial: the interval was cut short (a stop, a reload), and the report
+ * says so: its rates cover a fraction of an interval (docs/telemetry.md). */
+static int probe_close(struct probe *pr, double now, double interval_s, bool partial)
 {
     flowtab_batch_flush(pr->ft, &pr->batch); /* every packet before now is in the table */
     if (pr->mirror && mirror_close(pr->mirror, now, interval_s, on_mirror_report, pr) < 0)
@@ -178,6 +180,7 @@ static int probe_close(struct probe *pr, double now, double interval_s)
         return -ENOMEM;
     pr->rep.ts = now;
     pr->rep.interval_s = interval_s;
+    pr->rep.partial = partial;
     pr->rep.links = pr->links;
     pr->rep.nlinks = pr->nlinks;
     pr->rep.stats = pr->st;
@@ -200,7 +203,7 @@ static __attribute__((noinline)) void offline_edge(struct probe *pr, double ts)
         pr->ivl_start = pr->last_ts = ts;
     } else {
         double end = pr->next_close;
-        probe_close(pr, end, pr->o.interval);
+        probe_close(pr, end, pr->o.interval, false);
         pr->ivl_start = end + pr->o.interval * (double)(long long)((ts - end) / pr->o.interval);
     }
     pr->next_close = pr->o.interval > 0 ? pr->ivl_start + pr->o.interval : INFINITY;
@@ -365,7 +368,7 @@ static int run_file(struct probe *pr)
                 c->src);
     double span = pr->last_ts - pr->ivl_start;
     /* A capture of one instant still gets a rate: over one second. */
-    probe_close(pr, pr->have_ts ? pr->last_ts : 0, span > 0 ? span : 1.0);
+    probe_close(pr, pr->have_ts ? pr->last_ts : 0, span > 0 ? span : 1.0, false);
     if (r < 0) {
         log_err("-r %s: read failed after %llu packets: %s", c->src,
                 (unsigned long long)pr->st.pkts, capture_error(c));
@@ -403,7 +406,7 @@ static int run_live(struct probe *pr)
             reload_map(pr);
         now = tf_now_mono();
         if (now >= next) {
-            probe_close(pr, tf_now_real(), now - pr->ivl_start_mono);
+            probe_close(pr, tf_now_real(), now - pr->ivl_start_mono, false);
             pr->ivl_start_mono = now;
             next += pr->o.interval;
             if (next <= now) /* fell behind: no burst of reports; back on the boundaries */
@@ -411,7 +414,7 @@ static int run_live(struct probe *pr)
         }
     }
     double now = tf_now_mono();
-    probe_close(pr, tf_now_real(), now - pr->ivl_start_mono);
+    probe_close(pr, tf_now_real(), now - pr->ivl_start_mono, true);
     return rc;
 }
 
@@ -583,7 +586,7 @@ static void reload_map(struct probe *pr)
         return;
     }
     double now = tf_now_mono();
-    probe_close(pr, tf_now_real(), now - pr->ivl_start_mono);
+    probe_close(pr, tf_now_real(), now - pr->ivl_start_mono, true);
     pr->ivl_start_mono = now;
     log_msg(LOG_NOTICE, "SIGHUP: --mirror-map %s reloaded: %u entries for %u switch ports (were %u for %u); "
             "the interval so far was reported, flow state starts over", pr->o.mirror_map, mirrormap_nkeys(map),

@@ -322,7 +322,8 @@ json_t *report_to_json(const struct report *r)
         bad = json_array_append_new(flows, flow_json(&r->flows[i])) != 0;
     if (!bad)
         bad = jset(o, "probe", json_string(r->probe)) | jset(o, "ts", json_real(r->ts)) |
-              jset(o, "interval_s", json_real(r->interval_s)) | jset(o, "links", links) |
+              jset(o, "interval_s", json_real(r->interval_s)) |
+              (r->partial ? jset(o, "partial", json_true()) : 0) | jset(o, "links", links) |
               jset(o, "flows", flows) | jset(o, "stats", stats_json(&r->stats));
     else {
         json_decref(links);

@@ -83,6 +83,7 @@ struct report_flow {
 struct report {
     char probe[REPORT_NAME_LEN];
     double ts, interval_s;
+    bool partial;                /* an interval cut short (a stop's flush, a reload's): "partial": true */
     const struct report_link *links;
     size_t nlinks;
     struct report_flow *flows;

@@ -61,6 +61,10 @@ t_check "probe stderr has no sanitizer report" bash -c "! grep -qE 'Sanitizer|ru
 ibps=$(jq '.end.sum_received.bits_per_second' "$T/iperf.json")
 ibytes=$(jq '.end.sum_received.bytes' "$T/iperf.json")
 t_check "iperf3 measured a rate ($ibps b/s)" awk -v r="$ibps" 'BEGIN{exit !(r > 1e7)}'
+# The SIGTERM flush cuts its interval short and says so; no other report does.
+only_flush_partial() { jq -se '(.[-1].partial == true) and all(.[:-1][]; has("partial") | not)' "$1" >/dev/null; }
+t_check "the SIGTERM flush alone says partial" only_flush_partial "$T/reports"
+t_check "--counters: the SIGTERM flush alone says partial" only_flush_partial "$T/counters"
 t_check "every report line is a DESIGN 2.3 object" \
   bash -c "jq -se 'length >= 5 and all(type == \"object\" and .probe == \"A\" and (.links | length) == 1)' '$T/reports' >/dev/null"
 

@@ -611,8 +611,14 @@ static void partial_interval_keeps_rates(void **st)
         double bps;
         const char *fat;
         double want;
-    } step[] = {{1, 1, 4e9, "true", 4e9}, {0.15, 1, 7e9, "false", 4e9}, {0.15, 2, 2e9, "true", 2e9},
-                {1, 1, 3e9, "true", 3e9}, {0.6, 1, 5e9, "true", 5e9}};
+        const char *partial;
+    } step[] = {{1, 1, 4e9, "true", 4e9, "false"},   {0.15, 1, 7e9, "false", 4e9, "false"},
+                {0.15, 2, 2e9, "true", 2e9, "false"}, {1, 1, 3e9, "true", 3e9, "false"},
+                {0.6, 1, 5e9, "true", 5e9, "false"},  {1, 1, 6e9, "true", 6e9, "false"},
+                /* said partial, at any length; and not the last interval the
+                 * half rule compares with (0.4 is under half of 1, not of 0.3) */
+                {1, 1, 9e9, "true", 6e9, "true"},     {0.3, 1, 9e9, "true", 6e9, "true"},
+                {0.4, 1, 9e9, "true", 6e9, "false"}};
     uint32_t dir;
     assert_int_equal(ingest_dir_of_if(s.topo, topo_node_by_name(s.topo, "L1"), "swp1", &dir), 0);
     for (size_t i = 0; i < TF_ARRAY_SIZE(step); i++) {
@@ -620,10 +626,10 @@ static void partial_interval_keeps_rates(void **st)
          * is kept like the flow's, its errors are not. */
         char body[640];
         snprintf(body, sizeof(body),
-                 "{\"probe\": \"L1\", \"interval_s\": %g, \"links\": [{\"if\": \"swp1\", \"tx_bps\": %g,"
+                 "{\"probe\": \"L1\", \"interval_s\": %g, \"partial\": %s, \"links\": [{\"if\": \"swp1\", \"tx_bps\": %g,"
                  " \"errors\": %zu}], \"flows\": [{\"src\": \"10.0.1.1\", \"dst\": \"10.0.2.1\","
                  " \"proto\": 17, \"sport\": %d, \"dport\": 4791, \"if\": \"swp1\", \"bps\": %g, \"fat\": %s}]}",
-                 step[i].ivl, 2 * step[i].bps, i, step[i].sport, step[i].bps, step[i].fat);
+                 step[i].ivl, step[i].partial, 2 * step[i].bps, i, step[i].sport, step[i].bps, step[i].fat);
         assert_int_equal(fx_post(&s, body, NOW + (double)i, &res), 0);
         const struct state_flow *f = flow_of(&s, "10.0.1.1", "10.0.2.1", (uint16_t)step[i].sport);
         assert_non_null(f);

@@ -122,6 +122,12 @@ static void test_json_contract(void **state)
         assert_true(json_is_integer(json_object_get(st, keys[i])));
     assert_int_equal(json_integer_value(json_object_get(
                          json_object_get(st, "roce_opcodes"), "0x0a")), 465);
+    /* "partial" only on an interval cut short (a stop's or reload's flush) */
+    assert_null(json_object_get(o, "partial"));
+    json_decref(o);
+    r.partial = true;
+    o = report_to_json(&r);
+    assert_true(json_is_true(json_object_get(o, "partial")));
     json_decref(o);
     report_free_flows(&r);
     report_snap_free(&snap);
