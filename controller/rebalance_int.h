@@ -202,6 +202,8 @@ bool rebalance_flow_ramping(const struct state *s, const struct config *c, const
  * demand while it ramps (when above its measured rate), else its measured
  * rate. 0 or -errno. */
 int  rebalance_natural(const struct topo *t, struct snap *f, size_t n, double *proj);
+/* The round's natural demands once (r->nat_done), with proj as above. */
+void rebalance_round_natural(struct round *r, double *proj);
 int  rebalance_dirs_ensure(struct rebalance *rb, uint32_t nd);
 void rebalance_estimate(struct round *r);
 void rebalance_trace(const struct round *r);

@@ -80,10 +80,7 @@ void rebalance_verdicts(const struct rebalance *rb, struct round *r, double now)
  * and later rounds moved its neighbours a second time. */
 static bool starved_both(struct round *r, struct snap *f, const struct rebalance_member *m)
 {
-    if (!r->nat_done) {
-        rebalance_natural(r->t, r->f, r->n, NULL);
-        r->nat_done = true;
-    }
+    rebalance_round_natural(r, NULL);
     double lim = REBALANCE_STARVED * f->nat * 1e9;
     return f->nat > 0 && m->nseen && m->bps < lim && m->now_sum / m->nseen < lim;
 }

@@ -259,10 +259,8 @@ int rebalance_snapshot(struct rebalance *rb, double now, struct round *r)
             r->nramp[r->f[i].dirs[j]]++;
     for (uint32_t d = 0; d < r->nd && !ramp; d++)
         ramp = rebalance_ramp_candidate(c, state_dir_util(s, d, r->bps[d]), r->nramp[d], r->down[d]);
-    if (ramp) {
-        rebalance_natural(t, r->f, r->n, r->proj);
-        r->nat_done = true;
-    }
+    if (ramp)
+        rebalance_round_natural(r, r->proj);
     for (uint32_t d = 0; d < r->nd; d++) {
         if (r->bg[d] < 0)
             r->bg[d] = 0;
@@ -335,11 +333,16 @@ out:
  * round put a second flow beside it, a collision that lasted until
  * min_move_interval freed it to move again (docs/lab.md, "Churn on the fat
  * tree"). Other flows keep their measured rate. */
-void rebalance_estimate(struct round *r)
+void rebalance_round_natural(struct round *r, double *proj)
 {
     if (!r->nat_done)
-        rebalance_natural(r->t, r->f, r->n, NULL);
+        rebalance_natural(r->t, r->f, r->n, proj);
     r->nat_done = true;
+}
+
+void rebalance_estimate(struct round *r)
+{
+    rebalance_round_natural(r, NULL);
     for (size_t i = 0; i < r->n; i++) {
         for (int j = 0; j < r->f[i].ndirs; j++)
             r->f[i].on_hot |= r->hot[r->f[i].dirs[j]];
