@@ -152,7 +152,8 @@ static void note_arrival(const struct topo *t, struct state_flow *f, uint32_t no
 }
 
 static void apply_flow(struct state *s, uint32_t node, const struct ingest_flow *in, uint32_t egress,
-                       const struct state_loc *loc, double ts, bool partial, double now, struct ingest_result *res)
+                       const struct state_loc *loc, double ts, double since, bool partial, double now,
+                       struct ingest_result *res)
 {
     bool inserted;
     struct state_flow *f = state_flow_upsert(s, &in->k, &inserted);
@@ -166,7 +167,7 @@ static void apply_flow(struct state *s, uint32_t node, const struct ingest_flow 
     }
     /* Several probes see one flow: merged, not overwritten (a remnant on a
      * path the flow has left is dropped whole). */
-    if (!state_flow_observe(s, f, inserted, node, egress, in->ifname, loc, in->bps, now)) {
+    if (!state_flow_observe(s, f, inserted, node, egress, in->ifname, loc, in->bps, since, now)) {
         res->flows++;
         return;
     }
@@ -468,8 +469,10 @@ static void apply_report(struct state *s, const struct ingest_batch *b, size_t i
             refuse_bound(&res->refused, b, i, "flows", r->flows[j].idx, key, why);
             res->refused_flows++;
         } else {
-            apply_flow(s, x->node, &r->flows[j], x->egress[j], &x->loc[j], r->ts > 0 ? r->ts : now, partial, now,
-                       res);
+            /* The interval began about its length before it arrived (on
+             * our clock: a probe's may be off). */
+            apply_flow(s, x->node, &r->flows[j], x->egress[j], &x->loc[j], r->ts > 0 ? r->ts : now,
+                       now - (r->interval_s > 0 ? r->interval_s : 0), partial, now, res);
         }
     }
     if (p->stale && ev)

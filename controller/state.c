@@ -401,8 +401,16 @@ bool state_flow_may_move(const struct state *s, const struct state_flow *f, doub
 }
 
 bool state_flow_observe(struct state *s, struct state_flow *f, bool inserted, uint32_t node, uint32_t egress,
-                        const char *ifname, const struct state_loc *l, double bps, double now)
+                        const char *ifname, const struct state_loc *l, double bps, double since, double now)
 {
+    /* The reports of the interval a move fell in: the old path's probe saw
+     * the flow for part of it, at full rate, and its smoothed rate could
+     * beat the new path's, still ramping; taken, it put the flow back on
+     * the path it left for a round, which saw a collision there (bench 50's
+     * fat tree, docs/lab.md). The pin is where the flow is now. */
+    if (!inserted && f->pin >= 0 && f->last_moved > 0 && since < f->last_moved && l->count > 0 &&
+        !((uint64_t)f->pin >= l->first && (uint64_t)f->pin < l->first + l->count))
+        return false;
     bool held = !inserted && f->probe != node && f->probe != TOPO_NONE && f->path >= 0 &&
                 !state_flow_stale(s, f, now);
     bool take = !held;

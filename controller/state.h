@@ -287,6 +287,9 @@ void state_flow_locate(struct state *s, struct state_flow *f);
  * slower one outside the holder's path is a remnant on a path the flow has
  * left, which its probe reports, slowing down, until its table ages it out;
  * believing it put the flow back on its old path and made it look small.
+ * So is one outside a pinned flow's pin whose interval began (since, on the
+ * controller's clock) before the move, whatever it measured and whichever
+ * probe sent it: it saw the path the move left for part of its interval.
  * An observation taken that opens a new interval (STATE_RATE_SPREAD after
  * the current one's first) keeps bps as prev_bps, for the caller to set bps.
  */
@@ -296,7 +299,7 @@ void state_flow_locate(struct state *s, struct state_flow *f);
  * (dirs_changed_at) frees it. */
 bool state_flow_may_move(const struct state *s, const struct state_flow *f, double min_interval, double now);
 bool state_flow_observe(struct state *s, struct state_flow *f, bool inserted, uint32_t node, uint32_t egress,
-                        const char *ifname, const struct state_loc *l, double bps, double now);
+                        const char *ifname, const struct state_loc *l, double bps, double since, double now);
 
 /* Classification (DESIGN 2.2, precedence in policy/classes.h): a flow
  * between two ranks' nodes of a registered job (the first registered that

@@ -66,7 +66,7 @@ static bool observe(struct state *s, struct state_flow *f, bool ins, const char 
     uint32_t dir = dir_of(t, probe, to);
     struct state_loc l;
     state_loc_resolve(t, &f->k, fx_node(t, probe), dir, &l);
-    if (!state_flow_observe(s, f, ins, fx_node(t, probe), dir, to, &l, bps, now))
+    if (!state_flow_observe(s, f, ins, fx_node(t, probe), dir, to, &l, bps, now - 1.0, now))
         return false;
     f->bps = bps;
     f->last_seen = now;
@@ -140,6 +140,50 @@ static void observations_merge(void **st)
  * the edge's range, so it is taken, not dropped as a remnant (it was, and
  * the fat tree's first round saw flows on cores they were not on). A
  * pinned flow's path is not a guess: the remnant rule stands for it. */
+/* A move's own interval: H1 -> H5 on S1 -> SS1, moved (pinned) to S2 ->
+ * SS3 0.5 s into an interval. The reports of that interval: S1 (the
+ * holder) still saw it for half of it, at full rate, its smoothed rate
+ * beating S2's of the ramping flow on the new path; neither S1's nor any
+ * probe's report outside the pin from that interval is taken (S1's was,
+ * and a round saw a collision on the path the flow had left). A report of
+ * the interval after, outside the pin, is evidence again (a pin that did not
+ * take). */
+static void moved_interval_remnant(void **st)
+{
+    (void)st;
+    struct topo *t;
+    struct state s;
+    struct state_flow *f = ft_flow(&s, &t);
+    bool ins;
+    struct state_flow_key k2 = f->k;
+    k2.sport = 42009;
+    struct state_flow *g = state_flow_upsert(&s, &k2, &ins);
+    assert_non_null(g);
+    g->probe = TOPO_NONE;
+    assert_true(observe(&s, g, ins, "S2", "SS3", 1e6, T0));
+    int64_t pin = g->path;
+    f = state_flow_upsert(&s, &f->k, &ins);   /* the upsert may have moved it */
+    assert_true(observe(&s, f, false, "S1", "SS1", 25e6, T0 + 1));
+    int64_t old = f->path;
+    assert_true(old != pin);
+    f->pin = pin;
+    f->pinned = true;
+    f->last_moved = T0 + 1.5;
+    state_flow_set_path(&s, f, pin);
+    assert_true(observe(&s, f, false, "S2", "SS3", 8e6, T0 + 2));
+    assert_int_equal(f->path, pin);
+    assert_false(observe(&s, f, false, "S1", "SS1", 12e6, T0 + 2.002));   /* the holder's, faster */
+    assert_int_equal(f->path, pin);
+    assert_true(f->bps == 8e6);
+    assert_true(observe(&s, f, false, "L1", "S2", 20e6, T0 + 2.004));    /* inside the pin: taken */
+    assert_int_equal(f->path, pin);
+    assert_true(f->bps == 20e6);
+    /* The interval after: S1 sees it at full rate, the pin did not take. */
+    assert_true(observe(&s, f, false, "S1", "SS1", 40e6, T0 + 3));
+    assert_int_equal(f->path, old);
+    state_free(&s);
+}
+
 static void edge_guess_narrowed(void **st)
 {
     (void)st;
@@ -473,6 +517,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(reload_keeps_pins_by_name),
                                        cmocka_unit_test(observations_merge), cmocka_unit_test(edge_guess_narrowed),
+                                       cmocka_unit_test(moved_interval_remnant),
                                        cmocka_unit_test(stale_report_beyond_a_failure),
                                        cmocka_unit_test(fabric_change_frees_flows),
                                        cmocka_unit_test(probe_goes_stale_and_data_ages_out),
