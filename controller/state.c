@@ -403,16 +403,24 @@ bool state_flow_may_move(const struct state *s, const struct state_flow *f, doub
 bool state_flow_observe(struct state *s, struct state_flow *f, bool inserted, uint32_t node, uint32_t egress,
                         const char *ifname, const struct state_loc *l, double bps, double since, double now)
 {
-    /* The reports of the interval a move fell in: the old path's probe saw
-     * the flow for part of it, at full rate, and its smoothed rate could
-     * beat the new path's, still ramping; taken, it put the flow back on
-     * the path it left for a round, which saw a collision there (bench 50's
-     * fat tree, docs/lab.md). The pin is where the flow is now. */
-    if (!inserted && f->pin >= 0 && f->last_moved > 0 && since < f->last_moved && l->count > 0 &&
-        !((uint64_t)f->pin >= l->first && (uint64_t)f->pin < l->first + l->count))
+    /* Outside a pinned flow's pin: where the flow was before the move. The
+     * reports of the interval a move fell in saw it there for part of it,
+     * at full rate, and the old path's smoothed rate could beat the new
+     * path's, still ramping; taken, one put the flow back on the path it
+     * left for a round, which saw a collision there (bench 50's fat tree,
+     * docs/lab.md). The pin is where the flow is now. */
+    bool outside_pin = f->pin >= 0 && l->count > 0 &&
+                       !((uint64_t)f->pin >= l->first && (uint64_t)f->pin < l->first + l->count);
+    if (!inserted && outside_pin && f->last_moved > 0 && since < f->last_moved)
         return false;
-    bool held = !inserted && f->probe != node && f->probe != TOPO_NONE && f->path >= 0 &&
-                !state_flow_stale(s, f, now);
+    /* After it, the old path's probe still reports the flow, slowing down,
+     * until its table ages it out; when that probe placed the flow last it
+     * is the holder, and a holder's report used to be taken whatever it
+     * measured (a moved flow then read 0 Mb/s on its old path, and its move
+     * was judged futile). Outside the pin the remnant rule applies to the
+     * holder too: a report as fast as the flow means the pin did not take. */
+    bool held = !inserted && f->path >= 0 && !state_flow_stale(s, f, now) &&
+                ((f->probe != node && f->probe != TOPO_NONE) || outside_pin);
     bool take = !held;
     if (held && l->count > 0) {
         bool fits = (uint64_t)f->path >= l->first && (uint64_t)f->path < l->first + l->count;

@@ -145,9 +145,9 @@ static void observations_merge(void **st)
  * holder) still saw it for half of it, at full rate, its smoothed rate
  * beating S2's of the ramping flow on the new path; neither S1's nor any
  * probe's report outside the pin from that interval is taken (S1's was,
- * and a round saw a collision on the path the flow had left). A report of
- * the interval after, outside the pin, is evidence again (a pin that did not
- * take). */
+ * and a round saw a collision on the path the flow had left). Later ones
+ * outside the pin are remnants when slower, whoever sends them, and
+ * evidence when as fast (a pin that did not take). */
 static void moved_interval_remnant(void **st)
 {
     (void)st;
@@ -178,8 +178,15 @@ static void moved_interval_remnant(void **st)
     assert_true(observe(&s, f, false, "L1", "S2", 20e6, T0 + 2.004));    /* inside the pin: taken */
     assert_int_equal(f->path, pin);
     assert_true(f->bps == 20e6);
-    /* The interval after: S1 sees it at full rate, the pin did not take. */
-    assert_true(observe(&s, f, false, "S1", "SS1", 40e6, T0 + 3));
+    /* The interval after: S1, the holder still (it placed the flow last),
+     * reports it idle in its table: a remnant (it used to be taken, the
+     * flow on its old path at 0 b/s). */
+    assert_int_equal(f->probe, fx_node(t, "S1"));
+    assert_false(observe(&s, f, false, "S1", "SS1", 0, T0 + 3));
+    assert_int_equal(f->path, pin);
+    assert_true(f->bps == 20e6);
+    /* And the interval after that at full rate: the pin did not take. */
+    assert_true(observe(&s, f, false, "S1", "SS1", 40e6, T0 + 4));
     assert_int_equal(f->path, old);
     state_free(&s);
 }
