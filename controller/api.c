@@ -20,6 +20,7 @@
 #include <strings.h>
 
 #include "common/util.h"
+#include "common/version.h"
 #include "controller/api_internal.h"
 #include "controller/config.h"
 #include "controller/events.h"
@@ -278,7 +279,7 @@ static json_t *view_status(struct api *a, double now)
                                         rs.error[0] ? json_string(rs.error) : json_null())
                             : json_null();
     json_t *o = json_pack("{ss sf sf sf so s{sI sI sI so} s{sI sI sI} so so s{sI sI} s{ss sb so so} so}",
-                     "version", TF_VERSION, "uptime_s", now - a->start, "now", tf_now_real(), "interval_s",
+                     "version", tf_version, "uptime_s", now - a->start, "now", tf_now_real(), "interval_s",
                      a->cfg->interval, "topology", topo,
                      "probes", "total", (json_int_t)sum.probes, "alive", (json_int_t)sum.alive, "stale",
                      (json_int_t)sum.stale,

@@ -10,6 +10,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "common/version.h"
 
 /* The daemon's own options; every other flag is a config key's (config.h). */
 enum { O_CONFIG = 256, O_SET, O_CHECK, O_VERSION, O_HELP, O_JOURNAL, O_KEY = 512 };
@@ -88,7 +89,7 @@ int cmdline_parse(struct cmdline *cl, struct config *cfg, int argc, char **argv)
             cmdline_usage(stdout);
             return 0;
         } else if (c == O_VERSION) {
-            printf("tierflowd %s\n", TF_VERSION);
+            printf("tierflowd %s\n", tf_version);
             return 0;
         } else if (c == O_CHECK) {
             cl->check = true;

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/version.h"
 #include "controller/config.h"
 #include "controller/history.h"
 #include "controller/ingest.h"
@@ -257,7 +258,7 @@ int metrics_render(struct metrics *m, struct state *s, double now, char **out, s
     if (!f)
         return -ENOMEM;
     help(f, "tierflow_build_info", "gauge", "The running tierflowd's version.");
-    fprintf(f, "tierflow_build_info{version=\"%s\"} 1\n", TF_VERSION);
+    fprintf(f, "tierflow_build_info{version=\"%s\"} 1\n", tf_version);
     pthread_rwlock_rdlock(&s->lock);
     fabric(f, s, m, now);
     pthread_rwlock_unlock(&s->lock);

@@ -30,6 +30,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "common/version.h"
 #include "controller/api.h"
 #include "controller/backend.h"
 #include "controller/cmdline.h"
@@ -441,9 +442,9 @@ static int start_http(struct daemon *d, const struct topo *t, double now, struct
         return 1;
     }
     log_info("tierflowd %s: topology '%s' (%u nodes, %u links), backend %s, listening on %s (port %u)%s, web %s",
-             TF_VERSION, t->name, t->nnodes, t->nlinks, d->cfg.backend, d->cfg.listen, httpd_port(*h),
+             tf_version, t->name, t->nnodes, t->nlinks, d->cfg.backend, d->cfg.listen, httpd_port(*h),
              d->cfg.tls_cert[0] ? " with TLS" : "", web[0] ? web : "(none)");
-    events_add(&d->ev, now, "start", "tierflowd %s started, backend %s", TF_VERSION, d->cfg.backend);
+    events_add(&d->ev, now, "start", "tierflowd %s started, backend %s", tf_version, d->cfg.backend);
     return 0;
 }
 

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "common/util.h"
+#include "common/version.h"
 #include "policy/topo.h"
 
 static void usage(FILE *f)
@@ -129,7 +130,7 @@ int main(int argc, char **argv)
                 return tf_bad_arg("tierflow-topo", "--max-paths", optarg, "not a non-negative integer");
             break;
         case 'h': usage(stdout); return 0;
-        case 'V': printf("tierflow-topo %s\n", TF_VERSION); return 0;
+        case 'V': printf("tierflow-topo %s\n", tf_version); return 0;
         default: usage(stderr); return TF_EXIT_USAGE;
         }
     }

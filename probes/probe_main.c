@@ -21,6 +21,7 @@
 #include "common/log.h"
 #include "common/reportspec.h"
 #include "common/util.h"
+#include "common/version.h"
 #include "probes/flowtab.h"
 #include "probes/mirror.h"
 #include "probes/post.h"
@@ -204,7 +205,7 @@ static int one_opt(int c, const char *a, const char *n, struct probe_opts *o, bo
         o->libpcap_reader = strcmp(a, "libpcap") == 0;
         break;
     case O_HELP: usage(stdout); return -1;
-    case O_VER: printf("tierflow-probe %s\n", TF_VERSION); return -1;
+    case O_VER: printf("tierflow-probe %s\n", tf_version); return -1;
     case ':': r = bad_opt(n, "", "needs a value"); break;
     default: r = bad_opt(n, "", "unknown option"); break;
     }

@@ -22,6 +22,7 @@
 #include <jansson.h>
 
 #include "common/util.h"
+#include "common/version.h"
 #include "policy/assign.h"
 #include "sim/bound.h"
 #include "policy/classes.h"
@@ -251,7 +252,7 @@ int main(int argc, char **argv)
             per_dst = !strcmp(optarg, "destination");
             break;
         case 'h': usage(stdout); return 0;
-        case 'V': printf("tierflow-sim %s\n", TF_VERSION); return 0;
+        case 'V': printf("tierflow-sim %s\n", tf_version); return 0;
         default: usage(stderr); return TF_EXIT_USAGE;
         }
     }

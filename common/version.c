@@ -1,0 +1,6 @@
+/*
+ * version: see version.h.
+ */
+#include "common/version.h"
+
+const char tf_version[] = TF_VERSION;
