@@ -196,8 +196,14 @@ void rebalance_apply_verdicts(struct rebalance *rb, const struct round *r, doubl
         double wait = base * (double)(1u << f->futile);   /* 2x, 4x, ... the usual wait */
         f->backoff_until = now + (wait < c->backoff_max ? wait : c->backoff_max);
         f->backoff_at = now;
-        log_debug("rebalance: flow %016llx: its move did not help (%.3f -> %.3f Gb/s): backed off %.0f s",
-                  (unsigned long long)f->id, sf->move_bps, sf->meas, f->backoff_until - now);
+        /* A pin withdrawn with its group (harm) is judged by the group's
+         * aggregate, not by its own rate since the move: say which. */
+        if (sf->withdrawn)
+            log_debug("rebalance: flow %016llx: its pin was withdrawn with its group (%.3f Gb/s now): backed off "
+                      "%.0f s", (unsigned long long)f->id, sf->meas, f->backoff_until - now);
+        else
+            log_debug("rebalance: flow %016llx: its move did not help (%.3f -> %.3f Gb/s): backed off %.0f s",
+                      (unsigned long long)f->id, sf->move_bps, sf->meas, f->backoff_until - now);
     }
     pthread_rwlock_unlock(&s->lock);
     if (rb->m && futile)
