@@ -290,6 +290,8 @@ void state_flow_locate(struct state *s, struct state_flow *f);
  * So is one outside a pinned flow's pin whose interval began (since, on the
  * controller's clock) before the move, whatever it measured and whichever
  * probe sent it: it saw the path the move left for part of its interval.
+ * Outside the pin the holder's own reports are judged like any other's (a
+ * slower one is a remnant: the old path's probe that placed the flow last).
  * An observation taken that opens a new interval (STATE_RATE_SPREAD after
  * the current one's first) keeps bps as prev_bps, for the caller to set bps.
  */
