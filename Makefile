@@ -48,10 +48,11 @@ PKG_LIBS    = $(eval PKG_LIBS := $(call pkg_checked,$(call pkg_read,--libs),--li
 
 WARN     := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wno-missing-field-initializers
 BASE_CFLAGS = -std=c11 -D_DEFAULT_SOURCE -D_GNU_SOURCE $(WARN) -I. $(PKG_CFLAGS) \
-               -DTF_VERSION='"$(VERSION)"' -DTF_SHAREDIR='"$(SHAREDIR)"' -MMD -MP
+               -DTF_SHAREDIR='"$(SHAREDIR)"' -MMD -MP
 # make does not track flags: the version (which changes with every commit,
-# and with --dirty every edit) is in one object, common/version.c, rebuilt
-# when $(O)/version.stamp says it changed (written only then, at parse time).
+# and with --dirty every edit) is in one object, common/version.c, the only
+# one compiled with TF_VERSION, rebuilt when $(O)/version.stamp says it
+# changed (written only then, at parse time).
 VERSION_STAMP := $(O)/version.stamp
 $(shell mkdir -p $(O) && [ "$$(cat $(VERSION_STAMP) 2>/dev/null)" = '$(VERSION)' ] || echo '$(VERSION)' > $(VERSION_STAMP))
 OPT_CFLAGS  = -O2 -g $(BASE_CFLAGS)
@@ -109,7 +110,9 @@ $(O)/$(1)/libtfctl.a: $$(CTL_SRC:%.c=$(O)/$(1)/obj/%.o)
 
 $(1)_LIBS := $$(addprefix $(O)/$(1)/,$$(LIBS_ORDER))
 endef
-$(O)/opt/obj/common/version.o $(O)/san/obj/common/version.o $(O)/fuzz/obj/common/version.o: $(VERSION_STAMP)
+VERSION_OBJS := $(O)/opt/obj/common/version.o $(O)/san/obj/common/version.o $(O)/fuzz/obj/common/version.o
+$(VERSION_OBJS): $(VERSION_STAMP)
+$(VERSION_OBJS): BASE_CFLAGS += -DTF_VERSION='"$(VERSION)"'
 $(eval $(call variant,opt,$$(OPT_CFLAGS)))
 $(eval $(call variant,san,$$(SAN_CFLAGS)))
 

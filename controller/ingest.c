@@ -454,6 +454,9 @@ static void apply_report(struct state *s, const struct ingest_batch *b, size_t i
     bool partial = r->partial || (r->interval_s > 0 && r->interval_s < p->last_interval / 2);
     if (!r->partial)
         p->last_interval = r->interval_s;
+    /* The interval began about its length before it arrived (on our clock:
+     * a probe's may be off). */
+    double since = now - (r->interval_s > 0 ? r->interval_s : 0);
     p->nunmapped = 0;
     for (size_t j = 0; j < r->nlinks; j++) {
         const char *key = x->link_bad[j] ? ingest_link_bound(t, x->link_dir[j], &r->links[j], r->interval_s, why,
@@ -469,10 +472,8 @@ static void apply_report(struct state *s, const struct ingest_batch *b, size_t i
             refuse_bound(&res->refused, b, i, "flows", r->flows[j].idx, key, why);
             res->refused_flows++;
         } else {
-            /* The interval began about its length before it arrived (on
-             * our clock: a probe's may be off). */
-            apply_flow(s, x->node, &r->flows[j], x->egress[j], &x->loc[j], r->ts > 0 ? r->ts : now,
-                       now - (r->interval_s > 0 ? r->interval_s : 0), partial, now, res);
+            apply_flow(s, x->node, &r->flows[j], x->egress[j], &x->loc[j], r->ts > 0 ? r->ts : now, since,
+                       partial, now, res);
         }
     }
     if (p->stale && ev)

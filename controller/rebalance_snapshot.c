@@ -325,6 +325,14 @@ out:
     return rc;
 }
 
+/* See rebalance_int.h: the estimate runs once a round, whichever needs it first. */
+void rebalance_round_natural(struct round *r, double *proj)
+{
+    if (!r->nat_done)
+        rebalance_natural(r->t, r->f, r->n, proj);
+    r->nat_done = true;
+}
+
 /* Hedera's natural demand for flows crossing a contended direction: their
  * measured rate is what the collision left them. So for a flow moved by
  * choice within min_move_interval: TCP takes seconds to climb on its new
@@ -333,13 +341,6 @@ out:
  * round put a second flow beside it, a collision that lasted until
  * min_move_interval freed it to move again (docs/lab.md, "Churn on the fat
  * tree"). Other flows keep their measured rate. */
-void rebalance_round_natural(struct round *r, double *proj)
-{
-    if (!r->nat_done)
-        rebalance_natural(r->t, r->f, r->n, proj);
-    r->nat_done = true;
-}
-
 void rebalance_estimate(struct round *r)
 {
     rebalance_round_natural(r, NULL);

@@ -343,6 +343,12 @@ static bool dirs_down(const struct state *s, const uint32_t *dirs, int n)
     return false;
 }
 
+/* Whether path index p lies in l's range of paths. */
+static bool loc_holds(const struct state_loc *l, int64_t p)
+{
+    return p >= 0 && (uint64_t)p >= l->first && (uint64_t)p < l->first + l->count;
+}
+
 void state_flow_place(struct state *s, struct state_flow *f, const struct state_loc *l)
 {
     f->src_node = l->src_node;
@@ -355,8 +361,7 @@ void state_flow_place(struct state *s, struct state_flow *f, const struct state_
         return;
     }
     /* Ambiguous beyond what the probe sees: keep the pin if it fits. */
-    if (f->pin >= 0 && (uint64_t)f->pin >= l->first && (uint64_t)f->pin < l->first + l->count &&
-        (uint64_t)f->pin != l->first) {
+    if (loc_holds(l, f->pin) && (uint64_t)f->pin != l->first) {
         state_flow_set_path(s, f, f->pin);
         return;
     }
@@ -409,8 +414,7 @@ bool state_flow_observe(struct state *s, struct state_flow *f, bool inserted, ui
      * path's, still ramping; taken, one put the flow back on the path it
      * left for a round, which saw a collision there (bench 50's fat tree,
      * docs/lab.md). The pin is where the flow is now. */
-    bool outside_pin = f->pin >= 0 && l->count > 0 &&
-                       !((uint64_t)f->pin >= l->first && (uint64_t)f->pin < l->first + l->count);
+    bool outside_pin = f->pin >= 0 && l->count > 0 && !loc_holds(l, f->pin);
     if (!inserted && outside_pin && f->last_moved > 0 && since < f->last_moved)
         return false;
     /* After it, the old path's probe still reports the flow, slowing down,
@@ -423,7 +427,7 @@ bool state_flow_observe(struct state *s, struct state_flow *f, bool inserted, ui
                 ((f->probe != node && f->probe != TOPO_NONE) || outside_pin);
     bool take = !held;
     if (held && l->count > 0) {
-        bool fits = (uint64_t)f->path >= l->first && (uint64_t)f->path < l->first + l->count;
+        bool fits = loc_holds(l, f->path);
         /* An unpinned flow placed on the first path of a range (its edge's
          * report: which core is beyond what the edge sees) is not known to
          * be on that path: a narrower report inside the range (the
