@@ -441,6 +441,12 @@ static int scratch_alloc(struct scratch *sc, const struct ingest_batch *b, struc
     return 0;
 }
 
+/* A report this much shorter than its probe's last is a cut interval.
+ * Not a half: tierflow-probe's look at mid-interval closes a whole report of
+ * half an interval (probe.c), a few ms either way, and that one's rates are
+ * as good as any (docs/telemetry.md). */
+#define INGEST_CUT_SHARE 0.4
+
 /* Report i's entries into the state (write lock), each refused alone when
  * its link's bounds say so; then the probe is alive again. */
 static void apply_report(struct state *s, const struct ingest_batch *b, size_t i, const struct resolved *x,
@@ -450,8 +456,9 @@ static void apply_report(struct state *s, const struct ingest_batch *b, size_t i
     const struct ingest_report *r = &b->r[i];
     char why[INGEST_WHY_LEN];
     /* Cut short: said by the probe (its stop's or reload's flush, however
-     * long), or under half of its last interval (a probe that does not say). */
-    bool partial = r->partial || (r->interval_s > 0 && r->interval_s < p->last_interval / 2);
+     * long), or under INGEST_CUT_SHARE of its last interval (a probe that
+     * does not say). */
+    bool partial = r->partial || (r->interval_s > 0 && r->interval_s < p->last_interval * INGEST_CUT_SHARE);
     if (!r->partial)
         p->last_interval = r->interval_s;
     /* The interval began about its length before it arrived (on our clock:
