@@ -676,6 +676,21 @@ void flowtab_close_interval(struct flowtab *ft, double now, double interval_s,
     }
 }
 
+uint32_t flowtab_rising(const struct flowtab *ft, double now, double ivl_s, double min_age,
+                        const double *link_bps, size_t nlinks, double fat_share)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < ft->count && fat_share > 0 && ivl_s > 0; i++) {
+        const struct flow *f = &ft->flows[ft->live[i]];
+        double age = now - f->first_ts, span = age < ivl_s ? age : ivl_s;
+        if (f->fat || f->sampling > 1 || f->ifidx >= nlinks || !(link_bps[f->ifidx] > 0) || age < min_age ||
+            !(span > 0))
+            continue;
+        n += (double)f->ivl_bytes * 8.0 / span >= fat_share * link_bps[f->ifidx];
+    }
+    return n;
+}
+
 struct flow *flowtab_next(struct flowtab *ft, uint32_t *cursor)
 {
     if (*cursor >= ft->count)

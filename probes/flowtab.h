@@ -273,6 +273,16 @@ void flowtab_key(const struct decode_pkt *pkt, struct flow_key *key);
 void flowtab_close_interval(struct flowtab *ft, double now, double interval_s,
                             const double *link_bps, size_t nlinks, double fat_share);
 
+/* How many flows that were not fat at the last close (new ones included)
+ * are fat over the part of the current interval they were seen: captured
+ * whole (a few samples say too little), seen for at least min_age by now
+ * (packet time), their bytes since the close over min(ivl_s, their age)
+ * at fat_share * link_bps[ifidx] or more. ivl_s: how long the interval has
+ * run. What makes a probe report at mid-interval (probe.c, "The look at
+ * mid-interval"). O(live flows). */
+uint32_t flowtab_rising(const struct flowtab *ft, double now, double ivl_s, double min_age,
+                        const double *link_bps, size_t nlinks, double fat_share);
+
 /* Iteration over live flows (start with *cursor = 0). Returns NULL at the
  * end. The order is the table's, not arrival order, and removing flows
  * (flowtab_close_interval, eviction) during an iteration reorders it. Costs

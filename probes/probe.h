@@ -66,6 +66,7 @@ struct probe_opts {
     bool libpcap_reader;      /* --file-reader libpcap */
     bool inbound;             /* --inbound */
     bool journal;             /* --journal: <N> priorities on stderr */
+    bool mid;                 /* --mid-report: a flow become fat is reported at mid-interval (probe.c) */
     FILE *out;                /* where reports are printed; NULL: stdout */
 };
 

@@ -39,7 +39,7 @@ static void usage(FILE *f)
         "         [--fat-share 0.10] [--link-gbps N] [--filter BPF] [--format json|table]\n"
         "         [--max-flows N] [--top N] [--snaplen N] [--buffer-size MB]\n"
         "         [--idle-timeout SEC] [--file-reader auto|libpcap] [--inbound] [--log-level LEVEL]\n"
-        "         [--journal]\n"
+        "         [--journal] [--mid-report on|off]\n"
         "         [--help] [--version]\n"
         "       switch telemetry (sFlow v5, ERSPAN), with -i, -r or on its own:\n"
         "         [--sflow-listen [ADDR:]PORT] [--mirror-map FILE] [--telemetry]\n"
@@ -49,7 +49,7 @@ static void usage(FILE *f)
 
 enum { O_NODE = 256, O_CTL, O_TOKEN, O_IVL, O_FAT, O_GBPS, O_FILTER, O_FMT, O_MAXF, O_TOP,
        O_SNAP, O_BUF, O_IDLE, O_LOG, O_HELP, O_VER, O_MAP, O_SFLOW, O_TEL, O_READER, O_ALLOW,
-       O_MAXUN, O_INBOUND, O_JOURNAL, O_COUNTERS };
+       O_MAXUN, O_INBOUND, O_JOURNAL, O_COUNTERS, O_MID };
 
 static const struct option long_opts[] = {
     {"interface", required_argument, 0, 'i'}, {"read", required_argument, 0, 'r'},
@@ -66,7 +66,7 @@ static const struct option long_opts[] = {
     {"inbound", no_argument, 0, O_INBOUND}, {"journal", no_argument, 0, O_JOURNAL},
     {"telemetry-allow", required_argument, 0, O_ALLOW},
     {"telemetry-max-unmapped", required_argument, 0, O_MAXUN},
-    {"counters", required_argument, 0, O_COUNTERS},
+    {"counters", required_argument, 0, O_COUNTERS}, {"mid-report", required_argument, 0, O_MID},
     {0, 0, 0, 0},
 };
 
@@ -198,6 +198,11 @@ static int one_opt(int c, const char *a, const char *n, struct probe_opts *o, bo
     case O_ALLOW: r = allow_opt(a, o); o->telemetry = true; break;
     case O_MAXUN:
         r = int_opt("--telemetry-max-unmapped", a, 0, MIRROR_MAX_VIEWS, &o->max_unmapped);
+        break;
+    case O_MID:
+        if (strcmp(a, "on") && strcmp(a, "off"))
+            r = bad_opt("--mid-report", a, "must be on or off");
+        o->mid = strcmp(a, "on") == 0;
         break;
     case O_READER:
         if (strcmp(a, "auto") && strcmp(a, "libpcap"))

@@ -5,8 +5,10 @@
 # (-i, --interval 1, --link-gbps 0.2) posting every report to report_sink on
 # 127.0.0.1 inside the sender's namespace with a bearer token. Checks the
 # flow's rate against iperf3's own measurement (--json), the link counters,
-# the POSTs, SIGHUP mid-run (logged, nothing stops), and the SIGTERM flush;
-# then a controller answering 500.
+# the POSTs, SIGHUP mid-run (logged, nothing stops), the look at
+# mid-interval (the flow, started just after a whole second, is reported
+# half a second in, in a whole report of half an interval) and the SIGTERM
+# flush; then a controller answering 500.
 set -u
 . "$(dirname "$0")/../lib/tap.sh"
 t_need_root "probe live test"
@@ -26,7 +28,7 @@ listening() { ip netns exec "$1" ss -Hltn "sport = :$2" | grep -q .; }
 
 ip netns exec "$A" "$TF_TOOLS/report_sink" 127.0.0.1 18080 "$T/posts" & pids+=($!)
 ip netns exec "$B" iperf3 -s -1 -p 5201 >"$T/iperf-s.log" 2>&1 & pids+=($!)
-ip netns exec "$A" "$TF_BIN/tierflow-probe" -i tfpv0 --interval 1 --link-gbps 0.2 --node A \
+ip netns exec "$A" "$TF_BIN/tierflow-probe" -i tfpv0 --interval 1 --link-gbps 0.2 --node A --log-level debug \
   --controller http://127.0.0.1:18080 --token-file "$T/token" --format json \
   >"$T/reports" 2>"$T/probe.err" &
 probe=$!; pids+=($probe)
@@ -38,6 +40,10 @@ cprobe=$!; pids+=($cprobe)
 wait_for 10 listening "$A" 18080 || t_fail "report_sink up"
 wait_for 10 test -s "$T/reports" || t_fail "probe emits a first report" "$(cat "$T/probe.err")"
 wait_for 10 listening "$B" 5201 || t_fail "iperf3 server up"
+# Just after a whole second (the probe's closes are on them): the flow is
+# new and fat at the look half a second in (probe.c, "The look at
+# mid-interval").
+sleep "$(date +%s.%N | awk '{f = $1 - int($1); printf "%.3f", f < 0.02 ? 0.02 - f : 1.02 - f}')"
 ip netns exec "$A" iperf3 -c 10.77.0.2 -p 5201 -t 5 --json >"$T/iperf.json" 2>&1 &
 iperf=$!
 # SIGHUP mid-run (it used to kill the probe silently): logged, and the
@@ -65,6 +71,16 @@ t_check "iperf3 measured a rate ($ibps b/s)" awk -v r="$ibps" 'BEGIN{exit !(r > 
 only_flush_partial() { jq -se '(.[-1].partial == true) and all(.[:-1][]; has("partial") | not)' "$1" >/dev/null; }
 t_check "the SIGTERM flush alone says partial" only_flush_partial "$T/reports"
 t_check "--counters: the SIGTERM flush alone says partial" only_flush_partial "$T/counters"
+# The look at mid-interval: one report (the flow became fat once), half a
+# second after a whole one, half an interval long, not partial, holding
+# the new flow fat.
+midr='[.[:-1][] | select((.ts - (.ts | floor)) > 0.3 and (.ts - (.ts | floor)) < 0.7)]'
+t_eq "one report at mid-interval" 1 "$(jq -s "$midr | length" "$T/reports")"
+t_eq "... of half an interval, not partial" true \
+  "$(jq -s "$midr | .[0] | .interval_s > 0.4 and .interval_s < 0.6 and (has(\"partial\") | not)" "$T/reports")"
+t_eq "... holding the new flow, fat" true \
+  "$(jq -s "$midr | .[0].flows | any(.dst == \"10.77.0.2\" and .dport == 5201 and .fat)" "$T/reports")"
+t_check "the probe logged why" grep -q 'mid-interval report: 1 flow became fat' "$T/probe.err"
 t_check "every report line is a DESIGN 2.3 object" \
   bash -c "jq -se 'length >= 5 and all(type == \"object\" and .probe == \"A\" and (.links | length) == 1)' '$T/reports' >/dev/null"
 

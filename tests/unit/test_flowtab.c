@@ -347,6 +347,48 @@ static void test_first_interval_span(void **state)
     flowtab_free(ft);
 }
 
+/* What makes a probe report at mid-interval (probe.c): flows not fat at the
+ * last close, new ones and late starters alike, captured whole, seen for
+ * min_age and fat over the part of the interval they were seen; not a flow
+ * the last close called fat, not a sampled one, not one too young, not one
+ * on a link of unknown rate. */
+static void test_rising(void **state)
+{
+    (void)state;
+    struct flowtab *ft = flowtab_new(8, 0);
+    double link = 1e8; /* fat at 5e6 b/s with share 0.05 */
+    struct decode_pkt old = mk(1, 2, 1, 2, 125000), fresh = mk(1, 3, 1, 2, 125000), young = mk(1, 4, 1, 2, 125000),
+                      mouse = mk(1, 5, 1, 2, 1000), smp = mk(1, 6, 1, 2, 125000), late = mk(1, 7, 1, 2, 1000);
+    for (int i = 0; i < 10; i++) {
+        flowtab_update(ft, &old, 0, 9.0 + 0.1 * i, 1, FLOW_SRC_PCAP);
+        flowtab_update(ft, &late, 0, 9.0 + 0.1 * i, 1, FLOW_SRC_PCAP);    /* 8e4 b/s: not fat */
+    }
+    flowtab_close_interval(ft, 10.0, 1.0, &link, 1, 0.05);
+    assert_true(get(ft, &old)->fat);
+    assert_false(get(ft, &late)->fat);
+    assert_int_equal(flowtab_rising(ft, 10.0, 0.0, 0.125, &link, 1, 0.05), 0);   /* nothing run yet */
+    late.ip_len = late.wire_len = 125000;
+    for (int i = 0; i < 4; i++) {
+        flowtab_update(ft, &old, 0, 10.1 + 0.1 * i, 1, FLOW_SRC_PCAP);
+        flowtab_update(ft, &fresh, 0, 10.1 + 0.1 * i, 1, FLOW_SRC_PCAP);  /* 4e6 b over 0.4 s */
+        flowtab_update(ft, &mouse, 0, 10.1 + 0.1 * i, 1, FLOW_SRC_PCAP);
+        flowtab_update(ft, &smp, 0, 10.1 + 0.1 * i, 4, FLOW_SRC_SFLOW);
+    }
+    flowtab_update(ft, &late, 0, 10.3, 1, FLOW_SRC_PCAP);      /* 1e6 b over the 0.5 s run: 2e6 b/s */
+    flowtab_update(ft, &young, 0, 10.45, 1, FLOW_SRC_PCAP);
+    flowtab_update(ft, &young, 0, 10.5, 1, FLOW_SRC_PCAP);
+    assert_int_equal(flowtab_rising(ft, 10.5, 0.5, 0.125, &link, 1, 0.05), 1);   /* fresh only */
+    assert_int_equal(flowtab_rising(ft, 10.5, 0.5, 0.01, &link, 1, 0.05), 2);    /* and young (2e6 b over 0.05 s) */
+    assert_int_equal(flowtab_rising(ft, 10.5, 0.5, 0.125, &link, 1, 0.01), 2);   /* and late: 2e6 b/s >= 1e6 */
+    assert_int_equal(flowtab_rising(ft, 10.5, 0.5, 0.125, &link, 1, 0.5), 0);    /* 1e7 b/s < 5e7 */
+    assert_int_equal(flowtab_rising(ft, 10.5, 0.5, 0.125, NULL, 0, 0.05), 0);    /* no link rate */
+    double none = 0;
+    assert_int_equal(flowtab_rising(ft, 10.5, 0.5, 0.125, &none, 1, 0.05), 0);   /* unknown rate: not fat */
+    flowtab_close_interval(ft, 10.5, 0.5, &link, 1, 0.05);
+    assert_int_equal(flowtab_rising(ft, 10.6, 0.1, 0.01, &link, 1, 0.05), 0);     /* fat now, or idle */
+    flowtab_free(ft);
+}
+
 static void test_rate_ewma(void **state)
 {
     (void)state;
@@ -914,6 +956,7 @@ int main(void)
         cmocka_unit_test(test_index_churn),
         cmocka_unit_test(test_rate_ewma),
         cmocka_unit_test(test_first_interval_span),
+        cmocka_unit_test(test_rising),
         cmocka_unit_test(test_fat_hysteresis),
         cmocka_unit_test(test_sampled_min_samples),
         cmocka_unit_test(test_cnp_attribution),
