@@ -602,7 +602,28 @@ static void fill_link(struct mport *p, struct report_link *l, double now, double
     p->ivl_bytes = p->ivl_pkts = p->ivl_ce = p->ivl_drops = p->ivl_errs = p->ivl_carrier = p->ivl_out_drops = 0;
 }
 
-int mirror_close(struct mirror *m, double now, double interval_s, mirror_emit_fn emit, void *ctx)
+/* The rates a view's flows are judged fat against, as its ports have them
+ * now (from the mapping, or the switch's counter samples). */
+static void view_rates(struct mview *v)
+{
+    for (uint32_t j = 0; j < v->nports; j++)
+        v->link_bps[j] = v->ports[j].link_bps;
+}
+
+uint32_t mirror_rising(struct mirror *m, double now, double ivl_s, double min_age)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < m->nmapped; i++) {
+        struct mview *v = m->views[i];
+        if (!v->active)
+            continue;
+        view_rates(v);
+        n += flowtab_rising(v->ft, now, ivl_s, min_age, v->link_bps, v->nports, m->o.fat_share);
+    }
+    return n;
+}
+
+int mirror_close(struct mirror *m, double now, double interval_s, bool partial, mirror_emit_fn emit, void *ctx)
 {
     struct report_telemetry tel;
     mirror_telemetry(m, &tel);
@@ -613,11 +634,10 @@ int mirror_close(struct mirror *m, double now, double interval_s, mirror_emit_fn
         /* Only ports the switch sent something about are links of the
          * report: a silent mapped port is not a link known to be idle. */
         uint32_t nl = 0;
-        for (uint32_t j = 0; j < v->nports; j++) {
-            v->link_bps[j] = v->ports[j].link_bps;
+        view_rates(v);
+        for (uint32_t j = 0; j < v->nports; j++)
             if (v->ports[j].seen)
                 fill_link(&v->ports[j], &v->links[nl++], now, interval_s);
-        }
         if (report_snap_take(&v->snap, v->ft) < 0)
             return -ENOMEM;
         flowtab_close_interval(v->ft, now, interval_s, v->link_bps, v->nports, m->o.fat_share);
@@ -636,6 +656,7 @@ int mirror_close(struct mirror *m, double now, double interval_s, mirror_emit_fn
         st->tel = tel;
         v->rep.ts = now;
         v->rep.interval_s = interval_s;
+        v->rep.partial = partial;
         v->rep.links = v->links;
         v->rep.nlinks = nl;
         emit(ctx, &v->rep, v->mapped);

@@ -98,11 +98,19 @@ int mirror_erspan(struct mirror *m, const struct decode_pkt *outer, const uint8_
  * (counted here). */
 int mirror_sflow(struct mirror *m, const uint8_t *dgram, size_t len, double ts);
 
+/* flowtab_rising over the mapped views (what the controller gets): the
+ * flows not fat at the last close that are fat since, by their ports'
+ * rates at that close. What makes the probe look at mid-interval close
+ * (probe.c); a sampled (sFlow) flow never counts. */
+uint32_t mirror_rising(struct mirror *m, double now, double ivl_s, double min_age);
+
 /* Closes the interval ending at now: one report per view with traffic or
  * counters, handed to emit together with whether the view is mapped (only
- * mapped views belong to the controller). */
+ * mapped views belong to the controller). partial: the interval was cut
+ * short (the probe's stop or reload), and every view's report says so, as
+ * the probe's own does (docs/telemetry.md). */
 typedef void (*mirror_emit_fn)(void *ctx, const struct report *r, bool mapped);
-int mirror_close(struct mirror *m, double now, double interval_s, mirror_emit_fn emit, void *ctx);
+int mirror_close(struct mirror *m, double now, double interval_s, bool partial, mirror_emit_fn emit, void *ctx);
 
 void mirror_telemetry(const struct mirror *m, struct report_telemetry *t);
 

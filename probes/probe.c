@@ -166,7 +166,7 @@ static void on_mirror_report(void *ctx, const struct report *rep, bool mapped)
 static int probe_close(struct probe *pr, double now, double interval_s, bool partial)
 {
     flowtab_batch_flush(pr->ft, &pr->batch); /* every packet before now is in the table */
-    if (pr->mirror && mirror_close(pr->mirror, now, interval_s, on_mirror_report, pr) < 0)
+    if (pr->mirror && mirror_close(pr->mirror, now, interval_s, partial, on_mirror_report, pr) < 0)
         return -ENOMEM;
     if (pr->nlinks == 0)
         return 0;
@@ -387,11 +387,12 @@ static void reload_map(struct probe *pr);
  * took 1.8-2.4 s (docs/lab.md). So at the middle of each interval, on the
  * wall-clock grid of the closes (every probe looks at the same instant, and
  * the round sees every switch's view of the same flows), a probe whose
- * table holds a flow that was not fat at the last close, captured whole,
- * seen for PROBE_MID_MIN_AGE of an interval and fat over that time, closes
- * its interval there: a whole report of half an interval (not partial: its
- * rates are as good as those of --interval / 2), and the rest of the
- * interval closes on the grid as usual. In a steady fabric no flow becomes
+ * table, or a mapped switch's seen through ERSPAN, holds a flow that was
+ * not fat at the last close, captured whole, seen for PROBE_MID_MIN_AGE of
+ * an interval and fat over that time, closes its interval there: a whole
+ * report of half an interval (not partial: its rates are as good as those
+ * of --interval / 2), and the rest of the interval closes on the grid as
+ * usual. In a steady fabric no flow becomes
  * fat and nothing changes. Only from PROBE_MID_MIN_S intervals up: below,
  * the close is as near. An earlier version looked at every quarter and
  * reported as partial: the probes' reports came at different quarters, and
@@ -402,11 +403,14 @@ static void reload_map(struct probe *pr);
 
 static bool probe_mid(struct probe *pr, double now)
 {
-    if (pr->nlinks == 0)
-        return false;
-    flowtab_batch_flush(pr->ft, &pr->batch);
-    uint32_t n = flowtab_rising(pr->ft, tf_now_real(), now - pr->ivl_start_mono,
-                                PROBE_MID_MIN_AGE * pr->o.interval, pr->link_bps, pr->ncap, pr->o.fat_share);
+    double real = tf_now_real(), ivl_s = now - pr->ivl_start_mono, age = PROBE_MID_MIN_AGE * pr->o.interval;
+    uint32_t n = 0;
+    if (pr->nlinks) {
+        flowtab_batch_flush(pr->ft, &pr->batch);
+        n += flowtab_rising(pr->ft, real, ivl_s, age, pr->link_bps, pr->ncap, pr->o.fat_share);
+    }
+    if (pr->mirror)
+        n += mirror_rising(pr->mirror, real, ivl_s, age);
     if (n)
         log_debug("mid-interval report: %u flow%s became fat", n, n == 1 ? "" : "s");
     return n > 0;
