@@ -8,6 +8,7 @@
 #include "controller/ingest.h"
 
 #include <errno.h>
+#include <math.h>
 #include <jansson.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -205,21 +206,24 @@ static void apply_flow(struct state *s, uint32_t node, const struct ingest_flow 
  * moved 6 settled flows on such background at a stop, docs/lab.md). A
  * direction measured before keeps its rate; its byte count, counters,
  * queue and state still apply. */
-static void link_rate(struct state_dir *d, double bps, bool partial)
+static void link_rate(struct state_dir *d, double bps, bool partial, double since)
 {
-    if (!partial || !d->measured)
+    if (!partial || !d->measured) {
         d->bps = bps;
+        d->rate_since = since;
+    }
 }
 
 static void apply_link(struct state *s, uint32_t node, const struct ingest_link *l, uint32_t dir, double ce,
-                       double interval_s, bool partial, double now, struct events *ev, struct ingest_result *res)
+                       double interval_s, double since, bool partial, double now, struct events *ev,
+                       struct ingest_result *res)
 {
     if (dir == TOPO_NONE) {
         note_unmapped(&s->probes[node], res, l->ifname);
         return;
     }
     struct state_dir *d = &s->dirs[dir], *rev = &s->dirs[dir ^ 1];
-    link_rate(d, l->tx_bps, partial);
+    link_rate(d, l->tx_bps, partial, since);
     d->tx_bytes += l->tx_bps * interval_s / 8;
     d->drops = l->drops;
     d->errors = l->errors;
@@ -243,7 +247,7 @@ static void apply_link(struct state *s, uint32_t node, const struct ingest_link 
     d->last_update = now;
     /* The reverse direction belongs to the far end's probe when it has one. */
     if (l->has_rx && (!rev->measured || rev->probe == node || state_probe_stale(s, rev->probe, now))) {
-        link_rate(rev, l->rx_bps, partial);
+        link_rate(rev, l->rx_bps, partial, since);
         rev->tx_bytes += l->rx_bps * interval_s / 8;
         rev->measured = true;
         rev->queue_known = false;   /* its queue is upstream of these counters */
@@ -462,7 +466,8 @@ static void apply_report(struct state *s, const struct ingest_batch *b, size_t i
     if (!r->partial)
         p->last_interval = r->interval_s;
     /* The interval began about its length before it arrived (on our clock:
-     * a probe's may be off). */
+     * a probe's may be off). A link's rate without one says nothing of when
+     * it began: no proof that a move's settle is over (rate_since). */
     double since = now - (r->interval_s > 0 ? r->interval_s : 0);
     p->nunmapped = 0;
     for (size_t j = 0; j < r->nlinks; j++) {
@@ -471,7 +476,8 @@ static void apply_report(struct state *s, const struct ingest_batch *b, size_t i
         if (key)
             refuse_bound(&res->refused, b, i, "links", r->links[j].idx, key, why);
         else
-            apply_link(s, x->node, &r->links[j], x->link_dir[j], x->link_ce[j], r->interval_s, partial, now, ev, res);
+            apply_link(s, x->node, &r->links[j], x->link_dir[j], x->link_ce[j], r->interval_s,
+                       r->interval_s > 0 ? since : -INFINITY, partial, now, ev, res);
     }
     for (size_t j = 0; j < r->nflows; j++) {
         const char *key = x->flow_bad[j] ? ingest_flow_bound(t, x->egress[j], &r->flows[j], why, sizeof(why)) : NULL;

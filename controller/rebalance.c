@@ -48,6 +48,7 @@ void rebalance_destroy(struct rebalance *rb)
         rebalance_group_drop(rb, rb->ngroups - 1);
     free(rb->groups);
     free(rb->settle);
+    free(rb->moved_at);
     free(rb->hot_seen);
     plan_free(&rb->last);
     pthread_mutex_destroy(&rb->mu);
@@ -413,7 +414,7 @@ bool rebalance_contended(struct rebalance *rb, double now)
          * round did not see could be contended by the ramp rule. */
         bool ramp = false;
         for (uint32_t d = 0; d < nd && !ramp; d++)
-            ramp = !rb->hot_seen[d] && rb->settle[d] <= now &&
+            ramp = !rb->hot_seen[d] && !rebalance_dir_settling(rb, d, now) &&
                    rebalance_ramp_candidate(c, state_dir_util(s, d, bps[d]), nramp[d], !s->dirs[d].up);
         if (ramp)
             contended_proj(s, ramps, now, proj);
@@ -424,7 +425,7 @@ bool rebalance_contended(struct rebalance *rb, double now)
                                            .nfat = nfat[d], .nramp = nramp[d], .proj = proj[d]};
             rebalance_dir_congested(s, c, d, &v, &hot);
             /* Failures have their own wake-up (the routing watch). */
-            found = hot && !down && !rb->hot_seen[d] && rb->settle[d] <= now;
+            found = hot && !down && !rb->hot_seen[d] && !rebalance_dir_settling(rb, d, now);
         }
     }
     pthread_rwlock_unlock(&s->lock);

@@ -205,6 +205,10 @@ int  rebalance_natural(const struct topo *t, struct snap *f, size_t n, double *p
 /* The round's natural demands once (r->nat_done), with proj as above. */
 void rebalance_round_natural(struct round *r, double *proj);
 int  rebalance_dirs_ensure(struct rebalance *rb, uint32_t nd);
+/* Whether direction d still settles after a choice move touched it: until
+ * rb->settle[d] (settle_intervals), or sooner, once a report whose interval
+ * began after the move has given its rate (what the period waits for). */
+bool rebalance_dir_settling(const struct rebalance *rb, uint32_t d, double now);
 void rebalance_estimate(struct round *r);
 void rebalance_trace(const struct round *r);
 

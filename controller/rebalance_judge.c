@@ -251,8 +251,10 @@ void rebalance_start_settle(struct rebalance *rb, const struct round *r, const u
         mark_not_in(touched, r->f[i].dirs, r->f[i].ndirs, nd, n);
     }
     for (uint32_t d = 0; d < r->nd; d++)
-        if (touched[d])
+        if (touched[d]) {
             rb->settle[d] = until;
+            rb->moved_at[d] = now;
+        }
     for (size_t i = 0; i < r->n; i++) {
         bool in = rebalance_moved_by_choice(r, path, i);
         for (int j = 0; !in && j < r->f[i].ndirs; j++)

@@ -100,6 +100,10 @@ struct state_dir {
     double seen_again_at;
     bool measured;               /* a probe reported this direction */
     uint32_t probe;              /* node index of the probe that measured it */
+    /* Where the interval its rate covers began, on tierflowd's clock (the
+     * report's arrival less its interval_s): a move's settle ends once a
+     * rate from after the move is in (rebalance_dir_settling). */
+    double rate_since;
     double last_update;
 };
 
