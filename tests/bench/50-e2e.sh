@@ -16,7 +16,8 @@
 # places them.
 # Then the reaction: tierflowd already running, colliding stride:4 flows
 # start; seconds until the aggregate reaches 90% of its settled value (0.2-s
-# bins), at --interval 1 and 0.2, BENCH_REACT_RUNS runs each (median), with
+# bins), at --interval 1 and 0.2, BENCH_REACT_RUNS runs each (median;
+# default 5: single runs on the fat tree spread from 1.0 to 3.0 s), with
 # the oracle's own ramp (TCP start, no collision) beside it and the cores
 # tierflowd and the probes used (BENCH_REACT_INTERVALS: which intervals,
 # default "1 0.2"); last, the gray-failure false positives of all its
@@ -34,7 +35,7 @@ TF_ROOT=${TF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 MBIT=${BENCH_MBIT:-50}
 PATTERNS=${BENCH_PATTERNS:-"stride:1 stride:2 stride:4 stride:8 staggered:0.5,0.3 random randbij"}
 FABRICS=${BENCH_FABRICS:-"leafspine:leaves=4,spines=4,hosts=4,gbps=1 fattree:k=4,gbps=1"}
-RUNS=${BENCH_REACT_RUNS:-3}
+RUNS=${BENCH_REACT_RUNS:-5}
 REACT_INTERVALS=${BENCH_REACT_INTERVALS:-"1 0.2"}   # the reaction part's --interval values
 REPEAT=${BENCH_REPEAT:-1}
 [[ "$REPEAT" =~ ^[1-9][0-9]?$ ]] || { echo "50-e2e: BENCH_REPEAT '$REPEAT' is not a count from 1 to 99"; exit 1; }
