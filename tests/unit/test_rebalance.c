@@ -434,6 +434,21 @@ static const char *untouched_spine(const char *where)
     return strcmp(where, "S3") ? "S3" : "S4";
 }
 
+/* Flows 0 and 1 (ports 1, 2, at g[0], g[1]) collide on S1 at T0 and the
+ * round parts them: the flow it moved, the spine it chose (where), and one
+ * neither flow is on (returned). */
+static const char *part_pair(struct fx *x, const double *g, const struct state_flow **moved, char where[4])
+{
+    const int sp[] = {1, 2};
+    const char *on[] = {"S1", "S1"};
+    report(x, T0, NULL, 2, sp, on, g);
+    assert_int_equal(auto_moves(x, T0), 1);
+    const struct state_flow *a = flow(x, 0, 1), *b = flow(x, 1, 2);
+    *moved = a->pinned ? a : b;
+    tf_strlcpy(where, fx_spine(&x->st, *moved), 4);
+    return untouched_spine(where);
+}
+
 /* Settle is per direction: inside the settle period of a move on L1's S1
  * uplink (the report still shows the old paths), a new collision on links no
  * move touched is fixed by the very next round, and the settling flows stay
@@ -445,13 +460,10 @@ static void disjoint_collision_in_settle(void **state)
     x->cfg.min_move_interval = 0;  /* only the settle period holds moves back */
     const int sp[] = {1, 2, 3, 4};
     const double g[] = {50, 50, 50, 50};
-    const char *on[] = {"S1", "S1"};
-    report(x, T0, NULL, 2, sp, on, g);
-    assert_int_equal(auto_moves(x, T0), 1);
-    const struct state_flow *a = flow(x, 0, 1), *b = flow(x, 1, 2);
+    const struct state_flow *moved;
     char where[4];
-    tf_strlcpy(where, fx_spine(&x->st, a->pinned ? a : b), sizeof(where));
-    const char *other = untouched_spine(where);
+    const char *other = part_pair(x, g, &moved, where);
+    const struct state_flow *a = flow(x, 0, 1), *b = flow(x, 1, 2);
     const char *on2[] = {"S1", "S1", other, other};
     report(x, T0 + 1, NULL, 4, sp, on2, g);
     assert_true(rebalance_contended(&x->rb, T0 + 1));
@@ -476,16 +488,12 @@ static void settle_ends_with_a_rate_after_the_move(void **state)
     x->interval_s = 1;
     const int sp[] = {1, 2, 3, 4};
     const double g[] = {50, 50, 50, 50};
-    const char *on[] = {"S1", "S1"};
-    report(x, T0, NULL, 2, sp, on, g);
-    assert_int_equal(auto_moves(x, T0), 1);
-    const struct state_flow *a = flow(x, 0, 1), *b = flow(x, 1, 2);
-    const struct state_flow *moved = a->pinned ? a : b;
+    const struct state_flow *moved;
     char where[4];
-    tf_strlcpy(where, fx_spine(&x->st, moved), sizeof(where));
-    const char *other = untouched_spine(where);
+    const char *other = part_pair(x, g, &moved, where);
+    bool a_moved = moved == flow(x, 0, 1);
     /* c, not fat at the move's round, on the spine the move chose */
-    const char *on2[] = {a == moved ? where : "S1", b == moved ? where : "S1", where, other};
+    const char *on2[] = {a_moved ? where : "S1", a_moved ? "S1" : where, where, other};
     report(x, T0 + 0.5, NULL, 4, sp, on2, g);
     assert_int_equal(auto_moves(x, T0 + 0.5), 0);
     report(x, T0 + 1.2, NULL, 4, sp, on2, g);
@@ -505,20 +513,16 @@ static void moved_flow_counts_at_its_demand(void **state)
     struct fx *x = *state;
     const int sp[] = {1, 2, 3, 4};
     const double g0[] = {50, 50};
-    const char *on[] = {"S1", "S1"};
-    report(x, T0, NULL, 2, sp, on, g0);
-    assert_int_equal(auto_moves(x, T0), 1);
-    const struct state_flow *a = flow(x, 0, 1), *b = flow(x, 1, 2);
-    const struct state_flow *moved = a->pinned ? a : b;
+    const struct state_flow *moved;
     char where[4];
-    tf_strlcpy(where, fx_spine(&x->st, moved), sizeof(where));
-    const char *other = untouched_spine(where);
+    const char *other = part_pair(x, g0, &moved, where);
+    bool a_moved = moved == flow(x, 0, 1);
     int full = 2;   /* the fourth spine: heavy non-fat load */
     while (full == where[1] - '0' || full == other[1] - '0')
         full++;
     x->bg[full] = 95;
-    const char *on2[] = {a == moved ? where : "S1", b == moved ? where : "S1", other, other};
-    const double g[] = {a == moved ? 10 : 95, b == moved ? 10 : 95, 50, 50};
+    const char *on2[] = {a_moved ? where : "S1", a_moved ? "S1" : where, other, other};
+    const double g[] = {a_moved ? 10 : 95, a_moved ? 95 : 10, 50, 50};
     report(x, T0 + 3, NULL, 4, sp, on2, g);
     assert_int_equal(auto_moves(x, T0 + 3), 0);
     assert_string_equal(fx_spine(&x->st, flow(x, 2, 3)), other);
