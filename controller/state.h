@@ -127,8 +127,9 @@ struct state_probe {
     char rival[STATE_SENDER_LEN];
     double rival_seen;
     /* The interval_s of its last report (0 none): a report well under it
-     * (ingest.c, INGEST_CUT_SHARE) is a partial interval (a probe's final flush on stop, a reload),
-     * whose flow rates are noise (ingest.c keeps the flows' rates). */
+     * (ingest.c, INGEST_CUT_SHARE) is a partial interval (a probe's final
+     * flush on stop, a reload), whose flow rates are noise (ingest.c keeps
+     * the flows' rates). */
     double last_interval;
 };
 

@@ -100,7 +100,7 @@ int mirror_sflow(struct mirror *m, const uint8_t *dgram, size_t len, double ts);
 
 /* flowtab_rising over the mapped views (what the controller gets): the
  * flows not fat at the last close that are fat since, by their ports'
- * rates at that close. What makes the probe look at mid-interval close
+ * rates now. What makes the probe's look at mid-interval close it
  * (probe.c); a sampled (sFlow) flow never counts. */
 uint32_t mirror_rising(struct mirror *m, double now, double ivl_s, double min_age);
 

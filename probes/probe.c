@@ -392,12 +392,13 @@ static void reload_map(struct probe *pr);
  * an interval and fat over that time, closes its interval there: a whole
  * report of half an interval (not partial: its rates are as good as those
  * of --interval / 2), and the rest of the interval closes on the grid as
- * usual. In a steady fabric no flow becomes
- * fat and nothing changes. Only from PROBE_MID_MIN_S intervals up: below,
- * the close is as near. An earlier version looked at every quarter and
- * reported as partial: the probes' reports came at different quarters, and
- * tierflowd kept the known flows' rates of a partial report (docs/lab.md,
- * "Early reports, tried and left out"). --mid-report off: none. */
+ * usual. In a steady fabric no flow becomes fat and nothing changes. Only
+ * from PROBE_MID_MIN_S intervals up: below, the close is as near. An
+ * earlier version looked at every quarter and reported as partial: the
+ * probes' reports came at different quarters, and tierflowd kept the known
+ * flows' rates of a partial report; whole reports at every quarter were
+ * slower still (rounds on a quarter second of a ramp; docs/lab.md, "The
+ * look at mid-interval"). --mid-report off: none. */
 #define PROBE_MID_MIN_S 0.5
 #define PROBE_MID_MIN_AGE 0.125
 
