@@ -277,6 +277,12 @@ bool state_loc_cached(struct state *s, const struct state_flow_key *k, uint32_t 
 void state_flow_place(struct state *s, struct state_flow *f, const struct state_loc *l);
 /* Both steps at once (tests, single flows). */
 void state_flow_locate(struct state *s, struct state_flow *f);
+/* Whether the loop's own timers let f move by choice now: min_interval
+ * since its last move and its back-off over. Both keep a flow still in the
+ * fabric they were earned in; a direction that went down or came back since
+ * (dirs_changed_at) frees it. */
+bool state_flow_may_move(const struct state *s, const struct state_flow *f, double min_interval, double now);
+
 /*
  * One probe's observation of a flow (ingest, write lock): where it left
  * (egress, ifname, its resolved location l) and its rate. A flow crosses
@@ -300,11 +306,6 @@ void state_flow_locate(struct state *s, struct state_flow *f);
  * An observation taken that opens a new interval (STATE_RATE_SPREAD after
  * the current one's first) keeps bps as prev_bps, for the caller to set bps.
  */
-/* Whether the loop's own timers let f move by choice now: min_interval
- * since its last move and its back-off over. Both keep a flow still in the
- * fabric they were earned in; a direction that went down or came back since
- * (dirs_changed_at) frees it. */
-bool state_flow_may_move(const struct state *s, const struct state_flow *f, double min_interval, double now);
 bool state_flow_observe(struct state *s, struct state_flow *f, bool inserted, uint32_t node, uint32_t egress,
                         const char *ifname, const struct state_loc *l, double bps, double since, double now);
 
