@@ -47,7 +47,6 @@ void rebalance_destroy(struct rebalance *rb)
     while (rb->ngroups)
         rebalance_group_drop(rb, rb->ngroups - 1);
     free(rb->groups);
-    free(rb->settle);
     free(rb->moved_at);
     free(rb->hot_seen);
     plan_free(&rb->last);

@@ -205,10 +205,6 @@ int  rebalance_natural(const struct topo *t, struct snap *f, size_t n, double *p
 /* The round's natural demands once (r->nat_done), with proj as above. */
 void rebalance_round_natural(struct round *r, double *proj);
 int  rebalance_dirs_ensure(struct rebalance *rb, uint32_t nd);
-/* Whether direction d still settles after a choice move touched it: until
- * rb->settle[d] (settle_intervals), or sooner, once a report whose interval
- * began after the move has given its rate (what the period waits for). */
-bool rebalance_dir_settling(const struct rebalance *rb, uint32_t d, double now);
 void rebalance_estimate(struct round *r);
 void rebalance_trace(const struct round *r);
 
@@ -219,6 +215,11 @@ void rebalance_judge_groups(struct rebalance *rb, struct round *r, double now);
 void rebalance_apply_verdicts(struct rebalance *rb, const struct round *r, double now);
 bool rebalance_moved_by_choice(const struct round *r, const uint32_t *path, size_t i);
 void rebalance_start_settle(struct rebalance *rb, const struct round *r, const uint32_t *path, double now);
+/* Whether direction d still settles after a choice move touched it (at
+ * rb->moved_at[d]): for settle_intervals, or less, until a report whose
+ * interval began after the move has given its rate (what the period waits
+ * for). */
+bool rebalance_dir_settling(const struct rebalance *rb, uint32_t d, double now);
 double rebalance_gate_moves(const struct round *r, const struct assign_input *in, uint32_t *path, double margin,
                             double after);
 double rebalance_wait_for_held(const struct round *r, const struct assign_input *in, const struct assign_params *ap,

@@ -38,6 +38,18 @@ static double settle_s(const struct config *c)
     return w > c->interval ? w : c->interval;
 }
 
+/* A direction's counters are stale until the probes report an interval
+ * that began after the move; the settle period bounds the wait (a probe
+ * that went quiet). Waiting the whole period instead held a collision a
+ * move had made with a flow not yet fat at its round for 2 s on the lab's
+ * fat tree, where the reports after the move (0.5-1.4 s) already showed it
+ * (docs/lab.md, "The look at mid-interval"). */
+bool rebalance_dir_settling(const struct rebalance *rb, uint32_t d, double now)
+{
+    double at = rb->moved_at[d];
+    return at > 0 && now < at + settle_s(rb->cfg) && rb->st->dirs[d].rate_since < at;
+}
+
 /* Whether a link failed or came back since the rates before a move at `at`
  * were measured (one interval before it): that changed what every path can
  * carry, and judging the move (its flow's verdict, its group's harm) would
@@ -235,7 +247,7 @@ static void mark_not_in(uint8_t *mark, const uint32_t *a, int na, const uint32_t
  */
 void rebalance_start_settle(struct rebalance *rb, const struct round *r, const uint32_t *path, double now)
 {
-    double until = now + settle_s(rb->cfg);
+    double until = now + settle_s(rb->cfg);   /* the group is judged from then */
     uint8_t *touched = calloc(r->nd + 1, 1);
     size_t nm = 0;
     if (!touched)
@@ -251,10 +263,8 @@ void rebalance_start_settle(struct rebalance *rb, const struct round *r, const u
         mark_not_in(touched, r->f[i].dirs, r->f[i].ndirs, nd, n);
     }
     for (uint32_t d = 0; d < r->nd; d++)
-        if (touched[d]) {
-            rb->settle[d] = until;
+        if (touched[d])
             rb->moved_at[d] = now;
-        }
     for (size_t i = 0; i < r->n; i++) {
         bool in = rebalance_moved_by_choice(r, path, i);
         for (int j = 0; !in && j < r->f[i].ndirs; j++)

@@ -153,29 +153,16 @@ bool rebalance_flow_ramping(const struct state *s, const struct config *c, const
  * on reload: everything starts afresh then). Under mu. */
 int rebalance_dirs_ensure(struct rebalance *rb, uint32_t nd)
 {
-    if (rb->nd == nd && rb->settle)
+    if (rb->nd == nd && rb->moved_at)
         return 0;
-    free(rb->settle);
     free(rb->moved_at);
     free(rb->hot_seen);
-    rb->settle = calloc(nd + 1, sizeof(double));
     rb->moved_at = calloc(nd + 1, sizeof(double));
     rb->hot_seen = calloc(nd + 1, 1);
-    rb->nd = rb->settle && rb->moved_at && rb->hot_seen ? nd : 0;
+    rb->nd = rb->moved_at && rb->hot_seen ? nd : 0;
     while (rb->ngroups)
         rebalance_group_drop(rb, rb->ngroups - 1);
     return rb->nd == nd ? 0 : -ENOMEM;
-}
-
-/* A direction's counters are stale until the probes report an interval
- * that began after the move; settle_intervals bounds the wait (a probe that
- * went quiet). Waiting the whole period instead held a collision a move had
- * made with a flow not yet fat at its round for 2 s on the lab's fat tree,
- * where the reports after the move (0.5-1.4 s) already showed it
- * (docs/lab.md, "The look at mid-interval"). */
-bool rebalance_dir_settling(const struct rebalance *rb, uint32_t d, double now)
-{
-    return rb->settle[d] > now && rb->st->dirs[d].rate_since < rb->moved_at[d];
 }
 
 static bool crosses_settling(const struct rebalance *rb, const uint32_t *dirs, int n, double now)
