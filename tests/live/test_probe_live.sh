@@ -43,7 +43,7 @@ wait_for 10 listening "$B" 5201 || t_fail "iperf3 server up"
 # Just after a whole second (the probe's closes are on them): the flow is
 # new and fat at the look half a second in (probe.c, "The look at
 # mid-interval").
-sleep "$(date +%s.%N | awk '{f = $1 - int($1); printf "%.3f", f < 0.02 ? 0.02 - f : 1.02 - f}')"
+past_whole_second
 ip netns exec "$A" iperf3 -c 10.77.0.2 -p 5201 -t 5 --json >"$T/iperf.json" 2>&1 &
 iperf=$!
 # SIGHUP mid-run (it used to kill the probe silently): logged, and the
@@ -68,18 +68,16 @@ ibps=$(jq '.end.sum_received.bits_per_second' "$T/iperf.json")
 ibytes=$(jq '.end.sum_received.bytes' "$T/iperf.json")
 t_check "iperf3 measured a rate ($ibps b/s)" awk -v r="$ibps" 'BEGIN{exit !(r > 1e7)}'
 # The SIGTERM flush cuts its interval short and says so; no other report does.
-only_flush_partial() { jq -se '(.[-1].partial == true) and all(.[:-1][]; has("partial") | not)' "$1" >/dev/null; }
 t_check "the SIGTERM flush alone says partial" only_flush_partial "$T/reports"
 t_check "--counters: the SIGTERM flush alone says partial" only_flush_partial "$T/counters"
 # The look at mid-interval: one report (the flow became fat once), half a
 # second after a whole one, half an interval long, not partial, holding
 # the new flow fat.
-midr='[.[:-1][] | select((.ts - (.ts | floor)) > 0.3 and (.ts - (.ts | floor)) < 0.7)]'
-t_eq "one report at mid-interval" 1 "$(jq -s "$midr | length" "$T/reports")"
+t_eq "one report at mid-interval" 1 "$(jq -s "$MID_REPORTS | length" "$T/reports")"
 t_eq "... of half an interval, not partial" true \
-  "$(jq -s "$midr | .[0] | .interval_s > 0.4 and .interval_s < 0.6 and (has(\"partial\") | not)" "$T/reports")"
+  "$(jq -s "$MID_REPORTS | .[0] | .interval_s > 0.4 and .interval_s < 0.6 and (has(\"partial\") | not)" "$T/reports")"
 t_eq "... holding the new flow, fat" true \
-  "$(jq -s "$midr | .[0].flows | any(.dst == \"10.77.0.2\" and .dport == 5201 and .fat)" "$T/reports")"
+  "$(jq -s "$MID_REPORTS | .[0].flows | any(.dst == \"10.77.0.2\" and .dport == 5201 and .fat)" "$T/reports")"
 t_check "the probe logged why" grep -q 'mid-interval report: 1 flow became fat' "$T/probe.err"
 t_check "every report line is a DESIGN 2.3 object" \
   bash -c "jq -se 'length >= 5 and all(type == \"object\" and .probe == \"A\" and (.links | length) == 1)' '$T/reports' >/dev/null"

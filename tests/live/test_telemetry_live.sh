@@ -38,7 +38,7 @@ wait_for 10 test -s "$T/reports" || t_fail "probe emits a first report" "$(cat "
 # Just after a whole second (the probe's closes are on them): the mirrored
 # flow is new and fat at the look half a second in (probe.c, "The look at
 # mid-interval").
-sleep "$(date +%s.%N | awk '{f = $1 - int($1); printf "%.3f", f < 0.02 ? 0.02 - f : 1.02 - f}')"
+past_whole_second
 ip netns exec "$A" "$TF_TOOLS/telemetry_send" --sflow 10.78.0.2:6343 --agent 10.78.0.1 --ifindex 7 \
   --rate 1000 --flow-gbps 40 --pkt-bytes 4096 --mouse-gbps 0.5 --seconds 5 --skip-every 25 \
   --seed 7 >"$T/sflow.json" &
@@ -93,15 +93,13 @@ t_check "mirrored flow is fat on a 50 Mb/s link" \
 # The look at mid-interval: the mirrored flow, captured whole, closes one
 # interval of every view at its middle (a whole report of half an
 # interval); the sampled one never would.
-midr='[.[:-1][] | select((.ts - (.ts | floor)) > 0.3 and (.ts - (.ts | floor)) < 0.7)]'
 t_eq "L2: one report at mid-interval, half an interval long, not partial" true \
-  "$(jq -s "$midr | length == 1 and all(.[]; .interval_s > 0.4 and .interval_s < 0.6 and (has(\"partial\") | not))" "$T/L2")"
+  "$(jq -s "$MID_REPORTS | length == 1 and all(.[]; .interval_s > 0.4 and .interval_s < 0.6 and (has(\"partial\") | not))" "$T/L2")"
 t_eq "... holding the mirrored flow, fat" true \
-  "$(jq -s "$midr | .[0].flows | any(.source == \"erspan\" and .fat)" "$T/L2")"
-t_eq "L1 (sFlow) closed there too, and only there" 1 "$(jq -s "$midr | length" "$T/L1")"
+  "$(jq -s "$MID_REPORTS | .[0].flows | any(.source == \"erspan\" and .fat)" "$T/L2")"
+t_eq "L1 (sFlow) closed there too, and only there" 1 "$(jq -s "$MID_REPORTS | length" "$T/L1")"
 # The SIGTERM flush cuts every view's interval short and says so, as the
 # probe's own report does; no other report does.
-only_flush_partial() { jq -se '(.[-1].partial == true) and all(.[:-1][]; has("partial") | not)' "$1" >/dev/null; }
 t_check "L1: the SIGTERM flush alone says partial" only_flush_partial "$T/L1"
 t_check "L2: the SIGTERM flush alone says partial" only_flush_partial "$T/L2"
 t_check "ERSPAN frames counted" jq -se 'last | .stats.telemetry.erspan_frames > 3000' "$T/L2"
