@@ -176,6 +176,8 @@ static void apply_flow(struct state *s, uint32_t node, const struct ingest_flow 
      * stop) read flows far below or above their rate, and a round on them
      * moved settled flows again (docs/lab.md): a known flow keeps its own. */
     if (inserted || !partial) {
+        if (in->fat && (inserted || !f->fat))
+            f->fat_since = now;
         f->fat = in->fat;
         f->bps = in->bps;
     }

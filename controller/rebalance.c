@@ -395,9 +395,10 @@ bool rebalance_contended(struct rebalance *rb, double now)
     rb->seen_gen = s->gen;
     double *bps = calloc(nd + 1, sizeof(double)), *ce = calloc(nd + 1, sizeof(double));
     double *fat = calloc(nd + 1, sizeof(double)), *proj = calloc(nd + 1, sizeof(double));
+    double *newest = calloc(nd + 1, sizeof(double));   /* the latest fat_since of its fat flows */
     uint32_t *nfat = calloc(nd + 1, sizeof(uint32_t)), *nramp = calloc(nd + 1, sizeof(uint32_t));
     uint8_t *ramps = calloc(s->nflows + 1, 1);
-    if (bps && ce && fat && proj && nfat && nramp && ramps) {
+    if (bps && ce && fat && proj && newest && nfat && nramp && ramps) {
         state_dir_loads(s, now, bps, ce, nfat);
         for (size_t i = 0; i < s->nflows; i++) {
             const struct state_flow *f = &s->flows[i];
@@ -407,13 +408,15 @@ bool rebalance_contended(struct rebalance *rb, double now)
             for (int j = 0; j < n; j++) {
                 fat[dirs[j]] += f->bps / 1e9;
                 nramp[dirs[j]] += ramps[i];
+                if (f->fat_since > newest[dirs[j]])
+                    newest[dirs[j]] = f->fat_since;
             }
         }
         /* Natural demands cost an estimate: only when a direction the
          * round did not see could be contended by the ramp rule. */
         bool ramp = false;
         for (uint32_t d = 0; d < nd && !ramp; d++)
-            ramp = !rb->hot_seen[d] && !rebalance_dir_settling(rb, d, now) &&
+            ramp = !rb->hot_seen[d] && !rebalance_dir_settling(rb, d, newest[d], now) &&
                    rebalance_ramp_candidate(c, state_dir_util(s, d, bps[d]), nramp[d], !s->dirs[d].up);
         if (ramp)
             contended_proj(s, ramps, now, proj);
@@ -424,7 +427,7 @@ bool rebalance_contended(struct rebalance *rb, double now)
                                            .nfat = nfat[d], .nramp = nramp[d], .proj = proj[d]};
             rebalance_dir_congested(s, c, d, &v, &hot);
             /* Failures have their own wake-up (the routing watch). */
-            found = hot && !down && !rb->hot_seen[d] && !rebalance_dir_settling(rb, d, now);
+            found = hot && !down && !rb->hot_seen[d] && !rebalance_dir_settling(rb, d, newest[d], now);
         }
     }
     pthread_rwlock_unlock(&s->lock);
@@ -433,6 +436,7 @@ bool rebalance_contended(struct rebalance *rb, double now)
     free(ce);
     free(fat);
     free(proj);
+    free(newest);
     free(nfat);
     free(nramp);
     free(ramps);

@@ -215,11 +215,12 @@ void rebalance_judge_groups(struct rebalance *rb, struct round *r, double now);
 void rebalance_apply_verdicts(struct rebalance *rb, const struct round *r, double now);
 bool rebalance_moved_by_choice(const struct round *r, const uint32_t *path, size_t i);
 void rebalance_start_settle(struct rebalance *rb, const struct round *r, const uint32_t *path, double now);
-/* Whether direction d still settles after a choice move touched it (at
- * rb->moved_at[d]): for settle_intervals, or less, until a report whose
- * interval began after the move has given its rate (what the period waits
- * for). */
-bool rebalance_dir_settling(const struct rebalance *rb, uint32_t d, double now);
+/* Whether direction d still settles, for a flow fat since `since`, after a
+ * choice move touched it (at rb->moved_at[d]): for settle_intervals, or
+ * less, until a report whose interval began after the move has given its
+ * rate (what the period waits for). A flow fat only since the move was not
+ * in its round: the move did not count on it, and it is not held. */
+bool rebalance_dir_settling(const struct rebalance *rb, uint32_t d, double since, double now);
 double rebalance_gate_moves(const struct round *r, const struct assign_input *in, uint32_t *path, double margin,
                             double after);
 double rebalance_wait_for_held(const struct round *r, const struct assign_input *in, const struct assign_params *ap,

@@ -44,10 +44,10 @@ static double settle_s(const struct config *c)
  * move had made with a flow not yet fat at its round for 2 s on the lab's
  * fat tree, where the reports after the move (0.5-1.4 s) already showed it
  * (docs/lab.md, "The look at mid-interval"). */
-bool rebalance_dir_settling(const struct rebalance *rb, uint32_t d, double now)
+bool rebalance_dir_settling(const struct rebalance *rb, uint32_t d, double since, double now)
 {
     double at = rb->moved_at[d];
-    return at > 0 && now < at + settle_s(rb->cfg) && rb->st->dirs[d].rate_since < at;
+    return at > 0 && since <= at && now < at + settle_s(rb->cfg) && rb->st->dirs[d].rate_since < at;
 }
 
 /* Whether a link failed or came back since the rates before a move at `at`

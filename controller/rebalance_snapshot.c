@@ -165,10 +165,10 @@ int rebalance_dirs_ensure(struct rebalance *rb, uint32_t nd)
     return rb->nd == nd ? 0 : -ENOMEM;
 }
 
-static bool crosses_settling(const struct rebalance *rb, const uint32_t *dirs, int n, double now)
+static bool crosses_settling(const struct rebalance *rb, const struct snap *f, double since, double now)
 {
-    for (int j = 0; j < n; j++)
-        if (rebalance_dir_settling(rb, dirs[j], now))
+    for (int j = 0; j < f->ndirs; j++)
+        if (rebalance_dir_settling(rb, f->dirs[j], since, now))
             return true;
     return false;
 }
@@ -245,7 +245,7 @@ int rebalance_snapshot(struct rebalance *rb, double now, struct round *r)
         }
         sf->ramp = rebalance_flow_ramping(s, c, f, r->bps, r->ce, now);
         sf->movable = state_flow_may_move(s, f, c->min_move_interval, now) &&
-                      !(r->automatic && crosses_settling(rb, sf->dirs, sf->ndirs, now));
+                      !(r->automatic && crosses_settling(rb, sf, f->fat_since, now));
         sf->held = !sf->movable && now >= f->backoff_until;
         for (int j = 0; j < sf->ndirs; j++)
             r->bg[sf->dirs[j]] -= sf->gbps;

@@ -187,6 +187,10 @@ struct state_flow {
     uint32_t cls_gen;            /* state cls_gen it was classified at */
     uint32_t cls_src, cls_dst;   /* end nodes it was classified with */
     double last_seen, last_moved;
+    /* When it last became fat (a report's arrival): a flow fat only since
+     * a move was not in that move's round, and the move's settle does not
+     * hold it (rebalance_dir_settling). */
+    double fat_since;
     uint32_t moves;
     /* The loop's verdict on its own moves (rebalance.c): the measured rate
      * when a round last moved it by choice (0: no verdict pending), and the
