@@ -68,8 +68,8 @@ struct rebalance {
                                     ("" after a round that acted); under mu */
     /* Per link direction (2 * nlinks; sized by the round, under mu). */
     uint32_t nd;
-    double *moved_at;            /* a choice move last touched it then (0 never): its flows stay put
-                                    while it settles (rebalance_dir_settling) */
+    double *moved_at;            /* a choice move last touched it then (0 never): the flows fat at
+                                    that move stay put while it settles (rebalance_dir_settling) */
     uint8_t *hot_seen;           /* contended at the last round */
     uint64_t seen_gen;           /* state gen rebalance_contended last looked at */
     /* Groups of flows a round moved by choice, judged against what they had

@@ -190,10 +190,6 @@ static void test_unknown_agents_cost_nothing(void **state)
     mirrormap_free(map);
 }
 
-/* An allow-list admits agents the map does not name, first come, into a
- * fixed pool of views; the pool spent or the prefix missed, they are
- * refused. A mapped agent's unmapped port has no view unless its agent is
- * allowed: its samples are unattributed. */
 /* A sampled flow never brings the look at mid-interval forward (probe.c):
  * a few samples say too little. This one is fat by its samples (the close
  * says so) and has been seen long enough, and still does not count. */
@@ -217,6 +213,10 @@ static void test_sampled_flow_not_rising(void **state)
     mirrormap_free(map);
 }
 
+/* An allow-list admits agents the map does not name, first come, into a
+ * fixed pool of views; the pool spent or the prefix missed, they are
+ * refused. A mapped agent's unmapped port has no view unless its agent is
+ * allowed: its samples are unattributed. */
 static void test_allow_list(void **state)
 {
     (void)state;
