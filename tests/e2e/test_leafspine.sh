@@ -42,7 +42,7 @@ mapfile -t DST < <(lab_hosts_of L2)
 # ---- 0. single-flow ceiling --------------------------------------------
 iperf_server "${DST[0]}" 5300 "$LAB_TMP/solo.json"
 iperf_wait_listen "${DST[0]}" 5300
-"$LAB" exec "${SRC[0]}" -- iperf3 -c "$(lab_addr "${DST[0]}")" -p 5300 -t 4 -J > "$LAB_TMP/solo-c.json" 2>&1
+"$LAB" exec "${SRC[0]}" -- iperf3 -c "$(lab_addr "${DST[0]}")" -p 5300 $(lab_cc) -t 4 -J > "$LAB_TMP/solo-c.json" 2>&1
 sleep 0.3
 t0=$(jq -r '.start.timestamp.timesecs' "$LAB_TMP/solo.json" 2>/dev/null)
 C=$(iperf_window $((t0 + 1)) $((t0 + 4)) "$LAB_TMP/solo.json")

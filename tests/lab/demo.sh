@@ -64,7 +64,7 @@ done
 for i in 0 1 2 3; do lab_bg "srv$i" "$LAB" exec "${DST[$i]}" -- iperf3 -s -p $((5201 + i)) >/dev/null 2>&1; done
 for i in 0 1 2 3; do iperf_wait_listen "${DST[$i]}" $((5201 + i)); done
 for i in 0 1 2 3; do
-  lab_bg "cli$i" "$LAB" exec "${SRC[$i]}" -- iperf3 -c "$(lab_addr "${DST[$i]}")" -p $((5201 + i)) --cport "${SPORT[$i]}" -t 86400 >/dev/null 2>&1
+  lab_bg "cli$i" "$LAB" exec "${SRC[$i]}" -- iperf3 -c "$(lab_addr "${DST[$i]}")" -p $((5201 + i)) --cport "${SPORT[$i]}" $(lab_cc) -t 86400 >/dev/null 2>&1
 done
 
 PROBE=$(tf_bin tierflow-probe); CTL=$(tf_bin tierflowd)

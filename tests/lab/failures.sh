@@ -194,7 +194,7 @@ fail_ceiling() { # SRC DST: one flow alone, bit/s over its seconds 1..4
   local s=$1 d=$2 t0
   iperf_server "$d" 5299 "$LAB_TMP/ceiling.json"
   iperf_wait_listen "$d" 5299
-  "$LAB" exec "$s" -- iperf3 -c "${FAIL_ADDR[$d]}" -p 5299 -t 5 -J > "$LAB_TMP/ceiling-c.json" 2>&1
+  "$LAB" exec "$s" -- iperf3 -c "${FAIL_ADDR[$d]}" -p 5299 $(lab_cc) -t 5 -J > "$LAB_TMP/ceiling-c.json" 2>&1
   lab_stop "srv-$d-5299"
   t0=$(jq -r '.start.timestamp.timesecs' "$LAB_TMP/ceiling.json" 2>/dev/null)
   [ -n "$t0" ] && [ "$t0" != null ] || { echo 0; return 1; }
@@ -490,7 +490,7 @@ fail_run() {
   [ "$mode" = oracle ] && fail_oracle_install none
   for ((i = 0; i < ${#FAIL_FSRC[@]}; i++)); do
     lab_bg "cli-${FAIL_FSRC[$i]}-${FAIL_FSPORT[$i]}" "$LAB" exec "${FAIL_FSRC[$i]}" -- iperf3 -c "${FAIL_ADDR[${FAIL_FDST[$i]}]}" \
-      -p "${FAIL_FDPORT[$i]}" --cport "${FAIL_FSPORT[$i]}" -t "$secs" -i 0.5 -J ${FAIL_IPERF_OPTS:-} --logfile "$LAB_TMP/fail-$mode-cli$i.json"
+      -p "${FAIL_FDPORT[$i]}" --cport "${FAIL_FSPORT[$i]}" $(lab_cc) -t "$secs" -i 0.5 -J ${FAIL_IPERF_OPTS:-} --logfile "$LAB_TMP/fail-$mode-cli$i.json"
   done
   sleep "$FAIL_WARMUP"
   fail_align; FAIL_R["$mode none t0"]=$FAIL_T; FAIL_R["$mode none hold"]=$FAIL_BASE

@@ -15,6 +15,9 @@
 #   iperf_bins T1 T2 JSON...        per-second aggregate goodput, "T BPS" lines
 #   iperf_reach LEVEL T0 T1 STEP BASE JSON...   when the aggregate first reaches LEVEL
 #   (IPERF_INTERVAL: iperf3's report interval, default 1 s)
+#   lab_cc                          iperf3's option for the senders' TCP congestion
+#                                   control: LAB_TCP_CC, default cubic ("default": the
+#                                   namespace's own, which is the machine's; docs/lab.md)
 #   lab_txbytes NODE IF...          tx_bytes of interfaces inside NODE
 #   tf_bin NAME                     path of a tierflow program (optimised first), or fail
 #   lab_cleanup                     stop every remembered process, lab down
@@ -107,10 +110,18 @@ lab_cleanup() {
   return 0
 }
 
+# A namespace inherits the machine's default congestion control (BBR on
+# the development machines, CUBIC on a stock Debian) and may not choose
+# another outside the root's allowed list, so each sender sets its own on the
+# socket: the lab's figures must not depend on the machine's sysctl. BBR in
+# the lab's deep htb queues left flows alone on their paths at 13-48 Mbit/s
+# of 50 and moved the same 16 flows' aggregate by 12% from run to run.
+lab_cc() { [ "${LAB_TCP_CC:-cubic}" = default ] || echo "-C ${LAB_TCP_CC:-cubic}"; }
+
 iperf_server() { lab_bg "srv-$1-$2" "$LAB" exec "$1" -- iperf3 -s -1 -J -i "${IPERF_INTERVAL:-1}" -p "$2" --logfile "$3"; }
 iperf_client() {
   lab_bg "cli-$1-$4" "$LAB" exec "$1" -- sh -c 'sleep "$(awk -v a="$0" -v n="$(date +%s.%N)" "BEGIN{d = a - n; printf \"%.3f\", (d > 0 ? d : 0)}")"; exec "$@"' \
-    "${IPERF_START_AT:-0}" iperf3 -c "$2" -p "$3" --cport "$4" -t "$5" -i "${IPERF_INTERVAL:-1}" -J --logfile "$6"
+    "${IPERF_START_AT:-0}" iperf3 -c "$2" -p "$3" --cport "$4" $(lab_cc) -t "$5" -i "${IPERF_INTERVAL:-1}" -J --logfile "$6"
 }
 # Waits until NODE listens on PORT (iperf3 server up), at most 5 s.
 iperf_wait_listen() {

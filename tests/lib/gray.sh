@@ -137,7 +137,7 @@ gray_lab_up() {
   for ((i = 0; i < n; i++)); do iperf_wait_listen "${FAIL_FDST[$i]}" "${FAIL_FDPORT[$i]}"; done
   for ((i = 0; i < n; i++)); do
     lab_bg "cli-$i" "$LAB" exec "${FAIL_FSRC[$i]}" -- iperf3 -c "${FAIL_ADDR[${FAIL_FDST[$i]}]}" -p "${FAIL_FDPORT[$i]}" \
-      --cport "${FAIL_FSPORT[$i]}" -t "$dur" -b "$RATE" -i 1 -J --logfile "$LAB_TMP/cli-$i.json"
+      --cport "${FAIL_FSPORT[$i]}" $(lab_cc) -t "$dur" -b "$RATE" -i 1 -J --logfile "$LAB_TMP/cli-$i.json"
   done
 }
 # Waits (up to SECS) for a link_suspect event newer than event id SINCE;
