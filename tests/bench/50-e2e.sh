@@ -17,7 +17,7 @@
 # Then the reaction: tierflowd already running, colliding stride:4 flows
 # start; seconds until the aggregate reaches 90% of its settled value (0.2-s
 # bins), at --interval 1 and 0.2, BENCH_REACT_RUNS runs each (median;
-# default 5: single runs on the fat tree spread from 1.0 to 3.0 s), with
+# default 5: single runs on the fat tree spread from 1.2 to 6.8 s), with
 # the oracle's own ramp (TCP start, no collision) beside it and the cores
 # tierflowd and the probes used (BENCH_REACT_INTERVALS: which intervals,
 # default "1 0.2"); last, the gray-failure false positives of all its
@@ -25,8 +25,9 @@
 # (default 1) runs each pattern's three runs N times, prints each, then a
 # median row (each column's median, the lower middle one for an even N;
 # the ratios are the medians of the runs' own ratios; a react of -1, never
-# reached, counts as the longest): the same flows vary by up to 12% from
-# run to run on these machines (docs/lab.md). Figures are reported, not asserted. Needs root.
+# reached, counts as the longest): with the lab's CUBIC senders the same
+# stride:1 flows read within 0.6% from run to run (12% with the BBR the
+# machine had set, docs/lab.md). Figures are reported, not asserted. Needs root.
 set -u
 TF_ROOT=${TF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 . "$TF_ROOT/tests/lab/lib.sh"
