@@ -39,6 +39,7 @@ FABRICS=${BENCH_FABRICS:-"leafspine:leaves=4,spines=4,hosts=4,gbps=1 fattree:k=4
 RUNS=${BENCH_REACT_RUNS:-5}
 REACT_INTERVALS=${BENCH_REACT_INTERVALS:-"1 0.2"}   # the reaction part's --interval values
 REPEAT=${BENCH_REPEAT:-1}
+export LAB_TCP_CC=${LAB_TCP_CC:-cubic}   # the senders' congestion control, not the machine's (docs/lab.md)
 [[ "$REPEAT" =~ ^[1-9][0-9]?$ ]] || { echo "50-e2e: BENCH_REPEAT '$REPEAT' is not a count from 1 to 99"; exit 1; }
 CTL=$(tf_bin tierflowd); PROBE=$(tf_bin tierflow-probe)
 if [ -z "$CTL" ] || [ -z "$PROBE" ] || [ -z "$(tf_bin tierflow-sim)" ]; then
