@@ -26,7 +26,7 @@
 # median row (each column's median, the lower middle one for an even N;
 # the ratios are the medians of the runs' own ratios; a react of -1, never
 # reached, counts as the longest): with the lab's CUBIC senders the same
-# stride:1 flows read within 0.6% from run to run (12% with the BBR the
+# stride:1 flows read within 0.6% from run to run (10% with the BBR the
 # machine had set, docs/lab.md). Figures are reported, not asserted. Needs root.
 set -u
 TF_ROOT=${TF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}

@@ -112,13 +112,13 @@ lab_cleanup() {
 }
 
 # A namespace inherits the machine's default congestion control (BBR on
-# the development machines, CUBIC on a stock Debian) and may not choose
-# another outside the root's allowed list, so each sender sets its own on the
-# socket when LAB_TCP_CC names one: bench 50's figures must not depend on
-# the machine's sysctl. BBR in the lab's deep htb queues left flows alone on
-# their paths at 13-48 Mbit/s of 50 and moved the same 16 flows' aggregate
-# by 12% from run to run. The suites still inherit: test_bgp_backend, tuned
-# with BBR, fails 5 checks with CUBIC senders (docs/lab.md).
+# the development machine checked, CUBIC on a stock Debian) and may not
+# choose another outside the root's allowed list, so each sender sets its
+# own on the socket when LAB_TCP_CC names one: bench 50's figures must not
+# depend on the machine's sysctl (with BBR the same stride:1 flows read
+# 621-681 Mbit/s, with CUBIC 758-763). The suites still inherit:
+# test_bgp_backend, tuned with BBR, fails 5 checks with CUBIC senders
+# (docs/lab.md).
 lab_cc() { [ "${LAB_TCP_CC:-default}" = default ] || echo "-C $LAB_TCP_CC"; }
 
 iperf_server() { lab_bg "srv-$1-$2" "$LAB" exec "$1" -- iperf3 -s -1 -J -i "${IPERF_INTERVAL:-1}" -p "$2" --logfile "$3"; }
