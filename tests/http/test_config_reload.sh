@@ -12,12 +12,12 @@ set -u
 D=$TF_BIN/tierflowd; G=$TF_TOOLS/report_gen
 [ -x "$D" ] && [ -x "$G" ] || { t_skip all "needs $D and $G (make san tools)"; t_done; }
 . "$(dirname "$0")/../lib/daemon.sh"
-# Polls (the reload runs on the main loop) until one event of kind $1 has a
-# message matching the regex $2.
+# Polls (the reload runs on the main loop) until ${3:-1} events of kind $1
+# have a message matching the regex $2.
 has_event() {
   for i in $(seq 100); do
-    curl -s "$U/api/v1/events" | jq -e --arg k "$1" --arg m "$2" \
-      '[.events[]|select(.kind==$k and (.message|test($m)))]|length == 1' >/dev/null && return 0
+    curl -s "$U/api/v1/events" | jq -e --arg k "$1" --arg m "$2" --argjson n "${3:-1}" \
+      '[.events[]|select(.kind==$k and (.message|test($m)))]|length == $n' >/dev/null && return 0
     sleep 0.1
   done
   return 1
@@ -55,6 +55,9 @@ grep -q "thresholds.util: 0.8 -> 0.4" "$W/log"; t_eq "the change is logged" 0 $?
 echo '{"thresholds": {"util": ' > "$W/conf.json"
 kill -HUP $PID
 t_check "broken file: reload_failed names it" has_event reload_failed 'conf[.]json'
+# The topology file is still good and is re-read after the failed
+# configuration, which again resets the loads: post after that, not before.
+t_check "broken file: topology reloaded after it" has_event reload '^topology .* reloaded' 2
 report
 t_eq "broken file: thresholds.util 0.4 kept" true "$(congested)"
 kill -TERM $PID; wait $PID; rc=$?; PID=
