@@ -51,8 +51,13 @@ post_reports() { # PORT
   done
 }
 
-# ---- default configuration, no rounds (interval 3600) ----------------------
-start 18410 --interval 3600
+# No rounds: none on the clock, and none reacting 0.1 s after a report shows
+# a contended direction (L1 -> S1 at 0.97), which would move F2 off S1 before
+# a slow scrape.
+NOROUNDS="--interval 3600 --set thresholds.react_window=0"
+
+# ---- default configuration, no rounds ---------------------------------------
+start 18410 $NOROUNDS
 post_reports 18410
 curl -s http://127.0.0.1:18410/metrics > "$W/m1"
 curl -s http://127.0.0.1:18410/api/v1/status > "$W/status"
@@ -99,7 +104,7 @@ t_check "history: moves agree with /metrics' counter" \
   bash -c "[ \"\$(jq '[.buckets[].moves]|add' '$W/h')\" -le \"\$(curl -s http://127.0.0.1:18411/metrics | awk '\$1==\"tierflow_rebalance_moves_total\"{print \$2}')\" ]"
 stopped aggregate
 
-start 18412 --interval 3600 --set metrics.host_links=all
+start 18412 $NOROUNDS --set metrics.host_links=all
 post_reports 18412
 curl -s http://127.0.0.1:18412/metrics > "$W/m3"
 t_check "all: promtool check metrics, no lint" lint "$W/m3"
@@ -125,7 +130,7 @@ t_check "every query of the dashboard is valid PromQL (promtool check rules)" \
 # Every leaf (1,536) reports its links and 4 fat flows, so that the scrape
 # carries measured and estimated series and a timestamp per probe.
 C3='clos3:pods=8,racks=192,hosts=16,oversub=7'
-TOPO=$C3 start 18413 --interval 3600
+TOPO=$C3 start 18413 $NOROUNDS
 curl -s http://127.0.0.1:18413/metrics > "$W/m4"
 echo "# scrape clos3 24K, default, no report yet: $(wc -c < "$W/m4") bytes, $(grep -vc '^#' "$W/m4") samples"
 t_check "24K: every leaf's report accepted" "$G" --topology "$C3" --probes leaves --flows 4 --batch 64 \
