@@ -130,6 +130,16 @@ function pixelStats(png, rgb) {
   return { near: near / (width * height), colours: seen.size };
 }
 const RED = [0xc4, 0x16, 0x1c];
+// An element's screenshot. Each poll redraws the matrix, so a cell found
+// just before one can be detached by the time it is scrolled into view: the
+// locator then finds the new cell on the next try.
+async function shot(page, sel, opts = {}) {
+  for (let i = 0; ; i++) {
+    try { return await page.locator(sel).screenshot(opts); } catch (e) {
+      if (i >= 4 || !/not attached to the DOM/.test(e.message)) throw e;
+    }
+  }
+}
 
 browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox'] });
 
@@ -175,7 +185,7 @@ for (const fab of FABRICS) {
     const hot = await page.$eval(cellSel, (c) => ({ util: Number(c.dataset.util), m: c.dataset.measured, hot: c.dataset.hot, ce: c.dataset.ce, text: c.textContent, cls: c.className }));
     ok(`${fab.name}: the hot cell shows the measured 97%${fab.flows[hf] ? ' with CE (its flows are marked)' : ''}`, Math.abs(hot.util - 0.97) < 0.005 && hot.m === 'true' && hot.hot === '1' &&
       hot.text === (hot.ce === '1' ? '97%⚑' : '97%') && (hot.ce === '1') === Boolean(fab.flows[hf]) && hot.cls.includes('u4') && !hot.cls.includes('est'), hot);
-    const hotPng = await page.locator(cellSel).screenshot({ path: path.join(ART, `scale-${fab.name.replace(/\W+/g, '-')}-hot-cell.png`) });
+    const hotPng = await shot(page, cellSel, { path: path.join(ART, `scale-${fab.name.replace(/\W+/g, '-')}-hot-cell.png`) });
     const hp = pixelStats(hotPng, RED);
     ok(`${fab.name}: the hot cell's screenshot is red (${(hp.near * 100).toFixed(0)}% of its pixels)`, hp.near > 0.5, hp);
 
@@ -187,8 +197,8 @@ for (const fab of FABRICS) {
       // little); stripes of white over it leave much less of it.
       const bg = async (sel) => (await page.$eval(sel, (c) => getComputedStyle(c).backgroundColor)).match(/\d+/g).slice(0, 3).map(Number);
       const estSel = `#matrix-box td[data-cell="${fab.estCell}"]`;
-      const estPng = await page.locator(estSel).screenshot({ path: path.join(ART, `scale-${fab.name.replace(/\W+/g, '-')}-estimated-cell.png`) });
-      const es = pixelStats(estPng, await bg(estSel)), ps = pixelStats(await page.locator(cellSel).screenshot(), await bg(cellSel));
+      const estPng = await shot(page, estSel, { path: path.join(ART, `scale-${fab.name.replace(/\W+/g, '-')}-estimated-cell.png`) });
+      const es = pixelStats(estPng, await bg(estSel)), ps = pixelStats(await shot(page, cellSel), await bg(cellSel));
       ok(`${fab.name}: the estimated cell's pixels are hatched (${(es.near * 100).toFixed(0)}% its background colour, the measured cell ${(ps.near * 100).toFixed(0)}%)`,
         es.near < 0.65 && ps.near > 0.7, { es, ps });
     }
@@ -248,9 +258,9 @@ for (const fab of FABRICS) {
         notes: [...document.querySelectorAll('#history-notes li[data-kind]')].map((l) => l.dataset.kind) }));
       ok(`${fab.name}: history shows max utilisation ≥ 97%, the imbalance index, the moves as bars`, h.util >= 0.97 && h.imb > 1 && h.moves >= 1 && h.bars >= 1, h);
       ok(`${fab.name}: history lists the rebalance among its annotations`, h.notes.includes('rebalance'), h.notes);
-      await page.locator('#history').screenshot({ path: path.join(ART, `scale-${fab.name.replace(/\W+/g, "-")}-history.png`) });
+      await shot(page, '#history', { path: path.join(ART, `scale-${fab.name.replace(/\W+/g, "-")}-history.png`) });
     }
-    await page.locator('#matrix').screenshot({ path: path.join(ART, `scale-${fab.name.replace(/\W+/g, '-')}-matrix.png`) });
+    await shot(page, '#matrix', { path: path.join(ART, `scale-${fab.name.replace(/\W+/g, '-')}-matrix.png`) });
     await page.screenshot({ path: path.join(ART, `scale-${fab.name.replace(/\W+/g, '-')}-1280x800.png`) });
     ok(`${fab.name}: no JavaScript errors`, jsErrors.length === 0, jsErrors.join('\n'));
   } catch (e) {
