@@ -244,10 +244,11 @@ done
 # ---- goodput from the receivers' JSON ---------------------------------------
 for i in 0 1 2 3; do wait "${LAB_PIDS[cli-${SRC[$i]}-${SPORT[$i]}]}" 2>/dev/null; done
 for i in 0 1 2 3; do lab_stop "srv-${DST[$i]}-$((5201 + i))"; done
-S=("$LAB_TMP"/srv[0-3].json)
-ECMP=$(iperf_window "$tecmp_start" "$tecmp_end" "${S[@]}")
+IV=$LAB_TMP/intervals.txt
+_iperf_intervals "$LAB_TMP"/srv[0-3].json > "$IV"
+ECMP=$(iv_window "$IV" "$tecmp_start" "$tecmp_end")
 echo "# aggregate goodput, 1 s bins (C = $(mbit "$C") Mbit/s, ideal 4C = $(mbit "$(awk -v c="$C" 'BEGIN{print 4*c}')"))"
-iperf_bins "$tstart" "$((trec_end))" "${S[@]}" | while read -r t b; do
+iv_bins "$IV" "$tstart" "$((trec_end))" | while read -r t b; do
   m=""; [ "$t" -eq "$tctl" ] && m=" <- tierflowd starts"; [ "$t" -eq "$tdown" ] && m=" <- $DOWN down"
   echo "#   +$((t - tstart))s $(mbit "$b")$m"
 done
@@ -256,11 +257,11 @@ t_ge "ECMP aggregate <= 60% of 4C (the collision happened)" "$(awk -v c="$C" 'BE
 # reached: the first 2-s window ending within 5 s of the start at >= 90% of 4C
 best=0
 for ((t = tctl + 2; t <= tctl + 5; t++)); do
-  w=$(iperf_window $((t - 2)) "$t" "${S[@]}"); [ "$w" -gt "$best" ] && best=$w
+  w=$(iv_window "$IV" $((t - 2)) "$t"); [ "$w" -gt "$best" ] && best=$w
 done
 echo "# tierflow: best 2-s aggregate within 5 s of start $(mbit "$best") Mbit/s = $(awk -v a="$best" -v c="$C" 'BEGIN{printf "%.0f", 100*a/(4*c)}')% of 4C"
 t_ge "tierflow: aggregate >= 90% of 4C within 5 s" "$best" "$(awk -v c="$C" 'BEGIN{print 0.9*4*c}')"
-REC=$(iperf_window "$((trec - 2))" "$trec_end" "${S[@]}")
+REC=$(iv_window "$IV" "$((trec - 2))" "$trec_end")
 echo "# after $DOWN down: aggregate $(mbit "$REC") Mbit/s = $(awk -v a="$REC" -v c="$C" 'BEGIN{printf "%.0f", 100*a/(3*c)}')% of 3C"
 t_ge "link down: aggregate >= 90% of 3C" "$REC" "$(awk -v c="$C" 'BEGIN{print 0.9*3*c}')"
 t_done

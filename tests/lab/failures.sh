@@ -574,18 +574,18 @@ fail_run() {
   [ "$mode" = oracle ] && fail_oracle_install clear
   local iv=$LAB_TMP/fail-$mode-intervals.txt
   _iperf_intervals "${files[@]}" > "$iv"   # read the JSON once; windows as iperf_window computes them
-  FAIL_R["$mode all bins"]=$(fail_bins "$iv" "${FAIL_R["$mode none t0"]}" "${FAIL_R["$mode end"]}" | awk '{printf "%.1f ", $2/1e6}')
+  FAIL_R["$mode all bins"]=$(iv_bins "$iv" "${FAIL_R["$mode none t0"]}" "${FAIL_R["$mode end"]}" | awk '{printf "%.1f ", $2/1e6}')
   # Windows end a second before the links come back (t0 + hold), so that no
   # bin holds any of the restore; "none" ends a second before the first failure.
   for s in none "$@"; do
     t0=${FAIL_R["$mode $s t0"]}; k=${FAIL_R["$mode $s hold"]}
     case $s in flap|restore) e=$((t0 + k)) ;; *) e=$((t0 + k - 1)) ;; esac
     FAIL_R["$mode $s wend"]=$e
-    if [ "$s" = none ]; then FAIL_R["$mode $s after"]=$(fail_window "$iv" "$t0" "$e")
-    else FAIL_R["$mode $s after"]=$(fail_window "$iv" $((t0 + 3)) "$e"); fi
-    FAIL_R["$mode $s bins"]=$(fail_bins "$iv" "$t0" "$e" | awk '{printf "%.1f ", $2/1e6}')
-    [ "$s" = flap ] && FAIL_R["$mode flap during"]=$(fail_window "$iv" $((t0 + 3)) "${FAIL_R["$mode flap up"]}") \
-      && FAIL_R["$mode flap after_up"]=$(fail_window "$iv" "${FAIL_R["$mode flap up"]}" "$e")
+    if [ "$s" = none ]; then FAIL_R["$mode $s after"]=$(iv_window "$iv" "$t0" "$e")
+    else FAIL_R["$mode $s after"]=$(iv_window "$iv" $((t0 + 3)) "$e"); fi
+    FAIL_R["$mode $s bins"]=$(iv_bins "$iv" "$t0" "$e" | awk '{printf "%.1f ", $2/1e6}')
+    [ "$s" = flap ] && FAIL_R["$mode flap during"]=$(iv_window "$iv" $((t0 + 3)) "${FAIL_R["$mode flap up"]}") \
+      && FAIL_R["$mode flap after_up"]=$(iv_window "$iv" "${FAIL_R["$mode flap up"]}" "$e")
     FAIL_R["$mode $s rec"]=$(fail_rec "$iv" "$t0" "$e" "${FAIL_CAP[$s]}")
     # Against this machine's ceiling too, when the oracle ran first.
     [ "$mode" != oracle ] && [ -n "${FAIL_R["oracle $s after"]:-}" ] &&
@@ -596,22 +596,10 @@ fail_run() {
 # the end of the window at >= 90% on average (one lucky bin does not count);
 # k in seconds from T0 (the failure), -1 when never in the window.
 fail_rec() { # INTERVALS T0 END REF
-  fail_bins "$1" "$2" "$3" | awk -v c="$4" '
+  iv_bins "$1" "$2" "$3" | awk -v c="$4" '
     { b[NR] = $2 } END { for (k = 1; k <= NR; k++) { if (b[k] < 0.9 * c) continue
       m = 0; for (j = k; j <= NR; j++) m += b[j]; if (m / (NR - k + 1) >= 0.9 * c) { print k; exit } }
       print -1 }'
-}
-# Aggregate goodput (bit/s) in [T1,T2] from "START END BYTES" interval lines
-# (lib.sh's _iperf_intervals), as iperf_window; fail_bins: 1-s bins, "T BPS".
-fail_window() { _iperf_per_s "$2" "$3" 8 %.0f "$1"; }
-fail_bins() {
-  awk -v a="$2" -v b="$3" '
-    { s[NR] = $1; e[NR] = $2; y[NR] = $3 }
-    END { for (t = a; t < b; t++) { bytes = 0
-            for (i = 1; i <= NR; i++) { if (e[i] <= s[i]) continue
-              lo = (s[i] > t ? s[i] : t); hi = (e[i] < t + 1 ? e[i] : t + 1)
-              if (hi > lo) bytes += y[i] * (hi - lo) / (e[i] - s[i]) }
-            printf "%d %.0f\n", t, bytes * 8 } }' "$1"
 }
 # FAIL_CAP for the baseline and every scenario given.
 fail_capacities() {

@@ -149,7 +149,7 @@ _iperf_field() {
 _iperf_intervals() { _iperf_field bytes "$@"; }
 # "START END VALUE" lines (FILE, else stdin) summed over [T1, T2), each
 # prorated by its overlap, per second of the window, times MULT, printed
-# with FMT: iperf_window's bit/s, iperf_retx's retransmits/s, fail_window's.
+# with FMT: iperf_window's bit/s, iperf_retx's retransmits/s, iv_window's.
 _iperf_per_s() { # T1 T2 MULT FMT [FILE]
   awk -v a="$1" -v b="$2" -v m="$3" -v f="$4" '
     { s = $1; e = $2; if (e <= s) next; lo = (s > a ? s : a); hi = (e < b ? e : b)
@@ -159,6 +159,20 @@ _iperf_per_s() { # T1 T2 MULT FMT [FILE]
 iperf_window() {
   local t1=$1 t2=$2; shift 2
   _iperf_intervals "$@" | _iperf_per_s "$t1" "$t2" 8 %.0f
+}
+# The same from an intervals file written once by _iperf_intervals (reading
+# the JSON costs a jq per file; a run's windows and bins read it once):
+#   iv_window FILE T1 T2   aggregate goodput (bit/s) over [T1, T2)
+#   iv_bins FILE T1 T2     1-s bins over [T1, T2), "T BPS" lines, one pass
+iv_window() { _iperf_per_s "$2" "$3" 8 %.0f "$1"; }
+iv_bins() {
+  awk -v a="$2" -v b="$3" '
+    { s[NR] = $1; e[NR] = $2; y[NR] = $3 }
+    END { for (t = a; t < b; t++) { bytes = 0
+            for (i = 1; i <= NR; i++) { if (e[i] <= s[i]) continue
+              lo = (s[i] > t ? s[i] : t); hi = (e[i] < t + 1 ? e[i] : t + 1)
+              if (hi > lo) bytes += y[i] * (hi - lo) / (e[i] - s[i]) }
+            printf "%d %.0f\n", t, bytes * 8 } }' "$1"
 }
 # iperf_reach LEVEL T0 T1 STEP BASE JSON [BASE JSON ...]: seconds from T0 to
 # the end of the first STEP-long bin in [T0, T1] whose aggregate reaches
@@ -186,8 +200,8 @@ iperf_retx() {
   _iperf_field retransmits "$@" | _iperf_per_s "$t1" "$t2" 1 %.1f
 }
 iperf_bins() {
-  local t1=$1 t2=$2 t; shift 2
-  for ((t = t1; t < t2; t++)); do echo "$t $(iperf_window "$t" $((t + 1)) "$@")"; done
+  local t1=$1 t2=$2; shift 2
+  _iperf_intervals "$@" | iv_bins - "$t1" "$t2"
 }
 
 lab_txbytes() { # one exec for all, so that the counters are read together

@@ -266,14 +266,16 @@ e2e_run() {
   E2E_CPU=$(tf_cpu)
   tf_stop
   _e2e_reap
-  E2E_ECMP=0; [ "$ecmp_s" -gt 0 ] && E2E_ECMP=$(iperf_window "$tm1" "$tm2" "${files[@]}")
-  E2E_TF=$(iperf_window "$te1" "$te2" "${files[@]}")
+  local iv=$LAB_TMP/e2e-intervals.txt
+  _iperf_intervals "${files[@]}" > "$iv"
+  E2E_ECMP=0; [ "$ecmp_s" -gt 0 ] && E2E_ECMP=$(iv_window "$iv" "$tm1" "$tm2")
+  E2E_TF=$(iv_window "$iv" "$te1" "$te2")
   E2E_TF_RETX=$(iperf_retx "$te1" "$te2" "$LAB_TMP"/run-cli*.json)
   E2E_REACT=-1
   while read -r t b; do
     if awk -v b="$b" -v f="$E2E_TF" 'BEGIN{exit !(b >= 0.9 * f)}'; then E2E_REACT=$((t + 1 - tctl)); break; fi
-  done < <(iperf_bins "$tctl" "$te2" "${files[@]}")
+  done < <(iv_bins "$iv" "$tctl" "$te2")
   E2E_REACT_S=$(iperf_reach "$(awk -v a="$E2E_TF" 'BEGIN{print 0.9 * a}')" "$t0" "$te2" 0.2 "${bases[@]}")
   E2E_EST=$(_e2e_est_error "$tsnap")
-  E2E_BINS=$(iperf_bins "$tstart" "$te2" "${files[@]}" | awk -v t0="$tstart" '{printf "%d:%.1f ", $1 - t0, $2/1e6}')
+  E2E_BINS=$(iv_bins "$iv" "$tstart" "$te2" | awk -v t0="$tstart" '{printf "%d:%.1f ", $1 - t0, $2/1e6}')
 }
