@@ -19,7 +19,9 @@
 # one at a time and alone on the machine, the suites that drive real traffic
 # and compare rates or reaction times (tests/e2e, tests/live, and any script
 # that says "# alone"), so that their figures are the fabric's and not the
-# neighbour's. Results print in suite order within each phase.
+# neighbour's (a live suite that times and rates nothing says "# beside
+# others" and runs in the first phase). Results print in suite order within
+# each phase.
 set -u
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -38,7 +40,11 @@ for b in "$O"/san/tests/*; do [ -x "$b" ] && [ -f "$b" ] && suites+=("$b"); done
 while IFS= read -r s; do suites+=("$s"); done < <(find tests -path tests/lib -prune -o -name 'test_*.sh' -type f -perm -u+x -print | sort)
 
 alone() { # SUITE: whether it must run with nothing beside it
-  case $1 in tests/e2e/*|tests/live/*) return 0 ;; *.sh) grep -qm1 '^# alone' "$1" ;; *) return 1 ;; esac
+  case $1 in
+    tests/e2e/*|tests/live/*) ! grep -qm1 '^# beside others' "$1" ;;
+    *.sh) grep -qm1 '^# alone' "$1" ;;
+    *) return 1 ;;
+  esac
 }
 
 # Runs one suite and leaves "passed failed skipped seconds note" in $LOGDIR/NAME.result.

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # timeout: 120
+# beside others: no traffic and no clock; iproute2 into its own namespaces
 # The plan backend's files applied by iproute2 into network namespaces, one
 # per leaf (issue 14, item 1). tests/tools/plan_steps writes the files of a
 # scripted run through the plan backend: flows pinned on both leaves and a
