@@ -197,7 +197,7 @@ echo "# $SPINE -> L2 down: no /32 via $SPINE in L1's kernel after $ms ms"
 t_ge "remote failure: the steered route withdrawn within 2 s ($ms ms)" 2000 "$ms"
 # Recovered within 2 s: over [0.5 s, 2 s] after the link went down, the two
 # flows (L2 is left with one spine) carry >= 0.9 of that spine's link.
-sleep "$(awk -v t="$tdown" -v n="$(date +%s.%N)" 'BEGIN{d = t + 0.5 - n; printf "%.3f", d > 0 ? d : 0}')"
+sleep "$(awk -v t="$tdown" -v n="$(date +%s.%N)" 'BEGIN{d = t + 0.5 - n; printf "%.3f", (d > 0 ? d : 0)}')"
 R=($(rates 1.5)); AGG=${R[2]}
 echo "# after the failure: aggregate $(mbit "$AGG") Mbit/s over one spine in [0.5, 2] s after it (one link: $(mbit "$COLL"))"
 t_ge "recovered within 2 s: >= 0.9 of what the one spine left carries" "$AGG" "$(awk -v c="$COLL" 'BEGIN{print 0.9*c}')"
