@@ -20,9 +20,8 @@
 # and compare rates or reaction times (tests/e2e, tests/live, and any script
 # that says "# alone"), so that their figures are the fabric's and not the
 # neighbour's (a live suite that times and rates nothing says "# beside
-# others" and runs in the first phase; suites that say "# side by side: TAG"
-# run together in the second). Results print in suite order within each
-# phase.
+# others" and runs in the first phase). Results print in suite order within
+# each phase.
 set -u
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -107,22 +106,7 @@ for s in "${pool[@]}"; do
 done
 wait
 for s in "${pool[@]}"; do report "$s"; done
-# Second phase. Suites that say "# side by side: TAG" (the same TAG) run
-# together, alone with each other, when the first of them comes: each has
-# shown that what it asserts holds beside the other (docs/HACKING.md).
-side_tag() { [[ "$1" == *.sh ]] && sed -n 's/^# side by side: *\([A-Za-z0-9_-]*\).*/\1/p' "$1" | head -1; }
-declare -A side_done=()
-for s in "${serial[@]}"; do
-  tag=$(side_tag "$s")
-  if [ -z "$tag" ]; then run_one "$s"; report "$s"; continue; fi
-  [ -n "${side_done[$tag]:-}" ] && continue
-  side_done[$tag]=1
-  group=()
-  for g in "${serial[@]}"; do [ "$(side_tag "$g")" = "$tag" ] && group+=("$g"); done
-  for g in "${group[@]}"; do run_one "$g" & done
-  wait
-  for g in "${group[@]}"; do report "$g"; done
-done
+for s in "${serial[@]}"; do run_one "$s"; report "$s"; done
 
 [ ${#failed_suites[@]} -gt 0 ] && echo "failed suites: ${failed_suites[*]}"
 if [ "$ts" -gt 0 ]; then

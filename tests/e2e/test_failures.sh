@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
 # timeout: 600
-# side by side: failures (test_fattree_stride runs beside; both compare runs on one fabric)
 # Failures end to end, tierflow against the fabric's own ECMP, side by side,
 # on a 3-leaf x 3-spine fabric (3 hosts a leaf) and on the k=4 fat tree, links
 # at $E2E_MBIT. tests/lab/failures.sh has the scenarios and the harness.
@@ -59,7 +58,7 @@
 # aggregation switch's report names a path through the failure) and spine,
 # while the netlink backend's local uplink failure is test_leafspine's.
 # Both at the same time (E2E_FAIL_PARALLEL=0: one after the other; see the
-# end), about 4 min. tests/bench/55-failures.sh runs every scenario on both
+# end), about 3.5 min. tests/bench/55-failures.sh runs every scenario on both
 # topologies and prints the whole matrix as rows, the oracle beside them.
 # E2E_FAIL_TOPOS, E2E_FAIL_SCENARIOS (leaf/spine) and E2E_FAIL_FT_SCENARIOS
 # pick others; E2E_FAIL_ORACLE=1 adds the oracle run (fail_run oracle).

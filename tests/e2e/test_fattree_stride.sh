@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
 # timeout: 240
-# side by side: failures (beside test_failures: tierflow against ECMP on one fabric, margin 1.7-2x)
 # End to end on the emulated k=4 fat tree (16 hosts, 8 edge = leaf, 8
 # aggregation = spine, 4 core = superspine switches; links at $E2E_MBIT):
 # one Hedera stride pattern, 16 iperf3 flows, first under plain ECMP (the
