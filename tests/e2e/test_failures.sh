@@ -196,9 +196,9 @@ t0=$(date +%s)
 set -- $TOPOS
 if [ $# -gt 1 ] && [ "${E2E_FAIL_PARALLEL:-1}" = 1 ]; then
   # The topologies side by side, each in a child of this script with its
-  # own lab (408 s one after the other, 255 s side by side). What is
-  # asserted holds under the load that adds: each comparison is between two
-  # runs on one fabric (ECMP's and tierflow's), and where their goodput
+  # own lab (with every scenario: 408 s one after the other, 255 s side by
+  # side). What is asserted holds under the load that adds: each comparison
+  # is between two runs on one fabric (ECMP's and tierflow's), and where their goodput
   # differs by more than TOL the placements decide (see above). The
   # figures printed are not benchmarks; bench 55 runs everything alone.
   trap - EXIT
