@@ -132,11 +132,12 @@ function pixelStats(png, rgb) {
 const RED = [0xc4, 0x16, 0x1c];
 // An element's screenshot. Each poll redraws the matrix, so a cell found
 // just before one can be detached by the time it is scrolled into view: the
-// locator then finds the new cell on the next try.
+// locator then finds the new cell on the next try (Playwright says "not
+// attached to the DOM" or "Node is either not visible or not an HTMLElement").
 async function shot(page, sel, opts = {}) {
   for (let i = 0; ; i++) {
     try { return await page.locator(sel).screenshot(opts); } catch (e) {
-      if (i >= 4 || !/not attached to the DOM/.test(e.message)) throw e;
+      if (i >= 4 || !/not attached to the DOM|not visible or not an HTMLElement/.test(e.message)) throw e;
     }
   }
 }
