@@ -242,8 +242,10 @@ await step('every node is drawn', async () => {
   const drawn = await page.$$eval('#fabric-svg [data-node]', (els) => els.map((e) => e.getAttribute('data-node')));
   const missing = TOPO.nodes.map((x) => x.name).filter((x) => !drawn.includes(x));
   ok(`every node is drawn (${TOPO.nodes.length})`, missing.length === 0 && drawn.length === TOPO.nodes.length, `missing: ${missing.join(',')}; drawn ${drawn.length}`);
-  const y = async (name) => page.$eval(`[data-node="${name}"]`, (e) => e.getBoundingClientRect().y);
-  const [ys, yl, yh] = [await y('S1'), await y('L1'), await y('H1')];
+  // One evaluation for the three: separate ones can straddle a poll's
+  // redraw (a fresh-clone make test once read H1 at y 0).
+  const [ys, yl, yh] = await page.evaluate(() => ['S1', 'L1', 'H1'].map((n) =>
+    document.querySelector(`[data-node="${n}"]`).getBoundingClientRect().y));
   ok('tiers are rows top to bottom: spine, leaf, host', ys < yl && yl < yh, { ys, yl, yh });
   const dirs = await page.$$eval('#fabric-svg line[data-link]', (els) => els.length);
   ok('both directions of every link are drawn', dirs === TOPO.links.length * 2, `${dirs} lines for ${TOPO.links.length} links`);
