@@ -52,7 +52,7 @@
 # learned from the controller), on the fat tree through netlink (policy
 # rules). E2E_FAIL_LS_MODES / E2E_FAIL_FT_MODES ("tierflow", "bgp" or both)
 # pick others; bench 55 runs both backends on both topologies.
-# Scenarios (make test's 15 minutes): the leaf/spine runs every one but
+# Scenarios (to shorten make test): the leaf/spine runs every one but
 # far-downlink, which test_bgp_backend's remote failure covers for the bgp
 # backend; the fat tree runs what three tiers add, far-downlink (an
 # aggregation switch's report names a path through the failure) and spine,
@@ -199,10 +199,9 @@ set -- $TOPOS
 if [ $# -gt 1 ] && [ "${E2E_FAIL_PARALLEL:-0}" = 1 ]; then
   # The topologies side by side, each in a child of this script with its
   # own lab (with every scenario: 408 s one after the other, 255 s side by
-  # side). What is asserted holds under the load that adds: each comparison
-  # is between two runs on one fabric (ECMP's and tierflow's), and where their goodput
-  # differs by more than TOL the placements decide (see above). The
-  # figures printed are not benchmarks; bench 55 runs everything alone.
+  # side). The goodput checks compare two runs on one fabric and held under
+  # the load that adds; the restore move count did not once (see the
+  # header). The figures printed are not benchmarks.
   trap - EXIT
   declare -A KID=()
   trap 'kill "${KID[@]}" 2>/dev/null; wait; exit 130' INT TERM

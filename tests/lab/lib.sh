@@ -163,16 +163,11 @@ iperf_window() {
 # The same from an intervals file written once by _iperf_intervals (reading
 # the JSON costs a jq per file; a run's windows and bins read it once):
 #   iv_window FILE T1 T2   aggregate goodput (bit/s) over [T1, T2)
-#   iv_bins FILE T1 T2     1-s bins over [T1, T2), "T BPS" lines, one pass
+#   iv_bins FILE T1 T2     1-s bins over [T1, T2), "T BPS" lines
 iv_window() { _iperf_per_s "$2" "$3" 8 %.0f "$1"; }
 iv_bins() {
-  awk -v a="$2" -v b="$3" '
-    { s[NR] = $1; e[NR] = $2; y[NR] = $3 }
-    END { for (t = a; t < b; t++) { bytes = 0
-            for (i = 1; i <= NR; i++) { if (e[i] <= s[i]) continue
-              lo = (s[i] > t ? s[i] : t); hi = (e[i] < t + 1 ? e[i] : t + 1)
-              if (hi > lo) bytes += y[i] * (hi - lo) / (e[i] - s[i]) }
-            printf "%d %.0f\n", t, bytes * 8 } }' "$1"
+  local t
+  for ((t = $2; t < $3; t++)); do echo "$t $(iv_window "$1" "$t" $((t + 1)))"; done
 }
 # iperf_reach LEVEL T0 T1 STEP BASE JSON [BASE JSON ...]: seconds from T0 to
 # the end of the first STEP-long bin in [T0, T1] whose aggregate reaches
@@ -201,7 +196,8 @@ iperf_retx() {
 }
 iperf_bins() {
   local t1=$1 t2=$2; shift 2
-  _iperf_intervals "$@" | iv_bins - "$t1" "$t2"
+  local iv; iv=$(mktemp); _iperf_intervals "$@" > "$iv"
+  iv_bins "$iv" "$t1" "$t2"; rm -f "$iv"
 }
 
 lab_txbytes() { # one exec for all, so that the counters are read together
