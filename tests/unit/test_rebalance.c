@@ -860,6 +860,33 @@ static void helpful_pins_kept(void **state)
     assert_false(has_event(x, "harm", ""));
 }
 
+/* A move judged on a rate its last interval read high: the moved flow read
+ * 115 Gb/s at the move (a short interval's burst; its NIC and the uplink
+ * carry 100) and 95 after it, alone on its new spine. Against 115 that is
+ * no gain, but 95 is within move_gain of its natural demand (its NIC's
+ * 100): no path gives it more, so the move is not futile -- no back-off. */
+static void move_to_natural_demand_not_futile(void **state)
+{
+    struct fx *x = *state;
+    const int sp[] = {1, 2};
+    const char *on[] = {"S1", "S1"};
+    const double burst[] = {115, 115}, after[] = {95, 95};
+    report(x, T0, NULL, 2, sp, on, burst);
+    assert_int_equal(auto_moves(x, T0), 1);
+    const struct state_flow *a = flow(x, 0, sp[0]), *b = flow(x, 1, sp[1]);
+    const struct state_flow *moved = a->pinned ? a : b;
+    char where[4];
+    tf_strlcpy(where, fx_spine(&x->st, moved), sizeof(where));
+    const char *apart[] = {a == moved ? where : "S1", b == moved ? where : "S1"};
+    for (int t = 1; t <= 4; t++) {
+        report(x, T0 + t, NULL, 2, sp, apart, after);
+        assert_int_equal(auto_moves(x, T0 + t), 0);
+    }
+    assert_true(moved->pinned);
+    assert_true(moved->backoff_until == 0);
+    assert_int_equal(atomic_load(&x->m.futile_moves), 0);
+}
+
 static void max_moves_and_hysteresis(void **state)
 {
     struct fx *x = *state;
@@ -1062,6 +1089,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(harmful_pins_withdrawn, setup, teardown),
         cmocka_unit_test_setup_teardown(starved_pin_kept, setup, teardown),
         cmocka_unit_test_setup_teardown(helpful_pins_kept, setup, teardown),
+        cmocka_unit_test_setup_teardown(move_to_natural_demand_not_futile, setup, teardown),
         cmocka_unit_test_setup_teardown(failure_voids_verdicts, setup, teardown),
         cmocka_unit_test_setup_teardown(saturated_alone_is_not_moved, setup, teardown),
         cmocka_unit_test_setup_teardown(max_moves_and_hysteresis, setup, teardown),
