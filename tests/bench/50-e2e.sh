@@ -27,7 +27,9 @@
 # the ratios are the medians of the runs' own ratios; a react of -1, never
 # reached, counts as the longest): with the lab's CUBIC senders the same
 # stride:1 flows read within 0.6% from run to run (10% with the BBR the
-# machine had set, docs/lab.md). Figures are reported, not asserted. Needs root.
+# machine had set, docs/lab.md). BENCH_QUEUE_MS=N bounds every link's queue
+# to N ms of its rate first (lab_bound_queues; default 0: the lab's own).
+# Figures are reported, not asserted. Needs root.
 set -u
 TF_ROOT=${TF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 . "$TF_ROOT/tests/lab/lib.sh"
@@ -39,6 +41,7 @@ FABRICS=${BENCH_FABRICS:-"leafspine:leaves=4,spines=4,hosts=4,gbps=1 fattree:k=4
 RUNS=${BENCH_REACT_RUNS:-5}
 REACT_INTERVALS=${BENCH_REACT_INTERVALS:-"1 0.2"}   # the reaction part's --interval values
 REPEAT=${BENCH_REPEAT:-1}
+QUEUE_MS=${BENCH_QUEUE_MS:-0}   # link queues in ms of the link rate (lab_bound_queues); 0: the lab's own
 export LAB_TCP_CC=${LAB_TCP_CC:-cubic}   # the senders' congestion control, not the machine's (docs/lab.md)
 [[ "$REPEAT" =~ ^[1-9][0-9]?$ ]] || { echo "50-e2e: BENCH_REPEAT '$REPEAT' is not a count from 1 to 99"; exit 1; }
 CTL=$(tf_bin tierflowd); PROBE=$(tf_bin tierflow-probe)
@@ -70,6 +73,7 @@ for fab in $FABRICS; do
   lab_init bench50
   TF_PROBE_IFS=()
   lab_up "$fab" --mbit "$MBIT" --seed 7 || { echo "50-e2e: lab up $fab failed"; exit 1; }
+  lab_bound_queues "$QUEUE_MS" || { echo "50-e2e: cannot bound the lab's queues to $QUEUE_MS ms"; exit 1; }
   MGMT=$(jq -r '.lab.mgmt.controller' "$LAB_TOPO")
   E2E_URL="http://$MGMT:$((20000 + $$ % 2000))"
   E2E_TOKEN=$LAB_TMP/token; head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$E2E_TOKEN"; chmod 600 "$E2E_TOKEN"

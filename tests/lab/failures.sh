@@ -134,30 +134,16 @@ fail_init() {
   return 0
 }
 
-# The lab shapes every link end with an htb class whose queue is the default
-# pfifo of txqueuelen (1000) packets -- GSO super-packets of up to 64 kB, so
-# about 10 s at 50 Mbit/s. One-way flows do not mind; with fat flows both
-# ways the ACKs of one direction wait behind the other direction's data, RTTs
-# reach most of a second and TCP delivers about 60% of what the placement
-# allows (9 flows on 3x3: 175 Mbit/s against a max-min 287, ECMP and tierflow
-# alike). So every class gets a bounded byte FIFO of FAIL_QUEUE_MS (24) of
-# the link rate, at least 128 kB (more than one GSO packet); the same flows
-# then measure 284-286 of 287. It adds a child qdisc under the lab's own
-# class in this lab's namespaces and removes nothing; FAIL_QUEUE_MS=0 leaves
-# the lab's queues as they are.
+# The lab's link queues (lab_bound_queues) hold about 10 s at 50 Mbit/s.
+# One-way flows do not mind; with fat flows both ways the ACKs of one
+# direction wait behind the other direction's data, RTTs reach most of a
+# second and TCP delivers about 60% of what the placement allows (9 flows on
+# 3x3: 175 Mbit/s against a max-min 287, ECMP and tierflow alike). So every
+# link end gets FAIL_QUEUE_MS (24) of the link rate; the same flows then
+# measure 284-286 of 287. FAIL_QUEUE_MS=0 leaves the lab's queues as they are.
 fail_bound_queues() {
-  local ms=${FAIL_QUEUE_MS:-24} mbit bytes n a b
-  local -A cmds=()
-  FAIL_QUEUE_BYTES=0
-  [ "$ms" = 0 ] && return 0
-  mbit=$(jq -r '.lab.mbit // 100' "$LAB_TOPO")
-  bytes=$(awk -v m="$mbit" -v ms="$ms" 'BEGIN{b = m * 1e6 / 8 * ms / 1000; if (b < 131072) b = 131072; printf "%d", b}')
-  for a in "${!FAIL_PEER[@]}"; do
-    read -r n b <<< "$a"
-    cmds[$n]+="qdisc replace dev $b parent 1:1 handle 10: bfifo limit $bytes"$'\n'
-  done
-  for n in "${!cmds[@]}"; do printf '%s' "${cmds[$n]}" | tc -n "${FAIL_NS[$n]}" -batch - || return 1; done
-  FAIL_QUEUE_BYTES=$bytes
+  lab_bound_queues "${FAIL_QUEUE_MS:-24}" || return 1
+  FAIL_QUEUE_BYTES=$LAB_QUEUE_BYTES
 }
 
 # A switch's forwarding state as "prefix dev" pairs (live next hops only,

@@ -40,6 +40,27 @@ lab_init() {
 
 lab_up() { "$LAB" up "$@" > "$LAB_TOPO"; }
 
+# Bounds every link end's queue (both ends of every link, hosts' too) to MS
+# milliseconds of the lab's link rate, at least 128 kB (more than one GSO
+# packet): a bfifo under the lab's own htb class, in this lab's namespaces,
+# removing nothing. The lab's default is the pfifo of txqueuelen (1000)
+# packets, GSO super-packets of up to 64 kB: about 10 s at 50 Mbit/s, where
+# a data-center switch buffers milliseconds. LAB_QUEUE_BYTES: the bound
+# (0 with MS 0, which leaves the lab's queues as they are). docs/lab.md,
+# "Late starters below the fat threshold".
+lab_bound_queues() { # MS
+  local ms=$1 mbit n
+  LAB_QUEUE_BYTES=0
+  [ "$ms" = 0 ] && return 0
+  mbit=$(jq -r '.lab.mbit // 100' "$LAB_TOPO")
+  LAB_QUEUE_BYTES=$(awk -v m="$mbit" -v ms="$ms" 'BEGIN{b = m * 1e6 / 8 * ms / 1000; if (b < 131072) b = 131072; printf "%d", b}')
+  while read -r n; do
+    jq -r --arg ns "$n" --argjson b "$LAB_QUEUE_BYTES" '(reduce .nodes[] as $x ({}; .[$x.name] = $x.netns)) as $ns_of
+      | .links[] | (if $ns_of[.a] == $ns then .a_if else empty end), (if $ns_of[.b] == $ns then .b_if else empty end)
+      | "qdisc replace dev \(.) parent 1:1 handle 10: bfifo limit \($b)"' "$LAB_TOPO" | tc -n "$n" -batch - || return 1
+  done < <(jq -r '.nodes[].netns' "$LAB_TOPO")
+}
+
 lab_addr() { jq -r --arg n "$1" '.nodes[] | select(.name == $n) | .addr' "$LAB_TOPO"; }
 lab_tier_of() { jq -r --arg n "$1" '.nodes[] | select(.name == $n) | .tier' "$LAB_TOPO"; }
 # Interfaces of NODE toward the tier above it, in file order.
