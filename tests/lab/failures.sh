@@ -37,6 +37,8 @@
 #   fail_tf_view URL SCENARIO   fresh fat flows whose path in tierflow's view
 #                               (GET /api/v1/flows) crosses one of its down links
 #   fail_moves URL T1 T2        flows tierflow moved in [T1, T2) (rebalance events)
+#   fail_events URL T1 T2       tierflowd's events in [T1, T2), one line: "+S KIND[ N]"
+#                               (S: seconds after T1; N: flows moved) by "; "
 #   fail_oracle_prepare SCEN... the oracle's rules per scenario (fail_capacities first)
 #   fail_oracle_install SCEN    installs them on every switch (clear: removes them)
 #   fail_run MODE SCEN...       one continuous traffic run (MODE: ecmp, tierflow,
@@ -456,6 +458,13 @@ fail_moves() { # URL T1 T2
     '[.events[]? | select(.kind == "rebalance" and .ts >= $a and .ts < $b) | .moved] | add // 0' 2>/dev/null || echo unknown
 }
 
+fail_events() { # URL T1 T2
+  curl -s --max-time 3 "$1/api/v1/events?limit=1024" | jq -r --argjson a "$2" --argjson b "$3" \
+    '[.events[]? | select(.ts >= $a and .ts < $b)
+      | "+\(.ts - $a | . * 10 | floor / 10) \(.kind)\(if .kind == "rebalance" then " \(.moved)" else "" end)"] | join("; ")' \
+    2>/dev/null || echo unknown
+}
+
 # One traffic run: servers, (tierflow,) clients; FAIL_WARMUP seconds, the
 # baseline ("none") over FAIL_BASE seconds, then every scenario in turn.
 # Per scenario: FAIL_R["MODE SCEN t0|hold|dead|dead_tf|view|moves|trace|routing"],
@@ -528,7 +537,10 @@ fail_run() {
       curl -s --max-time 3 "$FAIL_URL/api/v1/routes" > "$LAB_TMP/fail-routes-$s.json" 2>/dev/null
     fi
     fail_sleep_until $((te + hold))
-    fail_ctl "$mode" && FAIL_R["$mode $s moves"]=$(fail_moves "$FAIL_URL" "$te" $((te + hold)))
+    if fail_ctl "$mode"; then
+      FAIL_R["$mode $s moves"]=$(fail_moves "$FAIL_URL" "$te" $((te + hold)))
+      FAIL_R["$mode $s events"]=$(fail_events "$FAIL_URL" "$te" $((te + hold)))
+    fi
     case $s in
       restore) ;;
       flap) [ "$mode" = oracle ] && fail_oracle_install none ;;
