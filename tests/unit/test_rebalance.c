@@ -729,13 +729,16 @@ static void new_flows_without_queue_not_contended(void **state)
     assert_int_equal(auto_moves(x, T0 + 1), 0);
 }
 
-/* Two flows at 50 Gb/s collide on L1's S1 uplink and a round moves one:
- * the moved flow, and in apart each flow's spine after the move (where
- * holds the moved one's name), for the reports that follow. */
-static const struct state_flow *collide_and_move(struct fx *x, const int *sp, char where[4], const char *apart[2])
+/* Two flows at g Gb/s (NULL: 50 each) collide on L1's S1 uplink and a round
+ * moves one: the moved flow, and in apart each flow's spine after the move
+ * (where holds the moved one's name), for the reports that follow. */
+static const struct state_flow *collide_and_move(struct fx *x, const int *sp, const double *g, char where[4],
+                                                 const char *apart[2])
 {
-    const double g[] = {50, 50};
+    static const double g50[] = {50, 50};
     const char *on[] = {"S1", "S1"};
+    if (!g)
+        g = g50;
     report(x, T0, NULL, 2, sp, on, g);
     assert_int_equal(auto_moves(x, T0), 1);
     const struct state_flow *a = flow(x, 0, sp[0]), *b = flow(x, 1, sp[1]);
@@ -755,7 +758,7 @@ static const double worse_g[] = {30, 30};
 
 static const struct state_flow *worse_after_move(struct fx *x, bool fail, char where[4], const char *apart[2])
 {
-    const struct state_flow *moved = collide_and_move(x, worse_sp, where, apart);
+    const struct state_flow *moved = collide_and_move(x, worse_sp, NULL, where, apart);
     if (fail) {
         uint32_t d;
         assert_int_equal(topo_dir_between(x->st.topo, topo_node_by_name(x->st.topo, "L2"),
@@ -849,7 +852,7 @@ static void helpful_pins_kept(void **state)
     const double better[] = {95, 95};
     char where[4];
     const char *apart[2];
-    const struct state_flow *moved = collide_and_move(x, sp, where, apart);
+    const struct state_flow *moved = collide_and_move(x, sp, NULL, where, apart);
     for (int t = 1; t <= 8; t++) {
         report(x, T0 + t, NULL, 2, sp, apart, better);
         assert_int_equal(auto_moves(x, T0 + t), 0);
@@ -869,15 +872,10 @@ static void move_to_natural_demand_not_futile(void **state)
 {
     struct fx *x = *state;
     const int sp[] = {1, 2};
-    const char *on[] = {"S1", "S1"};
     const double burst[] = {115, 115}, after[] = {95, 95};
-    report(x, T0, NULL, 2, sp, on, burst);
-    assert_int_equal(auto_moves(x, T0), 1);
-    const struct state_flow *a = flow(x, 0, sp[0]), *b = flow(x, 1, sp[1]);
-    const struct state_flow *moved = a->pinned ? a : b;
     char where[4];
-    tf_strlcpy(where, fx_spine(&x->st, moved), sizeof(where));
-    const char *apart[] = {a == moved ? where : "S1", b == moved ? where : "S1"};
+    const char *apart[2];
+    const struct state_flow *moved = collide_and_move(x, sp, burst, where, apart);
     for (int t = 1; t <= 4; t++) {
         report(x, T0 + t, NULL, 2, sp, apart, after);
         assert_int_equal(auto_moves(x, T0 + t), 0);
