@@ -843,20 +843,28 @@ static void failure_voids_verdicts(void **state)
     assert_false(has_event(x, "harm", ""));
 }
 
+/* collide_and_move (ports 1 and 2, rates before: NULL for 50 each), then n
+ * reports at rates after, each followed by a round that moves nothing. */
+static const struct state_flow *moved_then(struct fx *x, const double *before, const double *after, int n)
+{
+    static const int sp[] = {1, 2};
+    char where[4];
+    const char *apart[2];
+    const struct state_flow *moved = collide_and_move(x, sp, before, where, apart);
+    for (int t = 1; t <= n; t++) {
+        report(x, T0 + t, NULL, 2, sp, apart, after);
+        assert_int_equal(auto_moves(x, T0 + t), 0);
+    }
+    return moved;
+}
+
 /* The same move when it helps: both flows at 95 after it; the pin stays,
  * no back-off, no harm. */
 static void helpful_pins_kept(void **state)
 {
     struct fx *x = *state;
-    const int sp[] = {1, 2};
     const double better[] = {95, 95};
-    char where[4];
-    const char *apart[2];
-    const struct state_flow *moved = collide_and_move(x, sp, NULL, where, apart);
-    for (int t = 1; t <= 8; t++) {
-        report(x, T0 + t, NULL, 2, sp, apart, better);
-        assert_int_equal(auto_moves(x, T0 + t), 0);
-    }
+    const struct state_flow *moved = moved_then(x, NULL, better, 8);
     assert_true(moved->pinned);
     assert_true(moved->backoff_until == 0 && moved->move_bps == 0);
     assert_int_equal(atomic_load(&x->m.futile_moves), 0);
@@ -871,15 +879,8 @@ static void helpful_pins_kept(void **state)
 static void move_to_natural_demand_not_futile(void **state)
 {
     struct fx *x = *state;
-    const int sp[] = {1, 2};
     const double burst[] = {115, 115}, after[] = {95, 95};
-    char where[4];
-    const char *apart[2];
-    const struct state_flow *moved = collide_and_move(x, sp, burst, where, apart);
-    for (int t = 1; t <= 4; t++) {
-        report(x, T0 + t, NULL, 2, sp, apart, after);
-        assert_int_equal(auto_moves(x, T0 + t), 0);
-    }
+    const struct state_flow *moved = moved_then(x, burst, after, 4);
     assert_true(moved->pinned);
     assert_true(moved->backoff_until == 0);
     assert_int_equal(atomic_load(&x->m.futile_moves), 0);
