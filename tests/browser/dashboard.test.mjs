@@ -16,6 +16,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { ok, note, plan } from './tap.mjs';
+import { redrawn } from './redraw.mjs';
 
 const ROOT = process.env.TF_ROOT || path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..');
 const BIN = process.env.TF_BIN || path.join(ROOT, 'build/san/bin');
@@ -263,7 +264,7 @@ await step('the congested link is highlighted with its number', async () => {
   ok('its hover title has the exact number', line.title.includes(`${(CONGESTED.util * 100).toFixed(1)}%`) && line.title.includes('L1 → S1'), line.title);
   const cool = await page.$eval('line[data-link="S1>L1"]', (e) => ({ hot: e.dataset.hot, stroke: e.getAttribute('stroke') }));
   ok('the opposite direction S1 > L1 is not highlighted and has another colour', cool.hot === '0' && cool.stroke !== line.stroke, { cool, line });
-  await page.click(`line[data-hit="${hotKey}"]`, { force: true });
+  await redrawn(() => page.click(`line[data-hit="${hotKey}"]`, { force: true }));
   const detail = await page.textContent('#link-detail');
   ok('tapping the link shows its numbers', detail.includes('L1 → S1') && detail.includes('97.0%'), detail);
 });

@@ -21,6 +21,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { pngPixels } from './png.mjs';
 import { ok, note, plan } from './tap.mjs';
+import { redrawn } from './redraw.mjs';
 
 const ROOT = process.env.TF_ROOT || path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..');
 const BIN = process.env.TF_BIN || path.join(ROOT, 'build/san/bin');
@@ -130,15 +131,21 @@ function pixelStats(png, rgb) {
   return { near: near / (width * height), colours: seen.size };
 }
 const RED = [0xc4, 0x16, 0x1c];
-// An element's screenshot. Each poll redraws the matrix, so a cell found
-// just before one can be detached by the time it is scrolled into view: the
-// locator then finds the new cell on the next try (Playwright says "not
-// attached to the DOM" or "Node is either not visible or not an HTMLElement").
-async function shot(page, sel, opts = {}) {
+// An element's screenshot (redrawn: a poll may replace the cell first).
+const shot = (page, sel, opts = {}) => redrawn(() => page.locator(sel).screenshot(opts));
+// An element's screenshot and its computed background colour, read together:
+// a poll's redraw between the two gave a red cell's screenshot 0% of the
+// colour read (a fresh-clone make test), and a cell being replaced has no
+// computed colour at all. Read before and after the shot: the same colour
+// both times means no redraw came between.
+async function shotAndBg(page, sel) {
+  const bg = async () => {
+    const m = (await redrawn(() => page.$eval(sel, (c) => getComputedStyle(c).backgroundColor))).match(/\d+/g);
+    return m ? m.slice(0, 3).map(Number) : null;
+  };
   for (let i = 0; ; i++) {
-    try { return await page.locator(sel).screenshot(opts); } catch (e) {
-      if (i >= 4 || !/not attached to the DOM|not visible or not an HTMLElement/.test(e.message)) throw e;
-    }
+    const before = await bg(), png = await shot(page, sel), after = await bg();
+    if ((before && after && before.join() === after.join()) || i >= 4) return { png, bg: after || [0, 0, 0] };
   }
 }
 
@@ -196,10 +203,10 @@ for (const fab of FABRICS) {
         est.italic === 'italic' && est.bg.includes('repeating-linear-gradient'), est);
       // A plain cell is mostly its background colour (the text covers a
       // little); stripes of white over it leave much less of it.
-      const bg = async (sel) => (await page.$eval(sel, (c) => getComputedStyle(c).backgroundColor)).match(/\d+/g).slice(0, 3).map(Number);
       const estSel = `#matrix-box td[data-cell="${fab.estCell}"]`;
-      const estPng = await shot(page, estSel, { path: path.join(ART, `scale-${fab.name.replace(/\W+/g, '-')}-estimated-cell.png`) });
-      const es = pixelStats(estPng, await bg(estSel)), ps = pixelStats(await shot(page, cellSel), await bg(cellSel));
+      const e = await shotAndBg(page, estSel), m = await shotAndBg(page, cellSel);
+      fs.writeFileSync(path.join(ART, `scale-${fab.name.replace(/\W+/g, '-')}-estimated-cell.png`), e.png);
+      const es = pixelStats(e.png, e.bg), ps = pixelStats(m.png, m.bg);
       ok(`${fab.name}: the estimated cell's pixels are hatched (${(es.near * 100).toFixed(0)}% its background colour, the measured cell ${(ps.near * 100).toFixed(0)}%)`,
         es.near < 0.65 && ps.near > 0.7, { es, ps });
     }
