@@ -198,7 +198,14 @@ for (const fab of FABRICS) {
     ok(`${fab.name}: the hot cell's screenshot is red (${(hp.near * 100).toFixed(0)}% of its pixels)`, hp.near > 0.5, hp);
 
     if (fab.estCell) {
-      const est = await page.$eval(`#matrix-box td[data-cell="${fab.estCell}"]`, (c) => ({ util: Number(c.dataset.util), m: c.dataset.measured, text: c.textContent, cls: c.className, italic: getComputedStyle(c.querySelector('.mlabel')).fontStyle, bg: getComputedStyle(c).backgroundImage }));
+      // A cell a poll is replacing has no computed style yet ("" for both, a
+      // fresh-clone make test): read again.
+      let est;
+      for (let i = 0; i < 5; i++) {
+        est = await redrawn(() => page.$eval(`#matrix-box td[data-cell="${fab.estCell}"]`, (c) => ({ util: Number(c.dataset.util), m: c.dataset.measured, text: c.textContent, cls: c.className, italic: getComputedStyle(c.querySelector('.mlabel')).fontStyle, bg: getComputedStyle(c).backgroundImage })));
+        if (est.italic !== '') break;
+        await page.waitForTimeout(100);
+      }
       ok(`${fab.name}: ${fab.estCell} is estimated from flows: "~", italic, hatched`, est.m === 'false' && est.text.startsWith('~') && est.util > 0.4 &&
         est.italic === 'italic' && est.bg.includes('repeating-linear-gradient'), est);
       // A plain cell is mostly its background colour (the text covers a
