@@ -59,7 +59,7 @@
 # while the netlink backend's local uplink failure is test_leafspine's.
 # One after the other, about 5 min (E2E_FAIL_PARALLEL=1 runs them side by
 # side; see the end: a fresh-clone make test so once counted 12 moves for
-# 9 flows after leaf/spine's restore, which four other such runs did not).
+# 9 flows after leaf/spine's restore, which six other such runs did not).
 # tests/bench/55-failures.sh runs every scenario on both topologies and
 # prints the whole matrix as rows, the oracle beside them.
 # E2E_FAIL_TOPOS, E2E_FAIL_SCENARIOS (leaf/spine) and E2E_FAIL_FT_SCENARIOS

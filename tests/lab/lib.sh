@@ -49,16 +49,18 @@ lab_up() { "$LAB" up "$@" > "$LAB_TOPO"; }
 # (0 with MS 0, which leaves the lab's queues as they are). docs/lab.md,
 # "Late starters below the fat threshold".
 lab_bound_queues() { # MS
-  local ms=$1 mbit n
+  local ms=$1 mbit n dev
+  local -A cmds=()
   LAB_QUEUE_BYTES=0
   [ "$ms" = 0 ] && return 0
   mbit=$(jq -r '.lab.mbit // 100' "$LAB_TOPO")
   LAB_QUEUE_BYTES=$(awk -v m="$mbit" -v ms="$ms" 'BEGIN{b = m * 1e6 / 8 * ms / 1000; if (b < 131072) b = 131072; printf "%d", b}')
-  while read -r n; do
-    jq -r --arg ns "$n" --argjson b "$LAB_QUEUE_BYTES" '(reduce .nodes[] as $x ({}; .[$x.name] = $x.netns)) as $ns_of
-      | .links[] | (if $ns_of[.a] == $ns then .a_if else empty end), (if $ns_of[.b] == $ns then .b_if else empty end)
-      | "qdisc replace dev \(.) parent 1:1 handle 10: bfifo limit \($b)"' "$LAB_TOPO" | tc -n "$n" -batch - || return 1
-  done < <(jq -r '.nodes[].netns' "$LAB_TOPO")
+  # One read of the topology: every link end as "NETNS IF".
+  while read -r n dev; do
+    cmds[$n]+="qdisc replace dev $dev parent 1:1 handle 10: bfifo limit $LAB_QUEUE_BYTES"$'\n'
+  done < <(jq -r '(reduce .nodes[] as $x ({}; .[$x.name] = $x.netns)) as $ns
+    | .links[] | "\($ns[.a]) \(.a_if)", "\($ns[.b]) \(.b_if)"' "$LAB_TOPO")
+  for n in "${!cmds[@]}"; do printf '%s' "${cmds[$n]}" | tc -n "$n" -batch - || return 1; done
 }
 
 lab_addr() { jq -r --arg n "$1" '.nodes[] | select(.name == $n) | .addr' "$LAB_TOPO"; }
