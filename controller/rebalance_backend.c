@@ -144,8 +144,8 @@ int rebalance_routing(struct rebalance *rb, double now)
                        "or path lost); pins on it are removed and it is not used", a, b);
         else if (down[d] == BACKEND_DIR_UNSEEN)
             events_add(rb->ev, now, "routing_down", "%s -> %s: out of the controller's view (its session with a "
-                       "switch at either end is down); pins on it are removed and nothing new is pinned through "
-                       "it, flows the switches route there stay", a, b);
+                       "switch at either end is down); the flows a path through it may carry are left to the "
+                       "switches' ECMP (their pins removed) until it is back", a, b);
         else
             events_add(rb->ev, now, "routing_up", "%s -> %s: routing offers it again; usable after %.1f s hold-down",
                        a, b, s->link_holddown);

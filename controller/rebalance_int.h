@@ -92,6 +92,8 @@ struct round {
     bool nat_done;               /* every f[].nat is set (rebalance_natural) */
     uint8_t *closed;             /* out of the backend's view: no new pin through it (state_dir_closed) */
     bool any_closed;             /* some closed[] set: else no path needs checking for it */
+    uint8_t *unseen;             /* out of view now (state route_unseen), not merely in the hold-down after */
+    bool any_unseen;
     uint32_t nhot;               /* contended directions: the assignment runs only if > 0 */
     bool degraded;               /* some direction is down (probe, routing or hold-down) */
     bool returning;              /* some direction is in its hold-down: routing gave it back */
@@ -235,6 +237,9 @@ bool rebalance_forced(const struct round *r, size_t i);
 /* Whether path idx from src to dst crosses a direction out of view
  * (r->closed): nothing may be pinned there. */
 bool rebalance_closed(const struct round *r, const struct topo *t, uint32_t src, uint32_t dst, int64_t idx);
+/* Whether some path from src to dst crosses a direction out of view now
+ * (r->unseen): the flows between them are left to the switches' ECMP. */
+bool rebalance_ecmp_only(const struct round *r, uint32_t src, uint32_t dst);
 void rebalance_class_rules_build(const struct classes *cs, const struct topo *t, struct rebalance_class_rules *cr);
 int  rebalance_group_pins(struct round *r, const struct assign_flow *af, uint32_t *path);
 int  rebalance_build_plan(struct rebalance *rb, const struct round *r, const uint32_t *path,

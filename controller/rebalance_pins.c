@@ -40,6 +40,33 @@ bool rebalance_closed(const struct round *r, const struct topo *t, uint32_t src,
     return false;
 }
 
+/*
+ * A spine out of the controller's view (its session down: the switches
+ * still route through it, the controller can neither pin nor watch there)
+ * leaves tierflow a part of the paths ECMP uses. Pins kept on the paths
+ * still in view would then share them with the flows ECMP hashes there
+ * (those whose pins went with the spine's view, new ones), and no round
+ * can undo that: test_bgp_backend once measured 53.9 Mbit/s so, against
+ * ECMP's 77.3. So the flows between two ends that such a direction
+ * separates are left to ECMP altogether while it lasts: their pins go, no
+ * round moves or pins them, their load is background. Walks every path
+ * of the pair, only while something is out of view.
+ */
+bool rebalance_ecmp_only(const struct round *r, uint32_t src, uint32_t dst)
+{
+    if (!r->any_unseen)
+        return false;
+    uint32_t dirs[TOPO_MAX_HOPS];
+    uint64_t n = topo_path_count(r->t, src, dst);
+    for (uint64_t i = 0; i < n; i++) {
+        int k = topo_path_dirs(r->t, src, dst, i, dirs, TOPO_MAX_HOPS);
+        for (int j = 0; j < k; j++)
+            if (r->unseen[dirs[j]])
+                return true;
+    }
+    return false;
+}
+
 /* The class rules of the policy (rebalance_int.h). Read lock. */
 void rebalance_class_rules_build(const struct classes *cs, const struct topo *t, struct rebalance_class_rules *cr)
 {
@@ -163,6 +190,7 @@ void rebalance_unpin_apply(struct rebalance *rb, const struct round *r, double n
         f->pin = -1;
         if (u->why == UNPIN_HARM)     /* the "harm" event said it for the group */
             continue;
+        f->move_bps = 0;   /* the fabric, not a move, changed its path: no verdict due */
         u->why == UNPIN_FAILED ? failed++ : u->why == UNPIN_UNSEEN ? unseen++ : aged++;
         if (said++ >= REBALANCE_UNPIN_EVENTS)
             continue;
@@ -171,8 +199,8 @@ void rebalance_unpin_apply(struct rebalance *rb, const struct round *r, double n
                    tf_addr_str(u->k.af, u->k.src, a, sizeof(a)), u->k.sport,
                    tf_addr_str(u->k.af, u->k.dst, b, sizeof(b)), u->k.dport, u->k.proto,
                    u->why == UNPIN_FAILED   ? "its path failed while unobserved; last seen "
-                   : u->why == UNPIN_UNSEEN ? "its path is out of the controller's view (left to the switches' "
-                                              "routing); last seen "
+                   : u->why == UNPIN_UNSEEN ? "a path it may take is out of the controller's view (left to "
+                                              "the switches' ECMP); last seen "
                                             : "unobserved or not fat for ",
                    u->age);
     }

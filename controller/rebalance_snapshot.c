@@ -24,6 +24,7 @@ void rebalance_round_free(struct round *r)
     free(r->nfat);
     free(r->down);
     free(r->closed);
+    free(r->unseen);
     free(r->hot);
     free(r->nramp);
     free(r->proj);
@@ -60,6 +61,7 @@ static void keep_or_unpin(struct round *r, struct state *s, const struct state_f
         failed |= r->down[k->dirs[j]];
         unseen |= r->closed[k->dirs[j]];
     }
+    unseen |= placed && rebalance_ecmp_only(r, f->src_node, f->dst_node);
     if (placed && !failed && !unseen && age <= grace) {
         k->k = f->k;
         k->id = f->id;
@@ -189,6 +191,7 @@ int rebalance_snapshot(struct rebalance *rb, double now, struct round *r)
     r->nfat = calloc(nd, sizeof(uint32_t));
     r->down = calloc(nd, 1);
     r->closed = calloc(nd, 1);
+    r->unseen = calloc(nd, 1);
     r->hot = calloc(nd, 1);
     r->nramp = calloc(nd, sizeof(uint32_t));
     r->proj = calloc(nd, sizeof(double));
@@ -198,7 +201,7 @@ int rebalance_snapshot(struct rebalance *rb, double now, struct round *r)
     /* Two a flow at most: one here (aged, failed or unseen), one judged harmful. */
     r->unpin = calloc(2 * (s->nflows + 1), sizeof(*r->unpin));
     r->congested = json_array();
-    if (!r->bps || !r->ce || !r->bg || !r->nfat || !r->down || !r->closed || !r->hot || !r->nramp || !r->proj || !r->f ||
+    if (!r->bps || !r->ce || !r->bg || !r->nfat || !r->down || !r->closed || !r->unseen || !r->hot || !r->nramp || !r->proj || !r->f ||
         !r->snap_of || !r->kept || !r->unpin || rebalance_dirs_ensure(rb, r->nd) < 0)
         return -ENOMEM;
     state_dir_loads(s, now, r->bps, r->ce, r->nfat);
@@ -206,6 +209,8 @@ int rebalance_snapshot(struct rebalance *rb, double now, struct round *r)
         r->down[d] = !s->dirs[d].up;
         r->closed[d] = state_dir_closed(s, d, now);
         r->any_closed |= r->closed[d];
+        r->unseen[d] = s->dirs[d].route_unseen;
+        r->any_unseen |= r->unseen[d];
         r->degraded |= r->down[d];
         if (r->down[d]) {
             const char *why = state_dir_down_reason(s, d, now);
@@ -222,6 +227,12 @@ int rebalance_snapshot(struct rebalance *rb, double now, struct round *r)
         }
         if (!rebalance_flow_placed(s, f, now))
             continue;
+        if (rebalance_ecmp_only(r, f->src_node, f->dst_node)) {   /* background, its pin gone */
+            if (f->pinned)
+                r->unpin[r->nunpin++] = (struct unpin){.k = f->k, .id = f->id, .why = UNPIN_UNSEEN,
+                                                       .age = now - f->last_seen};
+            continue;
+        }
         struct snap *sf = &r->f[r->n];
         sf->ndirs = state_flow_dirs(s, f, sf->dirs, TOPO_MAX_HOPS);
         if (sf->ndirs <= 0)

@@ -34,9 +34,11 @@
 #      controller's session with DST1's spine is shut down on the spine: the
 #      session shows down in /status and /metrics, that spine's directions
 #      are reported out of view (routing_down), no route through it remains
-#      in L1's kernel, and -- out of view is not down -- the flows stay
-#      where the leaf routes them: both uplinks busy, the aggregate >= 0.9 of
-#      ECMP's; the session back, they are routing_up again.
+#      in L1's kernel, nor any other from the controller (every L1 -> L2 flow
+#      may take that spine: all are left to ECMP, unpinned events say so),
+#      and -- out of view is not down -- the flows stay where the leaf
+#      routes them: both uplinks busy, the aggregate >= 0.9 of ECMP's; the
+#      session back, they are routing_up again.
 set -u
 TF_ROOT=${TF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 . "$TF_ROOT/tests/lib/tap.sh"
@@ -314,6 +316,14 @@ t_check "$SP's directions reported out of view (routing_down events name it)" gr
 t_check "/api/v1/topology: L1 -> $SP still up, and closed to new pins" bash -c \
   "curl -s '$URL/api/v1/topology' | jq -e --arg s '$SP' '[.links[].dirs[] | select(.from == \"L1\" and .to == \$s)] | length == 1 and all(.up and .closed)' >/dev/null"
 t_eq "no route through $SP ($SPNH) left in L1's kernel" 0 "$(lab_bgp_routes L1 | grep -c " via $SPNH " || true)"
+# Nor through the other spine: every flow from L1 to L2 may take $SP, so
+# all are left to the leaf's ECMP while it is out of view (a pin kept on
+# the other spine would share it with what ECMP hashes there).
+left=x
+for _ in $(seq 30); do left=$(lab_bgp_routes L1); [ -z "$left" ] && break; sleep 0.1; done
+t_eq "no route from the controller at all in L1's kernel: L1 -> L2 left to ECMP ($(tr -s ' ' <<< "$left" | tr '\n' ';'))" "" "$left"
+t_check "tierflowd said so (unpinned: a path it may take is out of the controller's view)" \
+  bash -c "curl -s '$URL/api/v1/events?limit=1024' | jq -r '.events[] | select(.kind == \"unpinned\") | .message' | grep -q 'a path it may take is out of'"
 R=($(rates 2))
 echo "# $SP's session down: ${UP[0]} ${UP[1]} carry $(mbit "${R[0]}") $(mbit "${R[1]}") Mbit/s; aggregate $(mbit "${R[2]}") Mbit/s" \
   "(ECMP $(mbit "$ECMP8"))"
