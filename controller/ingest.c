@@ -261,10 +261,21 @@ static void apply_link(struct state *s, uint32_t node, const struct ingest_link 
     bool up = !l->down;
     if (d->probe_up != up && ev) {
         const struct topo *t = s->topo;
+        char said[64] = "down";
+        if (up)
+            snprintf(said, sizeof(said), "up; usable after %.1f s hold-down", s->link_holddown);
         events_add(ev, now, up ? "link_up" : "link_down", "%s -> %s (%s %s) reported %s",
-                   t->nodes[topo_dir_from(t, dir)].name, t->nodes[topo_dir_to(t, dir)].name,
-                   t->nodes[node].name, l->ifname, up ? "up" : "down");
+                   t->nodes[topo_dir_from(t, dir)].name, t->nodes[topo_dir_to(t, dir)].name, t->nodes[node].name,
+                   l->ifname, said);
     }
+    /* A link its probe gives back is held off for link_holddown like one
+     * routing gives back: a link that flaps faster than routing notices
+     * (or on a backend that does not watch the local uplinks: bgp) would
+     * otherwise take pins between flaps, and a restore would be planned
+     * before the other end's routing is back (a lab run moved 8 of 9
+     * flows then, and again once routing returned). */
+    if (up && !d->probe_up)
+        d->back_at = rev->back_at = now;
     d->probe_up = rev->probe_up = up;
     state_dir_eval(s, dir, now);
     state_dir_eval(s, dir ^ 1, now);

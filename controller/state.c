@@ -620,9 +620,9 @@ void state_dir_loads(const struct state *s, double now, double *bps, double *ce,
 bool state_dir_eval(struct state *s, uint32_t dir, double now)
 {
     struct state_dir *d = &s->dirs[dir];
-    bool held = d->route_up_at > 0 && now - d->route_up_at < s->link_holddown;
-    if (d->route_up_at > 0 && !held)
-        d->route_up_at = 0;   /* the hold-down is over: nothing left to time */
+    bool held = d->back_at > 0 && now - d->back_at < s->link_holddown;
+    if (d->back_at > 0 && !held)
+        d->back_at = 0;   /* the hold-down is over: nothing left to time */
     bool up = d->probe_up && !d->route_down && !held && d->drain == STATE_DRAIN_NONE;
     bool changed = up != d->up;
     d->up = up;
@@ -645,7 +645,7 @@ bool state_dir_set_route_down(struct state *s, uint32_t dir, bool down, double n
     if (d->route_down == down)
         return false;
     if (!down)
-        d->route_up_at = now;
+        d->back_at = now;
     d->route_down = down;
     state_dir_eval(s, dir, now);
     s->gen++;
@@ -677,7 +677,7 @@ const char *state_dir_down_reason(const struct state *s, uint32_t dir, double no
         return "probe";
     if (d->route_down)
         return "routing";
-    if (d->route_up_at > 0 && now - d->route_up_at < s->link_holddown)
+    if (d->back_at > 0 && now - d->back_at < s->link_holddown)
         return "holddown";
     if (d->drain != STATE_DRAIN_NONE)
         return "drained";
@@ -690,7 +690,7 @@ int state_tick(struct state *s, double now, state_probe_cb cb, void *arg)
     pthread_rwlock_wrlock(&s->lock);
     bool dirs_changed = false;
     for (uint32_t d = 0; d < 2 * s->topo->nlinks; d++)
-        if (s->dirs[d].route_up_at > 0)
+        if (s->dirs[d].back_at > 0)
             dirs_changed |= state_dir_eval(s, d, now);
     if (dirs_changed)
         s->gen++;

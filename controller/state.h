@@ -91,7 +91,8 @@ struct state_dir {
     bool up;
     bool probe_up;               /* false once a probe reported oper down */
     bool route_down;             /* the route backend's watch says unusable */
-    double route_up_at;          /* when routing last gave it back (0 never lost) */
+    double back_at;              /* when routing or its probe last gave it back:
+                                    the hold-down runs from here (0: none) */
     /* The route backend lost its watch over it (BACKEND_DIR_UNSEEN): still
      * up (routing may use it, flows there stay), but closed to new pins
      * while unseen and for link_holddown after it is seen again

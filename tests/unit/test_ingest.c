@@ -994,6 +994,43 @@ static void two_senders_one_name(void **st)
 /* Every refusal is logged with the probe, the sender and the reason, and
  * a sender refused again and again gets one line a minute, which says how
  * many it held back. */
+/* A link its probe reports back up is held off for link_holddown (both
+ * directions), and the link_up event says so; a tick past it frees it. */
+static void probe_return_held_down(void **st)
+{
+    (void)st;
+    struct state s;
+    struct events ev;
+    events_init(&ev);
+    struct ingest_opts o = {.max_flows = 100, .check_ts = true, .clock_skew = 5};
+    assert_int_equal(state_init(&s, fx_topo(), 1000, 3, NOW), 0);
+    s.link_holddown = 3;
+    uint32_t dir;
+    assert_int_equal(topo_dir_between(s.topo, N(s.topo, "L1"), N(s.topo, "S1"), &dir), 0);
+    const char *up = "{\"probe\": \"L1\", \"links\": [{\"if\": \"swp1\", \"tx_bps\": 1e9, \"oper\": \"up\"}]}";
+    const char *down = "{\"probe\": \"L1\", \"links\": [{\"if\": \"swp1\", \"tx_bps\": 0, \"oper\": \"down\"}]}";
+    json_t *r;
+    assert_int_equal(post_from(&s, &ev, &o, "192.0.2.1", up, NOW, &r), 200);
+    json_decref(r);
+    assert_true(s.dirs[dir].up);   /* up from the start: nothing to hold */
+    assert_int_equal(post_from(&s, &ev, &o, "192.0.2.1", down, NOW + 1, &r), 200);
+    json_decref(r);
+    assert_false(s.dirs[dir].up || s.dirs[dir ^ 1].up);
+    assert_string_equal(state_dir_down_reason(&s, dir, NOW + 1), "probe");
+    assert_int_equal(post_from(&s, &ev, &o, "192.0.2.1", up, NOW + 2, &r), 200);
+    json_decref(r);
+    assert_true(fx_has_event(&ev, "link_up", "L1 -> S1 (L1 swp1) reported up; usable after 3.0 s hold-down"));
+    assert_false(s.dirs[dir].up || s.dirs[dir ^ 1].up);
+    assert_string_equal(state_dir_down_reason(&s, dir, NOW + 2), "holddown");
+    assert_string_equal(state_dir_down_reason(&s, dir ^ 1, NOW + 2), "holddown");
+    state_tick(&s, NOW + 4.9, NULL, NULL);
+    assert_false(s.dirs[dir].up);
+    state_tick(&s, NOW + 5.1, NULL, NULL);
+    assert_true(s.dirs[dir].up && s.dirs[dir ^ 1].up);
+    state_free(&s);
+    events_destroy(&ev);
+}
+
 static void refusals_logged_once_a_minute(void **st)
 {
     (void)st;
@@ -1054,7 +1091,7 @@ int main(void)
         cmocka_unit_test(gray_signals_stored),
         cmocka_unit_test(holes_stored), cmocka_unit_test(backlog_stored_as_delay),
         cmocka_unit_test(report_times), cmocka_unit_test(two_senders_one_name),
-        cmocka_unit_test(refusals_logged_once_a_minute),
+        cmocka_unit_test(refusals_logged_once_a_minute), cmocka_unit_test(probe_return_held_down),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

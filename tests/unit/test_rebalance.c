@@ -393,6 +393,27 @@ static void choice_moves_wait_for_holddown(void **state)
     assert_int_equal(auto_moves(x, T0 + 3.2), 1);
 }
 
+/* The same when the link's probe, not routing, said it was down and is
+ * back: a backend that does not watch the local uplinks (bgp) hears of the
+ * return from the probe alone, and routing's view of the far end lags. */
+static void choice_moves_wait_for_probe_holddown(void **state)
+{
+    struct fx *x = *state;
+    const int sp[] = {1, 2};
+    const char *apart[] = {"S1", "S2"}, *on[] = {"S1", "S1"};
+    const double g[] = {80, 80};
+    x->st.link_holddown = 3;
+    report(x, T0 - 10, "S4", 2, sp, apart, g);
+    assert_int_equal(auto_moves(x, T0 - 10), 0);
+    for (int t = 0; t <= 2; t++) {
+        report(x, T0 + t, NULL, 2, sp, on, g);
+        assert_int_equal(auto_moves(x, T0 + t), 0);
+    }
+    state_tick(&x->st, T0 + 3.1, NULL, NULL);
+    report(x, T0 + 3.2, NULL, 2, sp, on, g);
+    assert_int_equal(auto_moves(x, T0 + 3.2), 1);
+}
+
 static void recently_moved_flow_stays(void **state)
 {
     struct fx *x = *state;
@@ -1079,6 +1100,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(new_collision_waits_for_held, setup4, teardown),
         cmocka_unit_test_setup_teardown(nic_bound_with_counter_skew, setup1, teardown),
         cmocka_unit_test_setup_teardown(choice_moves_wait_for_holddown, setup, teardown),
+        cmocka_unit_test_setup_teardown(choice_moves_wait_for_probe_holddown, setup, teardown),
         cmocka_unit_test_setup_teardown(contended_says_what_is_new, setup4, teardown),
         cmocka_unit_test_setup_teardown(ramping_collision_contended, setup, teardown),
         cmocka_unit_test_setup_teardown(ramp_util_zero_is_the_old_rule, setup, teardown),
