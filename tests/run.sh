@@ -35,9 +35,13 @@ export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 LOGDIR="$O/test-logs"
 mkdir -p "$LOGDIR"
 
+# Scripts first: they are the long suites of the first phase (a browser, a
+# build, daemons), and the many short cmocka binaries then fill the slots
+# they leave at its end (replayed over one run's durations, 3 at a time:
+# 167 s for the phase against 183 s binaries first).
 suites=()
-for b in "$O"/san/tests/*; do [ -x "$b" ] && [ -f "$b" ] && suites+=("$b"); done
 while IFS= read -r s; do suites+=("$s"); done < <(find tests -path tests/lib -prune -o -name 'test_*.sh' -type f -perm -u+x -print | sort)
+for b in "$O"/san/tests/*; do [ -x "$b" ] && [ -f "$b" ] && suites+=("$b"); done
 
 alone() { # SUITE: whether it must run with nothing beside it
   case $1 in
