@@ -370,50 +370,78 @@ fail_tf_stop() {
   [ "$FAIL_STEER" = bgp ] && lab_bgp_speaker_stop "$FAIL_SPEAKER"
   FAIL_STEER=rules
 }
-# Whether NODE forwards to ADDR by a /32 the controller announced (FRR
-# installs it with proto bgp; the fabric's own routes are the leaves' subnets).
+# The host routes (/32) NODE holds from BGP, one "NODE ADDR" a line: those
+# the controller announced (FRR installs them with proto bgp; the fabric's
+# own routes are the leaves' subnets).
 fail_bgp_steered() {
-  [ -n "$(ip -n "${FAIL_NS[$1]}" -4 -o route show exact "$2/32" proto bgp 2>/dev/null)" ]
+  ip -n "${FAIL_NS[$1]}" -4 -o route show proto bgp 2>/dev/null | awk -v n="$1" '$1 ~ /^[0-9.]+$/ { print n, $1 }'
 }
 
 # Follows every flow through the switches with `ip route get` (policy rules
 # included, so tierflow's pins count) from its source leaf until it reaches
 # its destination host. Dead: an interface on the way is not UP (admin
 # down, or its peer is), no route, or a loop. FAIL_TRACE has one line a flow.
+# The switches' links and (bgp) host routes are read once, every switch at
+# once, then every flow is walked at once, one `ip route get` a hop: one
+# after the other, with an awk and an `ip route show` a hop, a check took
+# 2-5 s on the leaf/spine beside the fat tree's run (xtrace on), past the
+# 1.5 s the hold leaves it, and every scenario after it started that late.
 fail_trace() {
-  local -A st=()
-  local n i dev ifn s node iif dst src hops out path tf dead via tbl prev
+  local -A st=() steered=()
+  local d=$LAB_TMP/trace n i ifn s tf dead line
+  local -a pids=()
+  rm -rf "$d"; mkdir -p "$d"
   for n in "${FAIL_SWITCHES[@]}"; do
-    while read -r ifn s; do st["$n ${ifn%@*}"]=$s; done < <(ip -n "${FAIL_NS[$n]}" -br link 2>/dev/null | awk '{print $1, $2}')
+    { ip -n "${FAIL_NS[$n]}" -br link > "$d/link.$n" 2>/dev/null
+      [ "$FAIL_STEER" != bgp ] || fail_bgp_steered "$n" > "$d/bgp.$n"; } & pids+=($!)
   done
+  wait "${pids[@]}"   # these, not the lab's iperf3 and daemons
+  for n in "${FAIL_SWITCHES[@]}"; do
+    while read -r ifn s _; do st["$n ${ifn%@*}"]=$s; done < "$d/link.$n"
+    [ -f "$d/bgp.$n" ] && while read -r ifn s; do steered["$ifn $s"]=1; done < "$d/bgp.$n"
+  done
+  pids=()
+  for ((i = 0; i < ${#FAIL_FSRC[@]}; i++)); do fail_trace_flow "$i" > "$d/flow.$i" & pids+=($!); done
+  wait "${pids[@]}"
   FAIL_DEAD=0 FAIL_DEAD_TF=0 FAIL_TRACE=""
   for ((i = 0; i < ${#FAIL_FSRC[@]}; i++)); do
-    src=${FAIL_FSRC[$i]}; dst=${FAIL_FDST[$i]}
-    node=${FAIL_LEAF_OF[$src]}; iif=${FAIL_IFTO["$node $src"]}
-    path=$node tf=0 dead="" hops=0 prev=""
-    while :; do
-      hops=$((hops + 1)); [ $hops -gt 8 ] && { dead=loop; break; }
-      out=$(ip -n "${FAIL_NS[$node]}" -o route get "${FAIL_ADDR[$dst]}" from "${FAIL_ADDR[$src]}" iif "$iif" \
-              ipproto tcp sport "${FAIL_FSPORT[$i]}" dport "${FAIL_FDPORT[$i]}" 2>&1)
-      read -r dev tbl < <(awk '{ d = ""; t = "main"; for (k = 1; k < NF; k++) { if ($k == "dev") d = $(k+1); if ($k == "table") t = $(k+1) } print (d == "" ? "-" : d), t }' <<< "$out")
-      [ "$dev" != - ] || { dead="no route at $node; ${prev:-?} routes it by $(ip -n "${FAIL_NS[${prev:-$node}]}" -o route show match "${FAIL_ADDR[$dst]}" 2>/dev/null | grep -v '^default' | head -1 | tr -s ' \t\\' ' ')"; break; }
-      if [[ "$tbl" =~ ^[0-9]+$ ]] && [ "$tbl" -ge "$FAIL_TABLE_MIN" ] && [ "$tbl" -le "$FAIL_TABLE_MAX" ]; then tf=1; path+="*"
-      elif [ "$FAIL_STEER" = bgp ] && fail_bgp_steered "$node" "${FAIL_ADDR[$dst]}"; then tf=1; path+="*"; fi
-      [ "${st["$node $dev"]:-UNKNOWN}" = UP ] || { dead="$node:$dev ${st["$node $dev"]:-missing}"; break; }
-      via=${FAIL_PEER["$node $dev"]:-}
-      [ -n "$via" ] || { dead="$node:$dev leads nowhere"; break; }
-      prev=$node; read -r node iif <<< "$via"
-      path+=">$node"
-      [ "$node" = "$dst" ] && break
-      [ "${FAIL_TIER[$node]}" = host ] && { dead="reached $node"; break; }
-    done
-    if [ -n "$dead" ]; then
-      FAIL_DEAD=$((FAIL_DEAD + 1)); [ $tf -eq 1 ] && FAIL_DEAD_TF=$((FAIL_DEAD_TF + 1))
-      FAIL_TRACE+="$src->$dst $path DEAD ($dead)"$'\n'
-    else
-      FAIL_TRACE+="$src->$dst $path"$'\n'
-    fi
+    line="" tf=0 dead=1
+    { read -r tf dead; IFS= read -r line; } < "$d/flow.$i"
+    [ -n "${line:-}" ] || { tf=0 dead=1 line="${FAIL_FSRC[$i]}->${FAIL_FDST[$i]} ? DEAD (not traced)"; }
+    [ "$dead" = 1 ] && { FAIL_DEAD=$((FAIL_DEAD + 1)); [ "$tf" = 1 ] && FAIL_DEAD_TF=$((FAIL_DEAD_TF + 1)); }
+    FAIL_TRACE+="$line"$'\n'
   done
+}
+# Flow I's walk (fail_trace's st and steered in scope): "TF DEAD" (0 or 1
+# each), then its FAIL_TRACE line.
+fail_trace_flow() {
+  local i=$1 dev node iif dst src hops out path tf dead via tbl prev
+  src=${FAIL_FSRC[$i]}; dst=${FAIL_FDST[$i]}
+  node=${FAIL_LEAF_OF[$src]}; iif=${FAIL_IFTO["$node $src"]}
+  path=$node tf=0 dead="" hops=0 prev=""
+  while :; do
+    hops=$((hops + 1)); [ $hops -gt 8 ] && { dead=loop; break; }
+    out=$(ip -n "${FAIL_NS[$node]}" -o route get "${FAIL_ADDR[$dst]}" from "${FAIL_ADDR[$src]}" iif "$iif" \
+            ipproto tcp sport "${FAIL_FSPORT[$i]}" dport "${FAIL_FDPORT[$i]}" 2>&1)
+    dev=- tbl=main
+    [[ " $out " =~ [[:space:]]dev[[:space:]]+([^[:space:]]+) ]] && dev=${BASH_REMATCH[1]}
+    [[ " $out " =~ [[:space:]]table[[:space:]]+([^[:space:]]+) ]] && tbl=${BASH_REMATCH[1]}
+    [ "$dev" != - ] || { dead="no route at $node; ${prev:-?} routes it by $(ip -n "${FAIL_NS[${prev:-$node}]}" -o route show match "${FAIL_ADDR[$dst]}" 2>/dev/null | grep -v '^default' | head -1 | tr -s ' \t\\' ' ')"; break; }
+    if [[ "$tbl" =~ ^[0-9]+$ ]] && [ "$tbl" -ge "$FAIL_TABLE_MIN" ] && [ "$tbl" -le "$FAIL_TABLE_MAX" ]; then tf=1; path+="*"
+    elif [ -n "${steered["$node ${FAIL_ADDR[$dst]}"]:-}" ]; then tf=1; path+="*"; fi
+    [ "${st["$node $dev"]:-UNKNOWN}" = UP ] || { dead="$node:$dev ${st["$node $dev"]:-missing}"; break; }
+    via=${FAIL_PEER["$node $dev"]:-}
+    [ -n "$via" ] || { dead="$node:$dev leads nowhere"; break; }
+    prev=$node; read -r node iif <<< "$via"
+    path+=">$node"
+    [ "$node" = "$dst" ] && break
+    [ "${FAIL_TIER[$node]}" = host ] && { dead="reached $node"; break; }
+  done
+  if [ -n "$dead" ]; then
+    echo "$tf 1"; echo "$src->$dst $path DEAD ($dead)"
+  else
+    echo "$tf 0"; echo "$src->$dst $path"
+  fi
 }
 
 # Max-min fair rates (progressive filling) of the flows on the paths
