@@ -96,7 +96,7 @@ struct round {
     bool any_unseen;
     uint32_t nhot;               /* contended directions: the assignment runs only if > 0 */
     bool degraded;               /* some direction is down (probe, routing or hold-down) */
-    bool returning;              /* some direction is in its hold-down: routing gave it back */
+    bool returning;              /* some direction is in its hold-down: routing or its probe gave it back */
     bool automatic, dry_run;
     struct snap *f;
     size_t n;

@@ -201,8 +201,8 @@ int rebalance_snapshot(struct rebalance *rb, double now, struct round *r)
     /* Two a flow at most: one here (aged, failed or unseen), one judged harmful. */
     r->unpin = calloc(2 * (s->nflows + 1), sizeof(*r->unpin));
     r->congested = json_array();
-    if (!r->bps || !r->ce || !r->bg || !r->nfat || !r->down || !r->closed || !r->unseen || !r->hot || !r->nramp || !r->proj || !r->f ||
-        !r->snap_of || !r->kept || !r->unpin || rebalance_dirs_ensure(rb, r->nd) < 0)
+    if (!r->bps || !r->ce || !r->bg || !r->nfat || !r->down || !r->closed || !r->unseen || !r->hot || !r->nramp ||
+        !r->proj || !r->f || !r->snap_of || !r->kept || !r->unpin || rebalance_dirs_ensure(rb, r->nd) < 0)
         return -ENOMEM;
     state_dir_loads(s, now, r->bps, r->ce, r->nfat);
     for (uint32_t d = 0; d < r->nd; d++) {
