@@ -921,14 +921,20 @@ static size_t nevents(struct events *ev, const char *kind)
  * Once the holder has been silent for the staleness window, the other
  * takes the name over. A report's `instance` tells two processes on one
  * address apart. */
+/* A state on the fixture's topology, its events, and checked ingest options. */
+static struct ingest_opts checked_state(struct state *s, struct events *ev)
+{
+    events_init(ev);
+    assert_int_equal(state_init(s, fx_topo(), 1000, 3, NOW), 0);
+    return (struct ingest_opts){.max_flows = 100, .check_ts = true, .clock_skew = 5};
+}
+
 static void two_senders_one_name(void **st)
 {
     (void)st;
     struct state s;
     struct events ev;
-    events_init(&ev);
-    struct ingest_opts o = {.max_flows = 100, .check_ts = true, .clock_skew = 5};
-    assert_int_equal(state_init(&s, fx_topo(), 1000, 3, NOW), 0);
+    struct ingest_opts o = checked_state(&s, &ev);
     uint32_t dir;
     assert_int_equal(topo_dir_between(s.topo, N(s.topo, "L1"), N(s.topo, "S1"), &dir), 0);
     const char *up = "{\"probe\": \"L1\", \"links\": [{\"if\": \"swp1\", \"tx_bps\": 1e9, \"oper\": \"up\"}]}";
@@ -1001,9 +1007,7 @@ static void probe_return_held_down(void **st)
     (void)st;
     struct state s;
     struct events ev;
-    events_init(&ev);
-    struct ingest_opts o = {.max_flows = 100, .check_ts = true, .clock_skew = 5};
-    assert_int_equal(state_init(&s, fx_topo(), 1000, 3, NOW), 0);
+    struct ingest_opts o = checked_state(&s, &ev);
     s.link_holddown = 3;
     uint32_t dir;
     assert_int_equal(topo_dir_between(s.topo, N(s.topo, "L1"), N(s.topo, "S1"), &dir), 0);
