@@ -273,7 +273,7 @@ static void apply_link(struct state *s, uint32_t node, const struct ingest_link 
      * (or on a backend that does not watch the local uplinks: bgp) would
      * otherwise take pins between flaps, and a restore would be planned
      * before the other end's routing is back (a lab run moved 8 of 9
-     * flows then, and again once routing returned). */
+     * flows then, and one more once routing returned). */
     if (up && !d->probe_up)
         d->back_at = rev->back_at = now;
     d->probe_up = rev->probe_up = up;

@@ -388,7 +388,7 @@ fail_bgp_steered() {
 # 1.5 s the hold leaves it, and every scenario after it started that late.
 fail_trace() {
   local -A st=() steered=()
-  local d=$LAB_TMP/trace n i ifn s tf dead line
+  local d=$LAB_TMP/trace n i ifn s line path
   local -a pids=()
   rm -rf "$d"; mkdir -p "$d"
   for n in "${FAIL_SWITCHES[@]}"; do
@@ -405,20 +405,21 @@ fail_trace() {
   wait "${pids[@]}"
   FAIL_DEAD=0 FAIL_DEAD_TF=0 FAIL_TRACE=""
   for ((i = 0; i < ${#FAIL_FSRC[@]}; i++)); do
-    line="" tf=0 dead=1
-    { read -r tf dead; IFS= read -r line; } < "$d/flow.$i"
-    [ -n "${line:-}" ] || { tf=0 dead=1 line="${FAIL_FSRC[$i]}->${FAIL_FDST[$i]} ? DEAD (not traced)"; }
-    [ "$dead" = 1 ] && { FAIL_DEAD=$((FAIL_DEAD + 1)); [ "$tf" = 1 ] && FAIL_DEAD_TF=$((FAIL_DEAD_TF + 1)); }
+    IFS= read -r line < "$d/flow.$i" || line="${FAIL_FSRC[$i]}->${FAIL_FDST[$i]} ? DEAD (not traced)"
+    path=${line#* }; path=${path%% *}   # a "*" marks a hop steered by tierflow
+    if [[ "$line" == *" DEAD ("* ]]; then
+      FAIL_DEAD=$((FAIL_DEAD + 1)); [[ "$path" == *"*"* ]] && FAIL_DEAD_TF=$((FAIL_DEAD_TF + 1))
+    fi
     FAIL_TRACE+="$line"$'\n'
   done
 }
-# Flow I's walk (fail_trace's st and steered in scope): "TF DEAD" (0 or 1
-# each), then its FAIL_TRACE line.
+# Flow I's walk (fail_trace's st and steered in scope): its FAIL_TRACE line,
+# "SRC->DST PATH", then " DEAD (why)" when it does not arrive.
 fail_trace_flow() {
-  local i=$1 dev node iif dst src hops out path tf dead via tbl prev
+  local i=$1 dev node iif dst src hops out path dead via tbl prev
   src=${FAIL_FSRC[$i]}; dst=${FAIL_FDST[$i]}
   node=${FAIL_LEAF_OF[$src]}; iif=${FAIL_IFTO["$node $src"]}
-  path=$node tf=0 dead="" hops=0 prev=""
+  path=$node dead="" hops=0 prev=""
   while :; do
     hops=$((hops + 1)); [ $hops -gt 8 ] && { dead=loop; break; }
     out=$(ip -n "${FAIL_NS[$node]}" -o route get "${FAIL_ADDR[$dst]}" from "${FAIL_ADDR[$src]}" iif "$iif" \
@@ -427,8 +428,8 @@ fail_trace_flow() {
     [[ " $out " =~ [[:space:]]dev[[:space:]]+([^[:space:]]+) ]] && dev=${BASH_REMATCH[1]}
     [[ " $out " =~ [[:space:]]table[[:space:]]+([^[:space:]]+) ]] && tbl=${BASH_REMATCH[1]}
     [ "$dev" != - ] || { dead="no route at $node; ${prev:-?} routes it by $(ip -n "${FAIL_NS[${prev:-$node}]}" -o route show match "${FAIL_ADDR[$dst]}" 2>/dev/null | grep -v '^default' | head -1 | tr -s ' \t\\' ' ')"; break; }
-    if [[ "$tbl" =~ ^[0-9]+$ ]] && [ "$tbl" -ge "$FAIL_TABLE_MIN" ] && [ "$tbl" -le "$FAIL_TABLE_MAX" ]; then tf=1; path+="*"
-    elif [ -n "${steered["$node ${FAIL_ADDR[$dst]}"]:-}" ]; then tf=1; path+="*"; fi
+    if { [[ "$tbl" =~ ^[0-9]+$ ]] && [ "$tbl" -ge "$FAIL_TABLE_MIN" ] && [ "$tbl" -le "$FAIL_TABLE_MAX" ]; } ||
+       [ -n "${steered["$node ${FAIL_ADDR[$dst]}"]:-}" ]; then path+="*"; fi
     [ "${st["$node $dev"]:-UNKNOWN}" = UP ] || { dead="$node:$dev ${st["$node $dev"]:-missing}"; break; }
     via=${FAIL_PEER["$node $dev"]:-}
     [ -n "$via" ] || { dead="$node:$dev leads nowhere"; break; }
@@ -437,11 +438,7 @@ fail_trace_flow() {
     [ "$node" = "$dst" ] && break
     [ "${FAIL_TIER[$node]}" = host ] && { dead="reached $node"; break; }
   done
-  if [ -n "$dead" ]; then
-    echo "$tf 1"; echo "$src->$dst $path DEAD ($dead)"
-  else
-    echo "$tf 0"; echo "$src->$dst $path"
-  fi
+  echo "$src->$dst $path${dead:+ DEAD ($dead)}"
 }
 
 # Max-min fair rates (progressive filling) of the flows on the paths
