@@ -47,8 +47,7 @@ PKG_CFLAGS  = $(eval PKG_CFLAGS := $(call pkg_checked,$(call pkg_read,--cflags),
 PKG_LIBS    = $(eval PKG_LIBS := $(call pkg_checked,$(call pkg_read,--libs),--libs) -lm -lpthread)$(PKG_LIBS)
 
 WARN     := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wno-missing-field-initializers
-BASE_CFLAGS = -std=c11 -D_DEFAULT_SOURCE -D_GNU_SOURCE $(WARN) -I. $(PKG_CFLAGS) \
-               -DTF_SHAREDIR='"$(SHAREDIR)"' -MMD -MP
+BASE_CFLAGS = -std=c11 -D_DEFAULT_SOURCE -D_GNU_SOURCE $(WARN) -I. $(PKG_CFLAGS) -MMD -MP
 # make does not track flags: the version (which changes with every commit,
 # and with --dirty every edit) is in one object, common/version.c, the only
 # one compiled with TF_VERSION, rebuilt when $(O)/version.stamp says it
@@ -113,6 +112,15 @@ endef
 VERSION_OBJS := $(O)/opt/obj/common/version.o $(O)/san/obj/common/version.o $(O)/fuzz/obj/common/version.o
 $(VERSION_OBJS): $(VERSION_STAMP)
 $(VERSION_OBJS): BASE_CFLAGS += -DTF_VERSION='"$(VERSION)"'
+# The same for the share folder the daemon looks in (openapi.json, web/):
+# only tierflowd's entry point names it, so `make install PREFIX=...` after
+# a plain `make` rebuilds that one object (not every object, and not none,
+# which would install a daemon looking under the old prefix).
+SHAREDIR_STAMP := $(O)/sharedir.stamp
+$(shell [ "$$(cat $(SHAREDIR_STAMP) 2>/dev/null)" = '$(SHAREDIR)' ] || echo '$(SHAREDIR)' > $(SHAREDIR_STAMP))
+SHAREDIR_OBJS := $(O)/opt/obj/controller/tierflowd_main.o $(O)/san/obj/controller/tierflowd_main.o
+$(SHAREDIR_OBJS): $(SHAREDIR_STAMP)
+$(SHAREDIR_OBJS): BASE_CFLAGS += -DTF_SHAREDIR='"$(SHAREDIR)"'
 $(eval $(call variant,opt,$$(OPT_CFLAGS)))
 $(eval $(call variant,san,$$(SAN_CFLAGS)))
 

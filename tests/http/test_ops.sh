@@ -85,8 +85,13 @@ fi
 # ---- openapi.json installed and found there --------------------------------
 # A build of its own with PREFIX inside $W, so that the daemon's share folder
 # is where make install puts it; run from outside the source tree so that
-# the source copy cannot be the one found.
+# the source copy cannot be the one found. It starts from a copy of the
+# optimised build: the new prefix must rebuild the one object that names it,
+# or the installed daemon would look under the old one.
+. "$(dirname "$0")/../lib/buildcopy.sh"
+build_copy "$W/build" 2>"$W/copy.log" || t_fail "copy of the build" "$(head -3 "$W/copy.log")"
 if make -C "$TF_ROOT" --no-print-directory O="$W/build" PREFIX="$W/prefix" SYSCONFDIR="$W/prefix/etc" install >"$W/install.log" 2>&1; then
+  t_eq "make install compiles one object, the one naming the prefix" 1 "$(grep -c -- ' -c ' "$W/install.log")"
   t_check "make install puts openapi.json in SHAREDIR" cmp -s "$TF_ROOT/controller/openapi.json" "$W/prefix/share/tierflow/openapi.json"
   PORT=$(port); U=http://127.0.0.1:$PORT
   (cd "$W" && exec "$W/prefix/bin/tierflowd" --topology "$W/topo-2x4.json" --listen 127.0.0.1:$PORT --backend none \

@@ -9,7 +9,9 @@ set -u
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 dest="$tmp/root"
-if ! make -C "$TF_ROOT" --no-print-directory O="$TF_BUILD" PREFIX=/opt/tf DESTDIR="$dest" install >"$tmp/log" 2>&1; then
+. "$TF_ROOT/tests/lib/buildcopy.sh"
+build_copy "$tmp/build" 2>"$tmp/log" || { t_fail "copy of the build" "$(head -3 "$tmp/log")"; t_done; }
+if ! make -C "$TF_ROOT" --no-print-directory O="$tmp/build" PREFIX=/opt/tf DESTDIR="$dest" install >"$tmp/log" 2>&1; then
   t_fail "make install" "$(tail -5 "$tmp/log")"
   t_done
 fi
@@ -18,6 +20,7 @@ for p in tierflow-probe tierflowd tierflow-sim tierflow-topo; do
   t_check "installs $p" test -x "$dest/opt/tf/bin/$p"
 done
 t_check "installed tierflowd runs" "$dest/opt/tf/bin/tierflowd" --help
+t_check "installed tierflowd looks in /opt/tf/share/tierflow" grep -q -a /opt/tf/share/tierflow "$dest/opt/tf/bin/tierflowd"
 t_check "installed tierflow-probe runs" "$dest/opt/tf/bin/tierflow-probe" --help
 t_check "installs the dashboard" test -f "$dest/opt/tf/share/tierflow/web/index.html"
 t_check "installs tierflowd(8)" test -f "$dest/opt/tf/share/man/man8/tierflowd.8"
