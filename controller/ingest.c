@@ -176,8 +176,14 @@ static void apply_flow(struct state *s, uint32_t node, const struct ingest_flow 
      * stop) read flows far below or above their rate, and a round on them
      * moved settled flows again (docs/lab.md): a known flow keeps its own. */
     if (inserted || !partial) {
+        if (inserted)
+            f->seen_since = now;
         if (in->fat && (inserted || !f->fat))
             f->fat_since = now;
+        if (in->fat)
+            f->starve_moved = false;
+        if (in->pkts > 0)
+            f->pkt_bytes = (double)in->bytes / (double)in->pkts;
         f->fat = in->fat;
         f->bps = in->bps;
     }

@@ -304,8 +304,9 @@ static json_t *round_json(const struct round *r, double now, int rc, double dur)
         char id[24];
         snprintf(id, sizeof(id), "%016llx", (unsigned long long)f->id);
         const char *cls = f->cls >= 0 && f->cls < CLASSES_MAX && r->cls_name[f->cls] ? r->cls_name[f->cls] : "default";
-        json_array_append_new(moves, json_pack("{ss ss ss ss sf sI sI so so}", "flow", id, "src", nm(r->t, f->src),
+        json_array_append_new(moves, json_pack("{ss ss ss ss sf sb sI sI so so}", "flow", id, "src", nm(r->t, f->src),
                                                "dst", nm(r->t, f->dst), "class", cls, "bps", f->gbps * 1e9,
+                                               "starved", f->starved,
                                                "from_index", (json_int_t)f->path, "to_index", (json_int_t)r->path[i],
                                                "from", path_names(r->t, f->src, f->dst, (uint64_t)f->path),
                                                "to", path_names(r->t, f->src, f->dst, r->path[i])));

@@ -55,6 +55,20 @@
  * withdrawal keeps its pin (rebalance_judge_groups). */
 #define REBALANCE_STARVED 0.5
 
+/* A flow below the probes' fat threshold is taken into a round as a
+ * starved elephant (rebalance_flow_starved) once it has been reported for
+ * REBALANCE_STARVED_AGE seconds and two intervals, at REBALANCE_STARVED_FLOOR
+ * of its path's capacity or more (an idle control connection is not held
+ * down by anything), and under REBALANCE_STARVED of its fair share of a
+ * congested direction that carries fat flows. */
+#define REBALANCE_STARVED_AGE 0.5
+#define REBALANCE_STARVED_FLOOR 0.01
+/* ... and its packets are data, this many bytes on average or more: the
+ * ACK stream of an elephant carries 1-2% of its rate in 66-byte frames, and
+ * taken in it inflated four directions of bench 50's fat tree into
+ * contention (docs/lab.md, "Late starters below the fat threshold"). */
+#define REBALANCE_STARVED_PKT_BYTES 512
+
 /* One fat flow of the snapshot. */
 struct snap {
     struct state_flow_key k;
@@ -73,6 +87,7 @@ struct snap {
     bool held;                   /* unmovable for a while only (min_move_interval, settling), not backed off */
     bool hold;                   /* unpinned, to be pinned where it is (degraded fabric) */
     bool withdrawn;              /* its pin goes this round (harm): not held, not pinned */
+    bool starved;                /* below the fat threshold, taken in as starved (rebalance_flow_starved) */
     int8_t verdict;              /* on its last choice move: 1 helped, -1 futile, 0 none */
     uint32_t dirs[TOPO_MAX_HOPS];
     int ndirs;
@@ -192,6 +207,12 @@ bool rebalance_ramp_candidate(const struct config *c, double u, uint32_t nramp, 
 /* A live fat flow the loop can place (the snapshot's and
  * rebalance_contended's set). Read lock. */
 bool rebalance_flow_placed(const struct state *s, const struct state_flow *f, double now);
+/* A live flow below the fat threshold that a congested direction shared
+ * with fat flows holds down (REBALANCE_STARVED_*): a round takes it in
+ * beside the fat flows, once. r: the snapshot's bps, ce, down and nfat (fat
+ * flows only). Read lock. */
+bool rebalance_flow_starved(const struct state *s, const struct config *c, const struct state_flow *f,
+                            const struct round *r, double now);
 /* The ramp rule's flow: its rate rose by REBALANCE_RAMP_GAIN since the
  * interval before (or it is new) and a queue on its path says the network
  * holds it down (a direction congested by thresholds, or whose qdisc

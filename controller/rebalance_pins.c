@@ -284,6 +284,7 @@ void rebalance_record_pins(struct rebalance *rb, const struct round *r, const ui
         if (!rebalance_forced(r, i))
             f->last_moved = now;
         f->moves++;
+        f->starve_moved |= r->f[i].starved;
     }
     s->gen++;
     pthread_rwlock_unlock(&s->lock);

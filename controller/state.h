@@ -204,6 +204,17 @@ struct state_flow {
      * how the loop tells a collision still ramping from steady flows
      * (docs/policy.md, "A collision while it ramps"). */
     double prev_bps, bps_at;
+    /* When it was first reported, and whether a round moved it while it
+     * was below the probes' fat threshold, starved on a congested direction
+     * (rebalance_flow_starved): set at that move, cleared when a probe
+     * reports it fat. A flow that stayed small on its new path was a slow
+     * flow, not a starved elephant, and is not taken for one again. */
+    double seen_since;
+    bool starve_moved;
+    /* Its mean packet size over its life as its probe counts it (bytes /
+     * pkts of the last report; 0 unknown): a stream of pure TCP ACKs (66
+     * bytes) is no elephant, whatever its rate. */
+    double pkt_bytes;
 };
 
 struct state {

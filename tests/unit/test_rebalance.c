@@ -46,6 +46,8 @@ struct fx {
     int qdrops[5];               /* its root qdisc's drops in the interval, L1's uplink to S1..S4 */
     int hosts;                   /* per leaf; flow i runs from host 1 + i % hosts */
     double interval_s;           /* > 0: the reports say it, and L2 reports too (report) */
+    double fat_below;            /* flows under this (Gb/s) are reported not fat (the probes' threshold) */
+    double pkt_bytes[8];         /* flow i's mean packet size (bytes / pkts reported); 0: 1500 */
 };
 
 static int setup_hosts(void **state, int hosts)
@@ -80,6 +82,11 @@ static int teardown(void **state)
     return 0;
 }
 
+static double pkt_bytes(const struct fx *x, int i)
+{
+    return i < 8 && x->pkt_bytes[i] > 0 ? x->pkt_bytes[i] : 1500;
+}
+
 /* A report from L1: flows "sport:spine:gbps" from H1/H2 (alternating) to
  * H3/H4, uplink counters summed from the flows, spines listed in `down`
  * reported oper down. With x->interval_s, the report says it, and L2's of
@@ -109,9 +116,11 @@ static void report(struct fx *x, double now, const char *down, int n, const int 
     for (int i = 0; i < n; i++)
         o += (size_t)snprintf(body + o, sizeof(body) - o,
                               "%s{\"src\": \"10.0.1.%d\", \"dst\": \"10.0.2.%d\", \"proto\": 17, \"sport\": %d,"
-                              " \"dport\": 4791, \"dscp\": %d, \"if\": \"swp%c\", \"bps\": %g, \"fat\": true}",
+                              " \"dport\": 4791, \"dscp\": %d, \"if\": \"swp%c\", \"bps\": %g, \"fat\": %s,"
+                              " \"bytes\": %.0f, \"pkts\": %.0f}",
                               i ? ", " : "", 1 + i % x->hosts, 1 + i % x->hosts, sport[i], x->dscp, spine[i][1],
-                              gbps[i] * 1e9);
+                              gbps[i] * 1e9, gbps[i] >= x->fat_below ? "true" : "false", 1e6 * pkt_bytes(x, i),
+                              1e6);
     snprintf(body + o, sizeof(body) - o, "]}");
     assert_int_equal(fx_post(&x->st, body, now, NULL), 0);
     if (x->interval_s <= 0)
@@ -586,6 +595,55 @@ static void moved_flow_counts_at_its_demand(void **state)
 static void moved_at(struct fx *x, int i, int sport, double at)
 {
     ((struct state_flow *)flow(x, i, sport))->last_moved = at;
+}
+
+/* A late starter that the flow moved onto its path just before keeps under
+ * the probes' fat threshold (bench 50's fat tree: 0.6-3.9 of 50 Mbit/s for
+ * 7 s): no fat flow can move (the other is held by min_move_interval), yet
+ * the direction is congested. Once it has lasted two intervals it is taken
+ * in as starved and moved; an idle connection on the same queue (under
+ * REBALANCE_STARVED_FLOOR) is not, nor the ACK stream of a flow elsewhere
+ * (66-byte packets, REBALANCE_STARVED_PKT_BYTES). Taken in once: with its pin gone and
+ * still small, it is a slow flow, not a starved one, until a probe calls
+ * it fat again. */
+static void starved_late_starter_moves_once(void **state)
+{
+    struct fx *x = *state;
+    x->interval_s = 1;
+    x->fat_below = 10;   /* the probes' 10% of 100 Gb/s */
+    x->pkt_bytes[3] = 66;
+    const int sp[] = {1, 2, 3, 4};
+    const char *on[] = {"S1", "S1", "S1", "S1"};
+    const double g[] = {95, 3, 0.5, 3};
+    report(x, T0, NULL, 4, sp, on, g);
+    moved_at(x, 0, 1, T0 - 1);
+    assert_int_equal(auto_moves(x, T0), 0);   /* one interval: not yet */
+    report(x, T0 + 1, NULL, 4, sp, on, g);
+    assert_int_equal(auto_moves(x, T0 + 1), 1);
+    struct state_flow *b = (struct state_flow *)flow(x, 1, 2);
+    assert_string_not_equal(fx_spine(&x->st, b), "S1");
+    assert_true(b->starve_moved);
+    assert_int_equal(flow(x, 0, 1)->moves, 0);
+    assert_int_equal(flow(x, 2, 3)->moves, 0);
+    assert_int_equal(flow(x, 3, 4)->moves, 0);
+    /* Its pin gone as a failure takes it (no verdict due), back on S1 and
+     * as small: not moved again. */
+    b->pinned = false;
+    b->pin = -1;
+    b->move_bps = 0;
+    const char *on2[] = {"S1", "S1", "S1"};
+    report(x, T0 + 30, NULL, 3, sp, on2, g);
+    report(x, T0 + 31, NULL, 3, sp, on2, g);
+    assert_int_equal(auto_moves(x, T0 + 31), 0);
+    /* Fat once, then held down again: a starved elephant after all. */
+    const double g2[] = {50, 50, 0.5};
+    report(x, T0 + 32, NULL, 3, sp, on2, g2);
+    assert_false(b->starve_moved);
+    moved_at(x, 0, 1, T0 + 32);
+    report(x, T0 + 33, NULL, 3, sp, on2, g);
+    report(x, T0 + 34, NULL, 3, sp, on2, g);
+    assert_int_equal(auto_moves(x, T0 + 34), 1);
+    assert_string_not_equal(fx_spine(&x->st, b), "S1");
 }
 
 /* Churn: flows 0, 1 and 4 were moved a second ago and are held by
@@ -1099,6 +1157,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(new_flow_beside_a_move_moves_in_its_settle, setup4, teardown),
         cmocka_unit_test_setup_teardown(moved_flow_counts_at_its_demand, setup4, teardown),
         cmocka_unit_test_setup_teardown(new_collision_waits_for_held, setup4, teardown),
+        cmocka_unit_test_setup_teardown(starved_late_starter_moves_once, setup, teardown),
         cmocka_unit_test_setup_teardown(nic_bound_with_counter_skew, setup1, teardown),
         cmocka_unit_test_setup_teardown(choice_moves_wait_for_holddown, setup, teardown),
         cmocka_unit_test_setup_teardown(choice_moves_wait_for_probe_holddown, setup, teardown),
