@@ -52,8 +52,10 @@ BASE_CFLAGS = -std=c11 -D_DEFAULT_SOURCE -D_GNU_SOURCE $(WARN) -I. $(PKG_CFLAGS)
 # and with --dirty every edit) is in one object, common/version.c, the only
 # one compiled with TF_VERSION, rebuilt when $(O)/version.stamp says it
 # changed (written only then, at parse time).
+# stamp FILE,VALUE: writes VALUE to FILE when it holds another.
+stamp = $(shell mkdir -p $(O) && [ "$$(cat $(1) 2>/dev/null)" = '$(2)' ] || echo '$(2)' > $(1))
 VERSION_STAMP := $(O)/version.stamp
-$(shell mkdir -p $(O) && [ "$$(cat $(VERSION_STAMP) 2>/dev/null)" = '$(VERSION)' ] || echo '$(VERSION)' > $(VERSION_STAMP))
+$(call stamp,$(VERSION_STAMP),$(VERSION))
 OPT_CFLAGS  = -O2 -g $(BASE_CFLAGS)
 SAN_FLAGS   := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 SAN_CFLAGS  = -O1 -g $(SAN_FLAGS) $(BASE_CFLAGS)
@@ -117,7 +119,7 @@ $(VERSION_OBJS): BASE_CFLAGS += -DTF_VERSION='"$(VERSION)"'
 # a plain `make` rebuilds that one object (not every object, and not none,
 # which would install a daemon looking under the old prefix).
 SHAREDIR_STAMP := $(O)/sharedir.stamp
-$(shell [ "$$(cat $(SHAREDIR_STAMP) 2>/dev/null)" = '$(SHAREDIR)' ] || echo '$(SHAREDIR)' > $(SHAREDIR_STAMP))
+$(call stamp,$(SHAREDIR_STAMP),$(SHAREDIR))
 SHAREDIR_OBJS := $(O)/opt/obj/controller/tierflowd_main.o $(O)/san/obj/controller/tierflowd_main.o
 $(SHAREDIR_OBJS): $(SHAREDIR_STAMP)
 $(SHAREDIR_OBJS): BASE_CFLAGS += -DTF_SHAREDIR='"$(SHAREDIR)"'

@@ -55,18 +55,12 @@
  * withdrawal keeps its pin (rebalance_judge_groups). */
 #define REBALANCE_STARVED 0.5
 
-/* A flow below the probes' fat threshold is taken into a round as a
- * starved elephant (rebalance_flow_starved) once it has been reported for
- * REBALANCE_STARVED_AGE seconds and two intervals, at REBALANCE_STARVED_FLOOR
- * of its path's capacity or more (an idle control connection is not held
- * down by anything), and under REBALANCE_STARVED of its fair share of a
- * congested direction that carries fat flows. */
+/* rebalance_flow_starved's bounds: reported for this long (s), this share
+ * of its path's capacity or more, in packets of this many bytes on average
+ * or more (an elephant's ACK stream, 1-2% of its rate in 66-byte frames,
+ * taken in made four directions of bench 50's fat tree look contended). */
 #define REBALANCE_STARVED_AGE 0.5
 #define REBALANCE_STARVED_FLOOR 0.01
-/* ... and its packets are data, this many bytes on average or more: the
- * ACK stream of an elephant carries 1-2% of its rate in 66-byte frames, and
- * taken in it inflated four directions of bench 50's fat tree into
- * contention (docs/lab.md, "Late starters below the fat threshold"). */
 #define REBALANCE_STARVED_PKT_BYTES 512
 
 /* One fat flow of the snapshot. */
@@ -208,9 +202,9 @@ bool rebalance_ramp_candidate(const struct config *c, double u, uint32_t nramp, 
  * rebalance_contended's set). Read lock. */
 bool rebalance_flow_placed(const struct state *s, const struct state_flow *f, double now);
 /* A live flow below the fat threshold that a congested direction shared
- * with fat flows holds down (REBALANCE_STARVED_*): a round takes it in
- * beside the fat flows, once. r: the snapshot's bps, ce, down and nfat (fat
- * flows only). Read lock. */
+ * with fat flows holds down: a round takes it in beside the fat flows, once
+ * (rebalance_snapshot.c says when). r: the snapshot's bps, ce, down and
+ * nfat (fat flows only). Read lock. */
 bool rebalance_flow_starved(const struct state *s, const struct config *c, const struct state_flow *f,
                             const struct round *r, double now);
 /* The ramp rule's flow: its rate rose by REBALANCE_RAMP_GAIN since the

@@ -149,21 +149,16 @@ bool rebalance_flow_starved(const struct state *s, const struct config *c, const
         return false;
     uint32_t dirs[TOPO_MAX_HOPS];
     int n = state_flow_dirs(s, f, dirs, TOPO_MAX_HOPS);
-    double path = 0;
-    for (int j = 0; j < n; j++) {
-        double cap = topo_dir_gbps(s->topo, dirs[j]) * 1e9;
-        if (j == 0 || cap < path)
-            path = cap;
-    }
-    if (n <= 0 || f->bps < REBALANCE_STARVED_FLOOR * path)
-        return false;
+    double most = 0;   /* its share of its path's narrowest direction */
+    bool held = false;
     for (int j = 0; j < n; j++) {
         uint32_t d = dirs[j];
-        if (r->nfat[d] >= 1 && !r->down[d] && config_congested(c, state_dir_util(s, d, r->bps[d]), r->ce[d]) &&
-            f->bps < REBALANCE_STARVED * topo_dir_gbps(s->topo, d) * 1e9 / (r->nfat[d] + 1))
-            return true;
+        double u = state_dir_util(s, d, f->bps);
+        most = u > most ? u : most;
+        held |= r->nfat[d] >= 1 && !r->down[d] && config_congested(c, state_dir_util(s, d, r->bps[d]), r->ce[d]) &&
+                u < REBALANCE_STARVED / (r->nfat[d] + 1);
     }
-    return false;
+    return held && most >= REBALANCE_STARVED_FLOOR;
 }
 
 /* A rate that rose (or a flow that is new) says nothing of what holds it:

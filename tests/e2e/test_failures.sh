@@ -208,7 +208,8 @@ if [ $# -gt 1 ] && [ "${E2E_FAIL_PARALLEL:-1}" = 1 ]; then
   # its events were not kept). A later run showed the likely way: a round
   # moved 8 flows on the probe's link_up, before routing was back, and
   # another round 1 more once it was (9, the limit). A probe's return is
-  # now held down like routing's: the restore is one round after both.
+  # now held down like routing's: the restore is mostly one round after
+  # both (seven runs of eight; the eighth moved 1 flow, then 8).
   # The figures printed are not benchmarks.
   trap - EXIT
   declare -A KID=()

@@ -915,12 +915,6 @@ static size_t nevents(struct events *ev, const char *kind)
     return n;
 }
 
-/* Two senders under one probe name: the first keeps it while it is fresh,
- * the second is refused (409) with the reason, one probe_conflict event
- * for it, and the link they disagree on no longer flips on each report.
- * Once the holder has been silent for the staleness window, the other
- * takes the name over. A report's `instance` tells two processes on one
- * address apart. */
 /* A state on the fixture's topology, its events, and checked ingest options. */
 static struct ingest_opts checked_state(struct state *s, struct events *ev)
 {
@@ -929,6 +923,12 @@ static struct ingest_opts checked_state(struct state *s, struct events *ev)
     return (struct ingest_opts){.max_flows = 100, .check_ts = true, .clock_skew = 5};
 }
 
+/* Two senders under one probe name: the first keeps it while it is fresh,
+ * the second is refused (409) with the reason, one probe_conflict event
+ * for it, and the link they disagree on no longer flips on each report.
+ * Once the holder has been silent for the staleness window, the other
+ * takes the name over. A report's `instance` tells two processes on one
+ * address apart. */
 static void two_senders_one_name(void **st)
 {
     (void)st;

@@ -603,9 +603,9 @@ static void moved_at(struct fx *x, int i, int sport, double at)
  * the direction is congested. Once it has lasted two intervals it is taken
  * in as starved and moved; an idle connection on the same queue (under
  * REBALANCE_STARVED_FLOOR) is not, nor the ACK stream of a flow elsewhere
- * (66-byte packets, REBALANCE_STARVED_PKT_BYTES). Taken in once: with its pin gone and
- * still small, it is a slow flow, not a starved one, until a probe calls
- * it fat again. */
+ * (66-byte packets, REBALANCE_STARVED_PKT_BYTES). Taken in once: with its
+ * pin gone and still small, it is a slow flow, not a starved one, until a
+ * probe calls it fat again. */
 static void starved_late_starter_moves_once(void **state)
 {
     struct fx *x = *state;
@@ -631,17 +631,16 @@ static void starved_late_starter_moves_once(void **state)
     b->pinned = false;
     b->pin = -1;
     b->move_bps = 0;
-    const char *on2[] = {"S1", "S1", "S1"};
-    report(x, T0 + 30, NULL, 3, sp, on2, g);
-    report(x, T0 + 31, NULL, 3, sp, on2, g);
+    report(x, T0 + 30, NULL, 3, sp, on, g);
+    report(x, T0 + 31, NULL, 3, sp, on, g);
     assert_int_equal(auto_moves(x, T0 + 31), 0);
     /* Fat once, then held down again: a starved elephant after all. */
     const double g2[] = {50, 50, 0.5};
-    report(x, T0 + 32, NULL, 3, sp, on2, g2);
+    report(x, T0 + 32, NULL, 3, sp, on, g2);
     assert_false(b->starve_moved);
     moved_at(x, 0, 1, T0 + 32);
-    report(x, T0 + 33, NULL, 3, sp, on2, g);
-    report(x, T0 + 34, NULL, 3, sp, on2, g);
+    report(x, T0 + 33, NULL, 3, sp, on, g);
+    report(x, T0 + 34, NULL, 3, sp, on, g);
     assert_int_equal(auto_moves(x, T0 + 34), 1);
     assert_string_not_equal(fx_spine(&x->st, b), "S1");
 }
