@@ -193,6 +193,13 @@ static void adopt_one(void *arg, const struct planbuild_flow *pf, uint32_t src, 
     f->pin = (int64_t)path;
     f->pinned = true;
     state_flow_set_path(a->s, f, f->pin);
+    /* Held as if moved now: whoever pinned it (a predecessor, this
+     * tierflowd before a restart) held it for min_move_interval after its
+     * move, and when is not known. A standby's own state has no move of it,
+     * and a takeover's first rounds moved an adopted pin that its leader
+     * held, on a view the leader had ignored (test_ha). A failed path still
+     * frees it (state_flow_may_move). */
+    f->last_moved = a->now;
     a->n++;
 }
 

@@ -1145,6 +1145,71 @@ static void backend_owned(void **state)
     assert_string_equal(routes_field(&x->rb, "source", buf, sizeof(buf)), "desired");
 }
 
+/* rebalance_backend_swap's open: the plan backend on dir (arg). */
+static int open_plan(void *arg, struct backend **be, char *err, size_t errlen)
+{
+    struct backend_cfg bc;
+    backend_cfg_default(&bc);
+    bc.plan_dir = arg;
+    return backend_open("plan", &bc, be, err, errlen);
+}
+
+/* A takeover: a standby (y) that ingested the same reports as the leader
+ * (x) adopts the leader's pin. Its own state has no move of that flow, so
+ * it holds the adopted pin as the leader held its move, for
+ * min_move_interval: a view that tempts a move (non-fat load beside the
+ * moved flow, a spine left idle) moves nothing on either, and the pin may
+ * move once the interval is over. */
+static void adopted_pin_held_like_a_move(void **state)
+{
+    struct fx *x = *state, *y;
+    void *ys;
+    setup(&ys);
+    y = ys;
+    char dir[] = "/tmp/tfadoptXXXXXX", err[128];
+    assert_non_null(mkdtemp(dir));
+    assert_int_equal(rebalance_backend_swap(&x->rb, "plan", open_plan, dir, err, sizeof(err)), 0);
+    const int sp[] = {1, 2};
+    const char *on[] = {"S1", "S1"};
+    const double g[] = {80, 80};
+    report(x, T0, NULL, 2, sp, on, g);
+    report(y, T0, NULL, 2, sp, on, g);
+    assert_int_equal(round_moves(x, T0), 1);
+    const struct state_flow *a = flow(x, 0, 1), *b = flow(x, 1, 2), *moved = a->pinned ? a : b;
+    int mi = moved == a ? 0 : 1;
+    const char *apart[] = {fx_spine(&x->st, a), fx_spine(&x->st, b)};
+    char to = fx_spine(&x->st, moved)[1];
+    report(x, T0 + 1, NULL, 2, sp, apart, g);
+    report(y, T0 + 1, NULL, 2, sp, apart, g);
+
+    assert_int_equal(rebalance_backend_swap(&y->rb, "plan", open_plan, dir, err, sizeof(err)), 0);
+    assert_int_equal(rebalance_adopt(&y->rb, T0 + 2), 0);
+    const struct state_flow *ym = flow(y, mi, sp[mi]);
+    assert_true(ym->pinned);
+    assert_int_equal(fx_spine(&y->st, ym)[1], to);
+
+    x->bg[to - '0'] = y->bg[to - '0'] = 30;   /* the moved flow's spine at 1.1 */
+    for (double t = T0 + 3; t <= T0 + 5; t++) {
+        report(x, t, NULL, 2, sp, apart, g);
+        report(y, t, NULL, 2, sp, apart, g);
+        assert_int_equal(round_moves(x, t), 0);   /* the leader holds its move */
+        assert_int_equal(round_moves(y, t), 0);   /* and so does its successor */
+    }
+    assert_int_equal(fx_spine(&y->st, ym)[1], to);
+
+    double later = T0 + 2 + x->cfg.min_move_interval + 1;
+    report(y, later, NULL, 2, sp, apart, g);
+    assert_int_equal(round_moves(y, later), 1);
+    assert_int_not_equal(fx_spine(&y->st, ym)[1], to);
+
+    backend_close(rebalance_backend_take(&x->rb));   /* the rebalance does not own it */
+    backend_close(rebalance_backend_take(&y->rb));
+    teardown(&ys);
+    char cmd[64];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1177,6 +1242,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(class_via_subset, setup, teardown),
         cmocka_unit_test_setup_teardown(pins_survive_telemetry_loss, setup, teardown),
         cmocka_unit_test_setup_teardown(backend_owned, setup, teardown),
+        cmocka_unit_test_setup_teardown(adopted_pin_held_like_a_move, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
