@@ -18,7 +18,9 @@
 # start; seconds until the aggregate reaches 90% of its settled value (0.2-s
 # bins), at --interval 1 and 0.2, BENCH_REACT_RUNS runs each (median;
 # default 5: single runs on the fat tree spread from 1.2 to 6.8 s), with
-# the oracle's own ramp (TCP start, no collision) beside it and the cores
+# the oracle's own ramp (TCP start, no collision) beside it, how much later
+# than the oracle run before it each run got there (what the loop adds to
+# TCP's own start), and the cores
 # tierflowd and the probes used (BENCH_REACT_INTERVALS: which intervals,
 # default "1 0.2"); last, the gray-failure false positives of all its
 # tierflow runs (no link loses packets here, issue 18). BENCH_REPEAT=N
@@ -106,13 +108,17 @@ for fab in $FABRICS; do
   done
   lab_pattern stride:4 1 > "$LAB_TMP/pairs"
   for iv in $REACT_INTERVALS; do
-    r=""; o=""; cpu=""
+    r=""; o=""; d=""; cpu=""
     for ((k = 0; k < RUNS; k++)); do
       IPERF_INTERVAL=0.2 e2e_oracle "$LAB_TMP/pairs" 3 5 || true; o+=" $E2E_ORACLE_REACH"
       IPERF_INTERVAL=0.2 TF_INTERVAL=$iv e2e_run "$LAB_TMP/pairs" 0 8 6; r+=" $E2E_REACT_S"; cpu+=" $E2E_CPU"
+      # What the loop adds to TCP's own start: this run against the oracle
+      # run just before it (both -1 when never reached: not counted).
+      d+=" $(awk -v a="$E2E_REACT_S" -v b="$E2E_ORACLE_REACH" 'BEGIN{if (a < 0 || b < 0) print "-"; else printf "%.1f", a - b}')"
     done
     echo "reaction at --interval $iv (stride:4 flows start with tierflowd running; 90% of the settled aggregate, 0.2-s bins):" \
       "median $(echo "$r" | median) s (runs:$r); the oracle's own ramp: median $(echo "$o" | median) s (runs:$o);" \
+      "beyond the oracle run before it: median $(echo "$d" | tr ' ' '\n' | grep -vx -- - | tr '\n' ' ' | median) s (runs:$d);" \
       "tierflowd + probes used$cpu cores"
   done
   echo "gray-failure false positives on $fab (link_suspect on a link neither routing nor a probe reported down, every tierflow run): $GRAY_FP"
