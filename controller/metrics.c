@@ -268,6 +268,9 @@ int metrics_render(struct metrics *m, struct state *s, double now, char **out, s
         "contended link direction.", U(m->react_rounds));
     one(f, "tierflow_rebalance_futile_moves_total", "counter", "Moves judged futile afterwards (the flow gained "
         "nothing, its new path still contended); the flow is backed off.", U(m->futile_moves));
+    one(f, "tierflow_rebalance_starved_moves_total", "counter", "Moves of flows below the fat threshold taken in "
+        "because a congested direction shared with fat flows starved them (counted in moves_total too).",
+        U(m->starved_moves));
     one(f, "tierflow_rebalance_harm_withdrawn_total", "counter", "Pins withdrawn because the flows a round moved "
         "did measurably worse than before the move.", U(m->harm_withdrawn));
     help(f, "tierflow_rebalance_duration_seconds", "histogram", "Time one rebalance round took.");

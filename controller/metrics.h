@@ -26,7 +26,7 @@ enum metrics_host_links { METRICS_HOST_OFF, METRICS_HOST_AGGREGATE, METRICS_HOST
 
 struct metrics {
     atomic_uint_fast64_t rounds, moves, backend_errors;
-    atomic_uint_fast64_t react_rounds, futile_moves, harm_withdrawn;
+    atomic_uint_fast64_t react_rounds, futile_moves, harm_withdrawn, starved_moves;
     atomic_uint_fast64_t leader, elections;    /* leader.h: 1 while this instance acts; terms won */
     atomic_uint_fast64_t http[600];            /* by status code */
     atomic_uint_fast64_t dur_bucket[METRICS_NBUCKETS + 1]; /* last: +Inf */

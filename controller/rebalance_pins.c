@@ -16,6 +16,7 @@
 #include "controller/rebalance_int.h"
 #include "controller/config.h"
 #include "controller/events.h"
+#include "controller/metrics.h"
 #include "policy/granularity.h"
 
 /* Whether flow i of the round is on a path that crosses a down direction
@@ -285,6 +286,8 @@ void rebalance_record_pins(struct rebalance *rb, const struct round *r, const ui
             f->last_moved = now;
         f->moves++;
         f->starve_moved |= r->f[i].starved;
+        if (r->f[i].starved && rb->m)
+            atomic_fetch_add(&rb->m->starved_moves, 1);
     }
     s->gen++;
     pthread_rwlock_unlock(&s->lock);

@@ -623,6 +623,8 @@ static void starved_late_starter_moves_once(void **state)
     struct state_flow *b = (struct state_flow *)flow(x, 1, 2);
     assert_string_not_equal(fx_spine(&x->st, b), "S1");
     assert_true(b->starve_moved);
+    assert_int_equal(x->m.starved_moves, 1);
+    assert_int_equal(x->m.moves, 1);
     assert_int_equal(flow(x, 0, 1)->moves, 0);
     assert_int_equal(flow(x, 2, 3)->moves, 0);
     assert_int_equal(flow(x, 3, 4)->moves, 0);
@@ -643,6 +645,7 @@ static void starved_late_starter_moves_once(void **state)
     report(x, T0 + 34, NULL, 3, sp, on, g);
     assert_int_equal(auto_moves(x, T0 + 34), 1);
     assert_string_not_equal(fx_spine(&x->st, b), "S1");
+    assert_int_equal(x->m.starved_moves, 2);   /* starved again, after being fat */
 }
 
 /* Churn: flows 0, 1 and 4 were moved a second ago and are held by
