@@ -136,7 +136,7 @@ static int round_assign(struct rebalance *rb, struct round *r, bool per_dst)
                                         .movable = r->f[i].movable};
         r->path[i] = r->af[i].path;
     }
-    struct assign_input in = {.t = r->t, .bg_gbps = r->bg, .down = r->down, .closed = r->closed, .flows = r->af,
+    struct assign_input in = {.t = r->t, .bg_gbps = r->bgc, .down = r->down, .closed = r->closed, .flows = r->af,
                               .nflows = (uint32_t)r->n, .pol = r->npol ? r->pol : NULL, .npol = r->npol};
     double *load = calloc(r->nd + 1, sizeof(double));
     r->before = r->after = load ? assign_loads(&in, r->path, load) : 0;

@@ -91,6 +91,9 @@ struct round {
     const struct topo *t;
     uint32_t nd;
     double *bps, *ce, *bg;
+    /* The background the decision counts (the assignment, do no harm, the
+     * max utilisation a round reports): rebalance_bg_counted of bg. */
+    double *bgc;
     uint32_t *nfat;
     uint8_t *down, *hot;
     /* Per direction, the ramp rule's inputs: its fat flows still ramping,
@@ -194,6 +197,9 @@ int  rebalance_snapshot(struct rebalance *rb, double now, struct round *r);
 void rebalance_round_free(struct round *r);
 const char *rebalance_dir_congested(const struct state *s, const struct config *c, uint32_t d,
                                     const struct rebalance_dir_view *v, bool *hot);
+/* bg (Gb/s of non-fat load on d) as the decisions count it: 0 under
+ * REBALANCE_HOT_BG_SHARE of the direction (skew, not load). */
+double rebalance_bg_counted(const struct state *s, uint32_t d, double bg);
 /* Whether a direction at util u with nramp ramping fat flows may be
  * contended by the ramp rule once their natural demands are known (those
  * cost a demand estimate: callers compute them only then). */

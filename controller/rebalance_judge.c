@@ -300,25 +300,15 @@ void rebalance_start_settle(struct rebalance *rb, const struct round *r, const u
     free(touched);
 }
 
-/* Overload summed over every direction: sum of max(0, util - 1). */
-/* The background (non-fat load) a prediction counts on a direction: under
- * REBALANCE_HOT_BG_SHARE of it, the same share under which a lone fat flow
- * is not contended, it is the skew between a link's counter and its flows'
- * rates over one interval (TCP still ramping, windows that differ), and
- * counting it made two NIC-bound flows on one uplink look like a collision
- * one move would gain from (test_do_no_harm, 10% phantom background). */
-static double bg_counted(const struct round *r, uint32_t d)
-{
-    return r->bg[d] >= REBALANCE_HOT_BG_SHARE * topo_dir_gbps(r->t, d) ? r->bg[d] : 0;
-}
-
+/* Overload summed over every direction: sum of max(0, util - 1), on loads
+ * that count the round's background as the decision does (r->bgc). */
 static double excess(const struct round *r, const double *load)
 {
     double e = 0;
     for (uint32_t d = 0; d < r->nd; d++) {
-        double g = topo_dir_gbps(r->t, d), l = load[d] - (r->bg[d] - bg_counted(r, d));
-        if (g > 0 && l > g)
-            e += l / g - 1;
+        double g = topo_dir_gbps(r->t, d);
+        if (g > 0 && load[d] > g)
+            e += load[d] / g - 1;
     }
     return e;
 }
@@ -334,7 +324,7 @@ static double predicted(const struct round *r, const struct assign_input *in, co
     if (!off || !dirs || !cap || !dem || !rate)
         goto out;
     for (uint32_t d = 0; d < r->nd; d++)
-        cap[d] = r->down[d] ? 0 : topo_dir_gbps(r->t, d) - bg_counted(r, d);
+        cap[d] = r->down[d] ? 0 : topo_dir_gbps(r->t, d) - r->bgc[d];
     uint32_t k = 0;
     for (size_t i = 0; i < r->n; i++) {
         off[i] = k;
@@ -493,7 +483,7 @@ double rebalance_wait_for_held(const struct round *r, const struct assign_input 
         int n = topo_path_dirs(r->t, in->flows[i].src, in->flows[i].dst, path[i], dirs, TOPO_MAX_HOPS);
         for (int j = 0; j < n && mover == r->n; j++) {
             uint32_t d = dirs[j];
-            double g = topo_dir_gbps(r->t, d), l = load[d] - (r->bg[d] - bg_counted(r, d));
+            double g = topo_dir_gbps(r->t, d), l = load[d];
             if (!on_path(r->f[i].dirs, r->f[i].ndirs, d) && nfat[d] >= 2 && g > 0 && l > g * (1 + ap->margin)) {
                 mover = i;
                 hit = d;

@@ -21,6 +21,7 @@ void rebalance_round_free(struct round *r)
     free(r->bps);
     free(r->ce);
     free(r->bg);
+    free(r->bgc);
     free(r->nfat);
     free(r->down);
     free(r->closed);
@@ -95,13 +96,27 @@ static void keep_or_unpin(struct round *r, struct state *s, const struct state_f
  * fit; non-fat load is left out, as it is skew between a counter and the
  * flows' rates as often as load (REBALANCE_HOT_BG_SHARE). The one rule for
  * rounds and for rebalance_contended. */
+/* Non-fat load on direction d as the decisions count it: under
+ * REBALANCE_HOT_BG_SHARE of the direction, the same share under which a
+ * lone fat flow is not contended, it is the skew between a link's counter
+ * and its flows' rates over one interval (TCP still ramping, windows that
+ * differ), not load. Counted, it made two NIC-bound flows on one uplink look
+ * like a collision one move would gain from (test_do_no_harm, 10% phantom
+ * background), and moved both of two flows colliding on an uplink, where
+ * the one left would have shared it with the skew
+ * (skew_background_moves_one in test_rebalance). */
+double rebalance_bg_counted(const struct state *s, uint32_t d, double bg)
+{
+    return bg >= REBALANCE_HOT_BG_SHARE * topo_dir_gbps(s->topo, d) ? bg : 0;
+}
+
 const char *rebalance_dir_congested(const struct state *s, const struct config *c, uint32_t d,
                                     const struct rebalance_dir_view *v, bool *hot)
 {
     double u = state_dir_util(s, d, v->bps);
     const char *why = v->down && v->nfat ? "down" : config_congestion(c, u, v->ce);
     *hot = why && (v->down || v->nfat >= 2 ||
-                   (v->nfat == 1 && v->bg >= REBALANCE_HOT_BG_SHARE * topo_dir_gbps(s->topo, d)));
+                   (v->nfat == 1 && rebalance_bg_counted(s, d, v->bg) > 0));
     if (!why && rebalance_ramp_candidate(c, u, v->nramp, v->down) &&
         v->proj > (1 + c->hysteresis) * topo_dir_gbps(s->topo, d)) {
         why = "collision";
@@ -228,6 +243,7 @@ int rebalance_snapshot(struct rebalance *rb, double now, struct round *r)
     r->bps = calloc(nd, sizeof(double));
     r->ce = calloc(nd, sizeof(double));
     r->bg = calloc(nd, sizeof(double));
+    r->bgc = calloc(nd, sizeof(double));
     r->nfat = calloc(nd, sizeof(uint32_t));
     r->down = calloc(nd, 1);
     r->closed = calloc(nd, 1);
@@ -241,7 +257,7 @@ int rebalance_snapshot(struct rebalance *rb, double now, struct round *r)
     /* Two a flow at most: one here (aged, failed or unseen), one judged harmful. */
     r->unpin = calloc(2 * (s->nflows + 1), sizeof(*r->unpin));
     r->congested = json_array();
-    if (!r->bps || !r->ce || !r->bg || !r->nfat || !r->down || !r->closed || !r->unseen || !r->hot || !r->nramp ||
+    if (!r->bps || !r->ce || !r->bg || !r->bgc || !r->nfat || !r->down || !r->closed || !r->unseen || !r->hot || !r->nramp ||
         !r->proj || !r->f || !r->snap_of || !r->kept || !r->unpin || rebalance_dirs_ensure(rb, r->nd) < 0)
         return -ENOMEM;
     state_dir_loads(s, now, r->bps, r->ce, r->nfat);
@@ -322,6 +338,7 @@ int rebalance_snapshot(struct rebalance *rb, double now, struct round *r)
     for (uint32_t d = 0; d < r->nd; d++) {
         if (r->bg[d] < 0)
             r->bg[d] = 0;
+        r->bgc[d] = rebalance_bg_counted(s, d, r->bg[d]);
         bool hot;
         struct rebalance_dir_view v = {.down = r->down[d], .bps = r->bps[d], .ce = r->ce[d], .bg = r->bg[d],
                                        .nfat = r->nfat[d], .nramp = r->nramp[d], .proj = r->proj[d]};

@@ -345,7 +345,9 @@ static void saturated_alone_is_not_moved(void **state)
     assert_int_equal(rebalance_run(&x->rb, T0, true, &out), 0);
     assert_int_equal(json_integer_value(json_object_get(out, "moved")), 0);
     double before = json_real_value(json_object_get(out, "max_util_before"));
-    assert_true(before > 1.0 && before < 1.02); /* (95 + 6) / 100, not (100 + 6) / 100 */
+    /* 95 / 100: not 100 (no demand inflated); the 6 beside it, under
+     * REBALANCE_HOT_BG_SHARE, is skew the decision does not count. */
+    assert_true(before > 0.94 && before < 0.96);
     json_decref(out);
     assert_int_equal(round_moves(x, T0), 0);
     /* The same two flows on one uplink: contended, so they are spread. */
@@ -1148,6 +1150,23 @@ static void backend_owned(void **state)
     assert_string_equal(routes_field(&x->rb, "source", buf, sizeof(buf)), "desired");
 }
 
+/* Two fat flows collide on S1 beside a little load the probes' flows do not
+ * explain (10% of the link: under REBALANCE_HOT_BG_SHARE, the skew between
+ * a counter and its flows' rates while TCP ramps). One move fixes the
+ * collision; the assignment used to count the skew as load, found S1 at
+ * 0.9 with one flow left there against 0.8 with none, and moved both
+ * (test_ha's lab: "max util 2.09 -> 1.00 moving 2 flows"). */
+static void skew_background_moves_one(void **state)
+{
+    struct fx *x = *state;
+    const int sp[] = {1, 2};
+    const char *on[] = {"S1", "S1"};
+    const double g[] = {80, 80};
+    x->bg[1] = 10;
+    report(x, T0, NULL, 2, sp, on, g);
+    assert_int_equal(round_moves(x, T0), 1);
+}
+
 /* rebalance_backend_swap's open: the plan backend on dir (arg). */
 static int open_plan(void *arg, struct backend **be, char *err, size_t errlen)
 {
@@ -1246,6 +1265,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(pins_survive_telemetry_loss, setup, teardown),
         cmocka_unit_test_setup_teardown(backend_owned, setup, teardown),
         cmocka_unit_test_setup_teardown(adopted_pin_held_like_a_move, setup, teardown),
+        cmocka_unit_test_setup_teardown(skew_background_moves_one, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
