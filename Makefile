@@ -161,9 +161,12 @@ test:
 	@$(MAKE) -j$(NPROC) --no-print-directory san tools $(addprefix $(O)/bin/,$(PROGS))
 	@O=$(O) tests/run.sh
 
+# programs, not all: all runs a make of its own, which beside tools in this
+# one archived libtfctl.a twice at once (a tierflowd link with undefined
+# references).
 bench:
 	@scripts/deps.sh build test bench
-	@$(MAKE) -j$(NPROC) --no-print-directory all tools
+	@$(MAKE) -j$(NPROC) --no-print-directory programs tools
 	@O=$(O) tests/bench/run.sh
 
 demo:
