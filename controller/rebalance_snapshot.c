@@ -78,6 +78,20 @@ static void keep_or_unpin(struct round *r, struct state *s, const struct state_f
                                                                      : UNPIN_AGED};
 }
 
+/* Non-fat load on direction d as the decisions count it: under
+ * REBALANCE_HOT_BG_SHARE of the direction, the same share under which a
+ * lone fat flow is not contended, it is the skew between a link's counter
+ * and its flows' rates over one interval (TCP still ramping, windows that
+ * differ), not load. Counted, it made two NIC-bound flows on one uplink look
+ * like a collision one move would gain from (test_do_no_harm, 10% phantom
+ * background), and moved both of two flows colliding on an uplink, where
+ * the one left would have shared it with the skew
+ * (skew_background_moves_one in test_rebalance). */
+double rebalance_bg_counted(const struct state *s, uint32_t d, double bg)
+{
+    return bg >= REBALANCE_HOT_BG_SHARE * topo_dir_gbps(s->topo, d) ? bg : 0;
+}
+
 /* Why direction d counts as congested (NULL: it does not), and whether it is
  * contended, i.e. worth an assignment. Hedera's demand inflation (rebalance_estimate())
  * is for flows held down by contention: several fat flows on one direction, a
@@ -96,20 +110,6 @@ static void keep_or_unpin(struct round *r, struct state *s, const struct state_f
  * fit; non-fat load is left out, as it is skew between a counter and the
  * flows' rates as often as load (REBALANCE_HOT_BG_SHARE). The one rule for
  * rounds and for rebalance_contended. */
-/* Non-fat load on direction d as the decisions count it: under
- * REBALANCE_HOT_BG_SHARE of the direction, the same share under which a
- * lone fat flow is not contended, it is the skew between a link's counter
- * and its flows' rates over one interval (TCP still ramping, windows that
- * differ), not load. Counted, it made two NIC-bound flows on one uplink look
- * like a collision one move would gain from (test_do_no_harm, 10% phantom
- * background), and moved both of two flows colliding on an uplink, where
- * the one left would have shared it with the skew
- * (skew_background_moves_one in test_rebalance). */
-double rebalance_bg_counted(const struct state *s, uint32_t d, double bg)
-{
-    return bg >= REBALANCE_HOT_BG_SHARE * topo_dir_gbps(s->topo, d) ? bg : 0;
-}
-
 const char *rebalance_dir_congested(const struct state *s, const struct config *c, uint32_t d,
                                     const struct rebalance_dir_view *v, bool *hot)
 {
@@ -257,8 +257,8 @@ int rebalance_snapshot(struct rebalance *rb, double now, struct round *r)
     /* Two a flow at most: one here (aged, failed or unseen), one judged harmful. */
     r->unpin = calloc(2 * (s->nflows + 1), sizeof(*r->unpin));
     r->congested = json_array();
-    if (!r->bps || !r->ce || !r->bg || !r->bgc || !r->nfat || !r->down || !r->closed || !r->unseen || !r->hot || !r->nramp ||
-        !r->proj || !r->f || !r->snap_of || !r->kept || !r->unpin || rebalance_dirs_ensure(rb, r->nd) < 0)
+    if (!r->bps || !r->ce || !r->bg || !r->bgc || !r->nfat || !r->down || !r->closed || !r->unseen || !r->hot ||
+        !r->nramp || !r->proj || !r->f || !r->snap_of || !r->kept || !r->unpin || rebalance_dirs_ensure(rb, r->nd) < 0)
         return -ENOMEM;
     state_dir_loads(s, now, r->bps, r->ce, r->nfat);
     for (uint32_t d = 0; d < r->nd; d++) {
