@@ -153,8 +153,8 @@ bool rebalance_flow_placed(const struct state *s, const struct state_flow *f, do
  * (REBALANCE_STARVED_FLOOR, in packets of REBALANCE_STARVED_PKT_BYTES: not
  * an ACK stream; a report without counts says nothing), and is under
  * REBALANCE_STARVED of its fair share of a congested direction of its path
- * that fat flows share (nfat, those the probes call fat). Sampled flows are not: only the probe, which
- * knows the samples, may call such a rate large. */
+ * that fat flows share (nfat, those the probes call fat). Sampled flows are
+ * not: only the probe, which knows the samples, may call such a rate large. */
 bool rebalance_flow_starved(const struct state *s, const struct config *c, const struct state_flow *f,
                             const struct round *r, double now)
 {
