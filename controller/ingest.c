@@ -176,7 +176,10 @@ static void apply_flow(struct state *s, uint32_t node, const struct ingest_flow 
      * stop) read flows far below or above their rate, and a round on them
      * moved settled flows again (docs/lab.md): a known flow keeps its own. */
     if (inserted || !partial) {
-        if (inserted)
+        /* Its first report, also for a flow a takeover adopted from the
+         * backend before any report (rebalance_adopt): without one it
+         * could never be taken for starved. */
+        if (inserted || f->seen_since <= 0)
             f->seen_since = now;
         if (in->fat && (inserted || !f->fat))
             f->fat_since = now;

@@ -643,6 +643,32 @@ static void partial_interval_keeps_rates(void **st)
     state_free(&s);
 }
 
+/* A flow a takeover adopted from the backend (rebalance_adopt inserts it
+ * before any report) is first seen at its first report, as a flow a report
+ * inserts: seen_since starts there and stays (it once stayed 0, and such a
+ * flow could never be taken for starved). */
+static void adopted_flow_seen_at_first_report(void **st)
+{
+    (void)st;
+    struct state s;
+    struct ingest_result res;
+    assert_int_equal(state_init(&s, fx_topo(), 1000, 3, NOW), 0);
+    bool inserted;
+    struct state_flow_key k = fx_key("10.0.1.1", "10.0.2.1", 1);
+    const struct state_flow *f = state_flow_upsert(&s, &k, &inserted);
+    assert_non_null(f);
+    assert_true(inserted);
+    assert_true(f->seen_since <= 0);
+    const char *body = "{\"probe\": \"L1\", \"interval_s\": 1, \"flows\": [{\"src\": \"10.0.1.1\", \"dst\": "
+                       "\"10.0.2.1\", \"proto\": 17, \"sport\": 1, \"dport\": 4791, \"if\": \"swp1\", \"bps\": 3e9}]}";
+    assert_int_equal(fx_post(&s, body, NOW + 5, &res), 0);
+    f = flow_of(&s, "10.0.1.1", "10.0.2.1", 1);
+    assert_true(f->seen_since == NOW + 5);
+    assert_int_equal(fx_post(&s, body, NOW + 6, &res), 0);
+    assert_true(f->seen_since == NOW + 5);
+    state_free(&s);
+}
+
 static void gray_signals_stored(void **st)
 {
     (void)st;
@@ -1091,7 +1117,7 @@ int main(void)
         cmocka_unit_test(flow_paths_from_the_reporting_node), cmocka_unit_test(source_and_sampling),
         cmocka_unit_test(too_many_flows_before_entries), cmocka_unit_test(flows_view_shows_estimates),
         cmocka_unit_test(sampled_rate_alone_moves_nothing), cmocka_unit_test(bad_entry_not_whole_report),
-        cmocka_unit_test(partial_interval_keeps_rates),
+        cmocka_unit_test(partial_interval_keeps_rates), cmocka_unit_test(adopted_flow_seen_at_first_report),
         cmocka_unit_test(gray_signals_stored),
         cmocka_unit_test(holes_stored), cmocka_unit_test(backlog_stored_as_delay),
         cmocka_unit_test(report_times), cmocka_unit_test(two_senders_one_name),
