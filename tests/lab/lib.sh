@@ -10,7 +10,8 @@
 #   lab_stop NAME [SECS]            stop one remembered process (TERM, then KILL after SECS, default 5)
 #   iperf_server NODE PORT JSON     one-shot iperf3 server writing its JSON report
 #   iperf_client NODE DST PORT CPORT SECS JSON   (IPERF_START_AT=EPOCH: it waits
-#                                   in the node until then, so that flows start together)
+#                                   in the node until then, so that flows start together;
+#                                   JSON.start: when iperf3 was started, epoch s)
 #   iperf_window T1 T2 JSON...      aggregate goodput (bit/s) received in [T1,T2] (epoch s)
 #   iperf_bins T1 T2 JSON...        per-second aggregate goodput, "T BPS" lines
 #   iperf_reach LEVEL T0 T1 STEP BASE JSON...   when the aggregate first reaches LEVEL
@@ -38,7 +39,21 @@ lab_init() {
   LAB_TOPO=$LAB_TMP/topology.json
 }
 
-lab_up() { "$LAB" up "$@" > "$LAB_TOPO"; }
+lab_up() { LAB_NS_OF=""; "$LAB" up "$@" > "$LAB_TOPO"; }
+
+# Each node's namespace, read once from the resolved topology (lab_up's):
+# iperf_client starts many clients at one instant, and a `lab exec` each
+# (a bash script, an awk) made bench 50's 16 clients start 0.4-1.6 s after
+# it on a busy machine (docs/lab.md).
+declare -gA LAB_NS=()
+LAB_NS_OF=""
+_lab_ns_load() {
+  [ "$LAB_NS_OF" = "$LAB_TOPO" ] && return 0
+  local n ns
+  LAB_NS=()
+  while read -r n ns; do LAB_NS[$n]=$ns; done < <(jq -r '.nodes[] | "\(.name) \(.netns)"' "$LAB_TOPO" 2>/dev/null)
+  LAB_NS_OF=$LAB_TOPO
+}
 
 # Bounds every link end's queue (both ends of every link, hosts' too) to MS
 # milliseconds of the lab's link rate, at least 128 kB (more than one GSO
@@ -146,8 +161,10 @@ lab_cc() { [ "${LAB_TCP_CC:-default}" = default ] || echo "-C $LAB_TCP_CC"; }
 
 iperf_server() { lab_bg "srv-$1-$2" "$LAB" exec "$1" -- iperf3 -s -1 -J -i "${IPERF_INTERVAL:-1}" -p "$2" --logfile "$3"; }
 iperf_client() {
-  lab_bg "cli-$1-$4" "$LAB" exec "$1" -- sh -c 'sleep "$(awk -v a="$0" -v n="$(date +%s.%N)" "BEGIN{d = a - n; printf \"%.3f\", (d > 0 ? d : 0)}")"; exec "$@"' \
-    "${IPERF_START_AT:-0}" iperf3 -c "$2" -p "$3" --cport "$4" $(lab_cc) -t "$5" -i "${IPERF_INTERVAL:-1}" -J --logfile "$6"
+  _lab_ns_load
+  [ -n "${LAB_NS[$1]:-}" ] || { echo "iperf_client: no node '$1' in $LAB_TOPO" >&2; return 1; }
+  lab_bg "cli-$1-$4" ip netns exec "${LAB_NS[$1]}" sh -c 'sleep "$(awk -v a="$0" -v n="$(date +%s.%N)" "BEGIN{d = a - n; printf \"%.3f\", (d > 0 ? d : 0)}")"; date +%s.%N > "$1.start"; shift; exec "$@"' \
+    "${IPERF_START_AT:-0}" "$6" iperf3 -c "$2" -p "$3" --cport "$4" $(lab_cc) -t "$5" -i "${IPERF_INTERVAL:-1}" -J --logfile "$6"
 }
 # Waits until NODE listens on PORT (iperf3 server up), at most 5 s.
 iperf_wait_listen() {

@@ -138,7 +138,7 @@ _e2e_flows() {
 }
 _e2e_servers() {
   local i
-  rm -f "$LAB_TMP"/run-srv*.json "$LAB_TMP"/run-cli*.json
+  rm -f "$LAB_TMP"/run-srv*.json "$LAB_TMP"/run-cli*.json "$LAB_TMP"/run-cli*.json.start
   for ((i = 0; i < ${#srcs[@]}; i++)); do
     iperf_server "${dsts[$i]}" $((5400 + i)) "$LAB_TMP/run-srv$i.json"; files+=("$LAB_TMP/run-srv$i.json")
   done
@@ -159,6 +159,19 @@ _e2e_clients() { # SECONDS; bases: "EPOCH SERVER_JSON" of each flow, for iperf_r
   # reaction counts their spread again. Say so rather than measure it silently.
   awk -v a="$at" -v n="$(date +%s.%N)" 'BEGIN{exit !(n > a)}' &&
     echo "_e2e_clients: the last of ${#srcs[@]} clients launched after their start instant (machine busy?)" >&2
+  # The callers' sleeps (settle, windows) count from the flows' start.
+  sleep "$(awk -v a="$at" -v n="$(date +%s.%N)" 'BEGIN{d = a - n; printf "%.3f", (d > 0 ? d : 0)}')"
+  return 0
+}
+# When the clients' iperf3 actually started (iperf_client's JSON.start)
+# against their common instant: E2E_LAG, the latest lag (s), and E2E_NLAG,
+# how many started over 0.1 s after it. A flow that starts late meets the
+# others' queues full and its reaction counts the delay; said, not hidden.
+_e2e_started() { # WHAT
+  local i at=${bases[0]}
+  read -r E2E_LAG E2E_NLAG < <(for ((i = 0; i < ${#srcs[@]}; i++)); do cat "$LAB_TMP/run-cli$i.json.start" 2>/dev/null || echo -1; done |
+    awk -v a="$at" '{ d = ($1 < 0 ? 99 : $1 - a); if (d > m) m = d; n += (d > 0.1) } END { printf "%.2f %d\n", m, n }')
+  [ "$E2E_NLAG" -gt 0 ] && echo "$1: $E2E_NLAG of ${#srcs[@]} clients started over 0.1 s after their instant (the last $E2E_LAG s)" >&2
   return 0
 }
 _e2e_reap() {
@@ -176,7 +189,7 @@ _e2e_static() {
   _e2e_servers
   [ -n "$probes" ] && TF_BACKEND=none tf_start "$E2E_URL" "$E2E_TOKEN" "$E2E_GBPS"
   _e2e_clients $((settle_s + meas_s + 4))
-  sleep "$settle_s"; te1=$(date +%s); sleep "$meas_s"; te2=$(date +%s)
+  sleep "$settle_s"; _e2e_started "${E2E_WHAT:-static}"; te1=$(date +%s); sleep "$meas_s"; te2=$(date +%s)
   [ -n "$probes" ] && tf_stop
   _e2e_reap
   E2E_STATIC=$(iperf_window "$te1" "$te2" "${files[@]}")
@@ -203,7 +216,7 @@ e2e_oracle() {
     "$LAB" exec "$sw" -- ip -batch "$f" || rc=1
   done
   [ $rc -eq 0 ] || { echo "e2e_oracle: could not install the oracle's rules" >&2; E2E_ORACLE=0; return 1; }
-  _e2e_static "$settle_s" "$meas_s" "$probes"
+  E2E_WHAT=oracle _e2e_static "$settle_s" "$meas_s" "$probes"
   for f in "$dir"/*.clear; do [ -e "$f" ] || continue; "$LAB" exec "$(basename "$f" .clear)" -- ip -batch "$f" || rc=1; done
   E2E_ORACLE=$E2E_STATIC E2E_ORACLE_REACH=$E2E_STATIC_REACH E2E_ORACLE_RETX=$E2E_STATIC_RETX
   return $rc
@@ -213,7 +226,7 @@ e2e_ecmp() {
   local pairs=$1 settle_s=$2 meas_s=$3
   local -a files=() srcs=() dsts=() addrs=() bases=()
   _e2e_flows "$pairs"
-  _e2e_static "$settle_s" "$meas_s" ""
+  E2E_WHAT=ecmp _e2e_static "$settle_s" "$meas_s" ""
   E2E_ECMP_LATE=$E2E_STATIC E2E_ECMP_RETX=$E2E_STATIC_RETX
 }
 
@@ -245,8 +258,8 @@ e2e_run() {
   total=$((ecmp_s + settle_s + tf_s + 10))   # margin: starting 16 flows and the probes takes time
   _e2e_servers
   [ "$ecmp_s" -eq 0 ] && { tf_start "$E2E_URL" "$E2E_TOKEN" "$E2E_GBPS"; sleep 1; }
-  tstart=$(date +%s)
   _e2e_clients "$total"
+  tstart=$(date +%s)
   if [ "$ecmp_s" -gt 0 ]; then
     sleep "$ecmp_s"; tctl=$(date +%s); tm1=$((tstart + 2)); tm2=$tctl
     t0=$(date +%s.%N)
@@ -254,7 +267,7 @@ e2e_run() {
   else
     tctl=$tstart; t0=${bases[0]}
   fi
-  sleep "$settle_s"; te1=$(date +%s)
+  sleep "$settle_s"; _e2e_started "${E2E_WHAT:-tierflow}"; te1=$(date +%s)
   sleep $((tf_s / 2))
   # 0.4 s into a second: the reports of the interval that closed at its
   # start are in
