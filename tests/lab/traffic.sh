@@ -165,13 +165,15 @@ _e2e_clients() { # SECONDS; bases: "EPOCH SERVER_JSON" of each flow, for iperf_r
 }
 # When the clients' iperf3 actually started (iperf_client's JSON.start)
 # against their common instant: E2E_LAG, the latest lag (s), and E2E_NLAG,
-# how many started over 0.1 s after it. A flow that starts late meets the
-# others' queues full and its reaction counts the delay; said, not hidden.
+# how many started over 0.25 s after it (a 0.2-s bin late; 16 clients
+# waking at once on two busy cores read 0.12-0.22 s, the date that writes
+# JSON.start included). A flow that starts late meets the others' queues
+# full and its reaction counts the delay; said, not hidden.
 _e2e_started() { # WHAT
   local i at=${bases[0]}
   read -r E2E_LAG E2E_NLAG < <(for ((i = 0; i < ${#srcs[@]}; i++)); do cat "$LAB_TMP/run-cli$i.json.start" 2>/dev/null || echo -1; done |
-    awk -v a="$at" '{ d = ($1 < 0 ? 99 : $1 - a); if (d > m) m = d; n += (d > 0.1) } END { printf "%.2f %d\n", m, n }')
-  [ "$E2E_NLAG" -gt 0 ] && echo "$1: $E2E_NLAG of ${#srcs[@]} clients started over 0.1 s after their instant (the last $E2E_LAG s)" >&2
+    awk -v a="$at" '{ d = ($1 < 0 ? 99 : $1 - a); if (d > m) m = d; n += (d > 0.25) } END { printf "%.2f %d\n", m, n }')
+  [ "$E2E_NLAG" -gt 0 ] && echo "$1: $E2E_NLAG of ${#srcs[@]} clients started over 0.25 s after their instant (the last $E2E_LAG s)" >&2
   return 0
 }
 _e2e_reap() {
