@@ -88,8 +88,7 @@ declare -gA FAIL_UPS=() FAIL_HOSTS=() FAIL_LEAF_OF=() FAIL_STATIC=() FAIL_RTSIG=
 declare -ga FAIL_LEAVES=() FAIL_SWITCHES=() FAIL_FSRC=() FAIL_FDST=() FAIL_FSPORT=() FAIL_FDPORT=() FAIL_FWANT=()
 
 fail_now() { date +%s.%N; }
-fail_sleep_until() { local d; d=$(awk -v t="$1" -v n="$(date +%s.%N)" 'BEGIN{d = t - n; printf "%.3f", (d > 0 ? d : 0)}'); sleep "$d"; }
-fail_align() { FAIL_T=$(( $(date +%s) + 1 )); fail_sleep_until "$FAIL_T"; }   # next whole second
+fail_align() { FAIL_T=$(( $(date +%s) + 1 )); lab_sleep_until "$FAIL_T"; }   # next whole second
 fail_mbit() { awk -v b="$1" 'BEGIN{printf "%.1f", b/1e6}'; }
 
 fail_init() {
@@ -514,23 +513,23 @@ fail_run() {
   done
   sleep "$FAIL_WARMUP"
   fail_align; FAIL_R["$mode none t0"]=$FAIL_T; FAIL_R["$mode none hold"]=$FAIL_BASE
-  fail_sleep_until "$(awk -v t="$FAIL_T" -v h="$FAIL_BASE" 'BEGIN{printf "%.3f", t + h - 1.5}')"
+  lab_sleep_until "$(awk -v t="$FAIL_T" -v h="$FAIL_BASE" 'BEGIN{printf "%.3f", t + h - 1.5}')"
   fail_trace; FAIL_R["$mode none trace"]=$FAIL_TRACE; FAIL_R["$mode none placement"]=$(fail_placement)
   FAIL_R["$mode none dead"]=$FAIL_DEAD; FAIL_R["$mode none dead_tf"]=$FAIL_DEAD_TF
-  fail_sleep_until $((FAIL_R["$mode none t0"] + FAIL_BASE))   # the window ends at t0 + FAIL_BASE - 1
+  lab_sleep_until $((FAIL_R["$mode none t0"] + FAIL_BASE))   # the window ends at t0 + FAIL_BASE - 1
   for s in "$@"; do
     case $s in
       flap)
         fail_align; t0=$FAIL_T; te=$t0
         for k in 0 1 2 3 4; do
-          fail_sleep_until $((t0 + 2 * k)); fail_down flap
+          lab_sleep_until $((t0 + 2 * k)); fail_down flap
           [ "$mode" = oracle ] && [ $k -eq 0 ] && fail_oracle_install flap
           if [ $k -eq 4 ]; then # the check, inside the last down phase
             sleep 0.2; fail_trace
             FAIL_R["$mode $s dead"]=$FAIL_DEAD; FAIL_R["$mode $s dead_tf"]=$FAIL_DEAD_TF; FAIL_R["$mode $s trace"]=$FAIL_TRACE
             FAIL_R["$mode $s placement"]=$(fail_placement)
           fi
-          fail_sleep_until $((t0 + 2 * k + 1)); fail_up flap
+          lab_sleep_until $((t0 + 2 * k + 1)); fail_up flap
         done
         FAIL_R["$mode flap up"]=$((t0 + 9)) ;;
       restore)
@@ -549,7 +548,7 @@ fail_run() {
     local hold=$FAIL_HOLD; [ "$s" = restore ] && hold=$FAIL_RESTORE_HOLD; [ "$s" = flap ] && hold=$((9 + FAIL_HOLD))
     FAIL_R["$mode $s hold"]=$hold
     # The data-plane check runs inside the hold, with the failure in place.
-    fail_sleep_until "$(awk -v t="$te" -v h="$hold" 'BEGIN{printf "%.3f", t + h - 1.5}')"
+    lab_sleep_until "$(awk -v t="$te" -v h="$hold" 'BEGIN{printf "%.3f", t + h - 1.5}')"
     if [ "$s" != flap ]; then
       FAIL_R["$mode $s check_at"]=$(fail_now)
       fail_trace
@@ -561,7 +560,7 @@ fail_run() {
       case $s in flap|restore) FAIL_R["$mode $s view"]=n/a ;; *) FAIL_R["$mode $s view"]=$(fail_tf_view "$FAIL_URL" "$s") ;; esac
       curl -s --max-time 3 "$FAIL_URL/api/v1/routes" > "$LAB_TMP/fail-routes-$s.json" 2>/dev/null
     fi
-    fail_sleep_until $((te + hold))
+    lab_sleep_until $((te + hold))
     if fail_ctl "$mode"; then
       FAIL_R["$mode $s moves"]=$(fail_moves "$FAIL_URL" "$te" $((te + hold)))
       FAIL_R["$mode $s events"]=$(fail_events "$FAIL_URL" "$te" $((te + hold)))

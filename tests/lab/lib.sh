@@ -8,6 +8,7 @@
 #   lab_pick_sport LEAF HOST DST DPORT WANT_IF FROM   a source port ECMP sends by WANT_IF
 #   lab_bg NAME CMD...              start CMD in the background, remember its PID
 #   lab_stop NAME [SECS]            stop one remembered process (TERM, then KILL after SECS, default 5)
+#   lab_sleep_until EPOCH           sleep until then (at once when past)
 #   iperf_server NODE PORT JSON     one-shot iperf3 server writing its JSON report
 #   iperf_client NODE DST PORT CPORT SECS JSON   (IPERF_START_AT=EPOCH: it waits
 #                                   in the node until then, so that flows start together;
@@ -158,6 +159,9 @@ lab_cleanup() {
 # test_bgp_backend, tuned with BBR, fails 5 checks with CUBIC senders
 # (docs/lab.md).
 lab_cc() { [ "${LAB_TCP_CC:-default}" = default ] || echo "-C $LAB_TCP_CC"; }
+
+# Sleeps until EPOCH (seconds, fractions allowed); at once when it is past.
+lab_sleep_until() { sleep "$(awk -v t="$1" -v n="$(date +%s.%N)" 'BEGIN{d = t - n; printf "%.3f", (d > 0 ? d : 0)}')"; }
 
 iperf_server() { lab_bg "srv-$1-$2" "$LAB" exec "$1" -- iperf3 -s -1 -J -i "${IPERF_INTERVAL:-1}" -p "$2" --logfile "$3"; }
 iperf_client() {

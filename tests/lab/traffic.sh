@@ -160,7 +160,7 @@ _e2e_clients() { # SECONDS; bases: "EPOCH SERVER_JSON" of each flow, for iperf_r
   awk -v a="$at" -v n="$(date +%s.%N)" 'BEGIN{exit !(n > a)}' &&
     echo "_e2e_clients: the last of ${#srcs[@]} clients launched after their start instant (machine busy?)" >&2
   # The callers' sleeps (settle, windows) count from the flows' start.
-  sleep "$(awk -v a="$at" -v n="$(date +%s.%N)" 'BEGIN{d = a - n; printf "%.3f", (d > 0 ? d : 0)}')"
+  lab_sleep_until "$at"
   return 0
 }
 # When the clients' iperf3 actually started (iperf_client's JSON.start)
