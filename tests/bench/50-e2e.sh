@@ -35,7 +35,12 @@
 # queued behind the fat flow its sender receives can hold it at 1-5
 # Mbit/s on a free path for 10 s; 24, test_failures' bound, traded those
 # runs for loss recovery, and a full run with it was no better:
-# docs/lab.md, "The reaction with the lab's own queues").
+# docs/lab.md, "The reaction with the lab's own queues"). BENCH_INITCWND=N
+# (default 100; 0: the kernel's 10) starts every host's TCP with N segments
+# of congestion and receive window (lab_initcwnd), as a RoCE queue pair
+# starts at line rate: from 10, the oracle's own ramp read 0.4-1.8 s, its
+# CUBIC flows leaving slow start early on the others' queues (docs/lab.md,
+# "The senders' first window").
 # Figures are reported, not asserted. Needs root.
 set -u
 TF_ROOT=${TF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -49,8 +54,10 @@ RUNS=${BENCH_REACT_RUNS:-5}
 REACT_INTERVALS=${BENCH_REACT_INTERVALS:-"1 0.2"}   # the reaction part's --interval values
 REPEAT=${BENCH_REPEAT:-1}
 QUEUE_MS=${BENCH_QUEUE_MS:-0}   # link queues in ms of the link rate (lab_bound_queues); 0: the lab's own
+INITCWND=${BENCH_INITCWND:-100}   # the hosts' initial TCP window in segments (lab_initcwnd); 0: the kernel's 10
 export LAB_TCP_CC=${LAB_TCP_CC:-cubic}   # the senders' congestion control, not the machine's (docs/lab.md)
 [[ "$REPEAT" =~ ^[1-9][0-9]?$ ]] || { echo "50-e2e: BENCH_REPEAT '$REPEAT' is not a count from 1 to 99"; exit 1; }
+[[ "$INITCWND" =~ ^[0-9]{1,4}$ ]] || { echo "50-e2e: BENCH_INITCWND '$INITCWND' is not a whole number of segments from 0 to 9999"; exit 1; }
 [[ "$QUEUE_MS" =~ ^[0-9]{1,4}$ ]] || { echo "50-e2e: BENCH_QUEUE_MS '$QUEUE_MS' is not a whole number of ms from 0 to 9999"; exit 1; }
 CTL=$(tf_bin tierflowd); PROBE=$(tf_bin tierflow-probe)
 if [ -z "$CTL" ] || [ -z "$PROBE" ] || [ -z "$(tf_bin tierflow-sim)" ]; then
@@ -73,7 +80,7 @@ row() {
     "$(mb "$3")" "$(pc "$3")" "$(mb "$4")" "$(pc "$4")" "$(mb "$5")" "$(pc "$5")" "$6" "$7" "$8" "$9"
 }
 
-echo "links $MBIT Mbit/s, queues $([ "$QUEUE_MS" = 0 ] && echo "the lab's own" || echo "bounded to $QUEUE_MS ms"); % = of 16 flows x one flow's ceiling (0.955 x $MBIT) = $(mb "$ideal") Mbit/s,"
+echo "links $MBIT Mbit/s, queues $([ "$QUEUE_MS" = 0 ] && echo "the lab's own" || echo "bounded to $QUEUE_MS ms"), senders' first window $([ "$INITCWND" = 0 ] && echo "the kernel's" || echo "$INITCWND segments"); % = of 16 flows x one flow's ceiling (0.955 x $MBIT) = $(mb "$ideal") Mbit/s,"
 echo "reachable only by the permutations (stride, randbij): random and staggered send several flows to some hosts."
 echo "oracle = the simulator's assignment as static rules before the flows start, no probes (this machine's ceiling);"
 echo "react = seconds from tierflowd's start to the first 1-s bin at >= 90% of its settled aggregate."
@@ -82,6 +89,7 @@ for fab in $FABRICS; do
   TF_PROBE_IFS=()
   lab_up "$fab" --mbit "$MBIT" --seed 7 || { echo "50-e2e: lab up $fab failed"; exit 1; }
   lab_bound_queues "$QUEUE_MS" || { echo "50-e2e: cannot bound the lab's queues to $QUEUE_MS ms"; exit 1; }
+  lab_initcwnd "$INITCWND" || { echo "50-e2e: cannot set the hosts' initial window to $INITCWND segments"; exit 1; }
   MGMT=$(jq -r '.lab.mgmt.controller' "$LAB_TOPO")
   E2E_URL="http://$MGMT:$((20000 + $$ % 2000))"
   E2E_TOKEN=$LAB_TMP/token; head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$E2E_TOKEN"; chmod 600 "$E2E_TOKEN"

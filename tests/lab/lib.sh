@@ -21,6 +21,8 @@
 #                                   control: LAB_TCP_CC (unset or "default": the
 #                                   namespace's own, which is the machine's; bench 50
 #                                   sets cubic; docs/lab.md)
+#   lab_initcwnd N                  every host's TCP starts with N segments of window
+#                                   (its default route's initcwnd and initrwnd)
 #   lab_txbytes NODE IF...          tx_bytes of interfaces inside NODE
 #   tf_bin NAME                     path of a tierflow program (optimised first), or fail
 #   lab_cleanup                     stop every remembered process, lab down
@@ -77,6 +79,25 @@ lab_bound_queues() { # MS
   done < <(jq -r '(reduce .nodes[] as $x ({}; .[$x.name] = $x.netns)) as $ns
     | .links[] | "\($ns[.a]) \(.a_if)", "\($ns[.b]) \(.b_if)"' "$LAB_TOPO")
   for n in "${!cmds[@]}"; do printf '%s' "${cmds[$n]}" | tc -n "$n" -batch - || return 1; done
+}
+
+# Starts every host's TCP flows with N segments in flight (initcwnd) and
+# offers N segments of receive window from the first ACK (initrwnd): each
+# host's default route changed in place, in this lab's namespaces, nothing
+# removed. N 0 leaves the routes as they are. A RoCE queue pair starts at
+# line rate; a CUBIC sender from 10 segments, and a slow start that its
+# HyStart ends early when other flows' queues lift the round trip leaves it
+# growing by CUBIC's rule for seconds on a free path (docs/lab.md, "The
+# senders' first window"): the bench measures placement, not that.
+lab_initcwnd() { # N
+  local n=$1 h r
+  [ "$n" = 0 ] && return 0
+  _lab_ns_load
+  for h in $(jq -r '.nodes[] | select(.tier == "host") | .name' "$LAB_TOPO"); do
+    r=$(ip -n "${LAB_NS[$h]}" route show default) && [ -n "$r" ] || { echo "lab_initcwnd: no default route on $h" >&2; return 1; }
+    # shellcheck disable=SC2086  # the route's own words, re-given
+    ip -n "${LAB_NS[$h]}" route change $r initcwnd "$n" initrwnd "$n" || return 1
+  done
 }
 
 lab_addr() { jq -r --arg n "$1" '.nodes[] | select(.name == $n) | .addr' "$LAB_TOPO"; }
