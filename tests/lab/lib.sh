@@ -21,6 +21,7 @@
 #                                   control: LAB_TCP_CC (unset or "default": the
 #                                   namespace's own, which is the machine's; bench 50
 #                                   sets cubic; docs/lab.md)
+#   lab_hosts                       the topology's hosts, one a line
 #   lab_initcwnd N                  every host's TCP starts with N segments of window
 #                                   (its default route's initcwnd and initrwnd)
 #   lab_txbytes NODE IF...          tx_bytes of interfaces inside NODE
@@ -93,13 +94,14 @@ lab_initcwnd() { # N
   local n=$1 h r
   [ "$n" = 0 ] && return 0
   _lab_ns_load
-  for h in $(jq -r '.nodes[] | select(.tier == "host") | .name' "$LAB_TOPO"); do
+  for h in $(lab_hosts); do
     r=$(ip -n "${LAB_NS[$h]}" route show default) && [ -n "$r" ] || { echo "lab_initcwnd: no default route on $h" >&2; return 1; }
     # shellcheck disable=SC2086  # the route's own words, re-given
     ip -n "${LAB_NS[$h]}" route change $r initcwnd "$n" initrwnd "$n" || return 1
   done
 }
 
+lab_hosts() { jq -r '.nodes[] | select(.tier == "host") | .name' "$LAB_TOPO"; }
 lab_addr() { jq -r --arg n "$1" '.nodes[] | select(.name == $n) | .addr' "$LAB_TOPO"; }
 lab_tier_of() { jq -r --arg n "$1" '.nodes[] | select(.name == $n) | .tier' "$LAB_TOPO"; }
 # Interfaces of NODE toward the tier above it, in file order.

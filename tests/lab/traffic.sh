@@ -43,7 +43,6 @@
 #   (_e2e_est_error). Each also gives the senders' TCP retransmits per second over its window:
 #   E2E_ECMP_RETX, E2E_ORACLE_RETX, E2E_TF_RETX (iperf_retx).
 . "$TF_ROOT/tests/lib/gray.sh"
-lab_hosts() { jq -r '.nodes[] | select(.tier == "host") | .name' "$LAB_TOPO"; }
 lab_pod_of_leaf() { # leaves that reach the same spines form a pod
   jq -r --arg l "$1" '(reduce .nodes[] as $x ({}; .[$x.name] = $x.tier)) as $t
     | [.links[] | if .a == $l and $t[.b] == "spine" then .b elif .b == $l and $t[.a] == "spine" then .a else empty end] | sort | join(",")' "$LAB_TOPO"

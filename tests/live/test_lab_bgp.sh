@@ -14,6 +14,8 @@
 #      routes come back
 #   4. `lab down` stops the routers (by PID) and `--routing static` builds
 #      the old fabric: static ECMP routes, no router
+#   5. lab_initcwnd (bench 50's senders) adds initcwnd and initrwnd to every
+#      host's default route and changes nothing else in it; TCP still flows
 set -u
 TF_ROOT=${TF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 . "$TF_ROOT/tests/lib/tap.sh"
@@ -189,4 +191,16 @@ t_eq "S1: a static route per leaf prefix" 3 "$("$LAB" exec S1 -- ip -4 route sho
 t_check "static: no router directories" test ! -e "$STATE/frr"
 t_check "static: lab vtysh refuses" bash -c "! '$LAB' vtysh L1 -- 'show version' 2>/dev/null"
 t_check "static: $H1 reaches $H2 (1 MB of TCP)" reach "$H1" "$H2" 5302
+
+# ---- 5. the hosts' first TCP window (lab_initcwnd, bench 50) ----------------
+# The route's words, not its spacing (ip ends the line with a blank): the
+# unquoted expansion splits them.
+defroute() { echo $("$LAB" exec "$1" -- ip -4 route show default); }
+before=$(defroute "$H1")
+t_check "lab_initcwnd 100" lab_initcwnd 100
+t_eq "$H1's default route: initcwnd and initrwnd 100, gateway, device and source as before" \
+  "$before initcwnd 100 initrwnd 100" "$(defroute "$H1")"
+t_eq "every host's default route starts TCP with 100 segments" "$(lab_hosts | wc -l)" \
+  "$(for h in $(lab_hosts); do defroute "$h"; done | grep -c ' initcwnd 100 initrwnd 100$')"
+t_check "initcwnd 100: $H1 reaches $H2 (1 MB of TCP)" reach "$H1" "$H2" 5303
 t_done
