@@ -57,8 +57,9 @@ QUEUE_MS=${BENCH_QUEUE_MS:-0}   # link queues in ms of the link rate (lab_bound_
 INITCWND=${BENCH_INITCWND:-100}   # the hosts' initial TCP window in segments (lab_initcwnd); 0: the kernel's 10
 export LAB_TCP_CC=${LAB_TCP_CC:-cubic}   # the senders' congestion control, not the machine's (docs/lab.md)
 [[ "$REPEAT" =~ ^[1-9][0-9]?$ ]] || { echo "50-e2e: BENCH_REPEAT '$REPEAT' is not a count from 1 to 99"; exit 1; }
-[[ "$INITCWND" =~ ^[0-9]{1,4}$ ]] || { echo "50-e2e: BENCH_INITCWND '$INITCWND' is not a whole number of segments from 0 to 9999"; exit 1; }
-[[ "$QUEUE_MS" =~ ^[0-9]{1,4}$ ]] || { echo "50-e2e: BENCH_QUEUE_MS '$QUEUE_MS' is not a whole number of ms from 0 to 9999"; exit 1; }
+whole() { [[ "$2" =~ ^[0-9]{1,4}$ ]] || { echo "50-e2e: $1 '$2' is not a whole number of $3 from 0 to 9999"; exit 1; }; }  # NAME VALUE UNIT
+whole BENCH_INITCWND "$INITCWND" segments
+whole BENCH_QUEUE_MS "$QUEUE_MS" ms
 CTL=$(tf_bin tierflowd); PROBE=$(tf_bin tierflow-probe)
 if [ -z "$CTL" ] || [ -z "$PROBE" ] || [ -z "$(tf_bin tierflow-sim)" ]; then
   echo "50-e2e: NOT RUN: tierflowd, tierflow-probe or tierflow-sim is not built ($TF_OPT_BIN)"; exit 1
