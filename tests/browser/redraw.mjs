@@ -12,3 +12,18 @@ export async function redrawn(fn, tries = 5) {
     }
   }
 }
+
+// Query and read in one step inside the page. page.$eval and page.$$eval
+// query first and run their function in a second round trip; a poll's redraw
+// between the two hands it detached nodes, whose computed style is "" (a
+// measured link read as opacity "", a fresh-clone make test). One evaluate
+// runs between two redraws, so every node it reads is the drawn one.
+export function readNow(page, sel, fn) {
+  return page.evaluate(`(${fn})([...document.querySelectorAll(${JSON.stringify(sel)})])`);
+}
+
+// The same for one node; throws as $eval does when there is none.
+export function readOneNow(page, sel, fn) {
+  return page.evaluate(`(() => { const n = document.querySelector(${JSON.stringify(sel)});
+    if (!n) throw new Error('no node matches ${sel.replace(/[\\'\n]/g, ' ')}'); return (${fn})(n); })()`);
+}

@@ -21,7 +21,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { pngPixels } from './png.mjs';
 import { ok, note, plan } from './tap.mjs';
-import { redrawn } from './redraw.mjs';
+import { redrawn, readNow, readOneNow } from './redraw.mjs';
 
 const ROOT = process.env.TF_ROOT || path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..');
 const BIN = process.env.TF_BIN || path.join(ROOT, 'build/san/bin');
@@ -140,7 +140,7 @@ const shot = (page, sel, opts = {}) => redrawn(() => page.locator(sel).screensho
 // both times means no redraw came between.
 async function shotAndBg(page, sel) {
   const bg = async () => {
-    const m = (await redrawn(() => page.$eval(sel, (c) => getComputedStyle(c).backgroundColor))).match(/\d+/g);
+    const m = (await readOneNow(page, sel, (c) => getComputedStyle(c).backgroundColor)).match(/\d+/g);
     return m ? m.slice(0, 3).map(Number) : null;
   };
   for (let i = 0; ; i++) {
@@ -198,14 +198,7 @@ for (const fab of FABRICS) {
     ok(`${fab.name}: the hot cell's screenshot is red (${(hp.near * 100).toFixed(0)}% of its pixels)`, hp.near > 0.5, hp);
 
     if (fab.estCell) {
-      // A cell a poll is replacing has no computed style yet ("" for both, a
-      // fresh-clone make test): read again.
-      let est;
-      for (let i = 0; i < 5; i++) {
-        est = await redrawn(() => page.$eval(`#matrix-box td[data-cell="${fab.estCell}"]`, (c) => ({ util: Number(c.dataset.util), m: c.dataset.measured, text: c.textContent, cls: c.className, italic: getComputedStyle(c.querySelector('.mlabel')).fontStyle, bg: getComputedStyle(c).backgroundImage })));
-        if (est.italic !== '') break;
-        await page.waitForTimeout(100);
-      }
+      const est = await readOneNow(page, `#matrix-box td[data-cell="${fab.estCell}"]`, (c) => ({ util: Number(c.dataset.util), m: c.dataset.measured, text: c.textContent, cls: c.className, italic: getComputedStyle(c.querySelector('.mlabel')).fontStyle, bg: getComputedStyle(c).backgroundImage }));
       ok(`${fab.name}: ${fab.estCell} is estimated from flows: "~", italic, hatched`, est.m === 'false' && est.text.startsWith('~') && est.util > 0.4 &&
         est.italic === 'italic' && est.bg.includes('repeating-linear-gradient'), est);
       // A plain cell is mostly its background colour (the text covers a
@@ -255,8 +248,8 @@ for (const fab of FABRICS) {
         await page.isHidden('#fabric-scroll') && /matrix above/.test(await page.textContent('#fabric-hint')));
     } else {
       ok(`${fab.name}: the fabric drawing is kept`, await page.$$eval('#fabric-svg line.link', (x) => x.length) === topo.links.length * 2);
-      const est = await page.$$eval('#fabric-svg line.link[data-measured="false"]', (x) => x.map((l) => getComputedStyle(l).strokeOpacity));
-      const meas = await page.$$eval('#fabric-svg line.link[data-measured="true"]', (x) => x.map((l) => getComputedStyle(l).strokeOpacity));
+      const lines = await readNow(page, '#fabric-svg line.link', (x) => x.map((l) => [l.dataset.measured, getComputedStyle(l).strokeOpacity]));
+      const est = lines.filter((l) => l[0] === 'false').map((l) => l[1]), meas = lines.filter((l) => l[0] === 'true').map((l) => l[1]);
       ok(`${fab.name}: in the drawing, estimated directions are faded and measured ones are not`, est.length > 0 && meas.length > 0 &&
         est.every((o) => Number(o) < 0.9) && meas.every((o) => Number(o) === 1), { est: est.length, meas: meas.length });
     }
