@@ -12,12 +12,15 @@
 #                                TF_BACKEND: none for a dry run, default netlink;
 #                                TF_PROBE_FILTER: the probes' --filter;
 #                                TF_TOPOLOGY: tierflowd's topology, default $LAB_TOPO)
+#   tf_probes URL TOKEN GBPS     the probes alone (they run all along in a fabric);
+#                                a later tf_start starts only tierflowd
 #   tf_stop                      stop them (tierflowd withdraws its routes); first adds
 #                                tierflowd's gray-failure false positives to GRAY_FP
 #                                (tests/lib/gray.sh: suites assert gray_no_false_positives)
 #   e2e_run PAIRS_FILE ECMP_S SETTLE_S TF_S
-#        runs the pairs as iperf3 flows; ECMP for ECMP_S seconds, then tierflow
-#        (tf_start) and, after SETTLE_S, TF_S seconds of measurement. Sets
+#        runs the pairs as iperf3 flows; ECMP for ECMP_S seconds (the probes
+#        running already), then tierflowd (tf_start) and, after SETTLE_S, TF_S
+#        seconds of measurement. Sets
 #        E2E_ECMP and E2E_TF (aggregate goodput, bit/s, receivers' JSON) and
 #        E2E_REACT (seconds from tierflowd's start to the first 1-s bin at
 #        >= 90% of E2E_TF). With ECMP_S=0 tierflow runs from the start.
@@ -83,10 +86,21 @@ lab_pattern() {
 declare -gA TF_PROBE_IFS=() TF_PROBE_DOWN=() TF_PROBE_NS=()
 TF_PROBE_DOWN_OF=""
 tf_start() {
-  local url=$1 token=$2 gbps=$3 mgmt port node a u
+  local url=$1 token=$2 gbps=$3 mgmt port n
   TF_URL=$url
   mgmt=${url#http://}; port=${mgmt##*:}; mgmt=${mgmt%:*}
-  if [ ${#TF_PROBE_IFS[@]} -eq 0 ]; then # once per lab: jq is slow next to the flows
+  _tf_probe_map   # before tierflowd: the first call's jq would delay the probes
+  lab_bg tierflowd "$CTL" --topology "${TF_TOPOLOGY:-$LAB_TOPO}" --backend "${TF_BACKEND:-netlink}" --listen "$mgmt:$port" \
+    --token-file "$token" --interval "${TF_INTERVAL:-1}" --withdraw-on-exit ${TF_CTL_ARGS:-} >>"$LAB_TMP/tierflowd.log" 2>&1
+  for n in "${!LAB_PIDS[@]}"; do [[ "$n" == probe-* ]] && return 0; done   # tf_probes ran already
+  tf_probes "$url" "$token" "$gbps"
+}
+# Each switch's probe interfaces and namespace, once per lab (jq is slow
+# next to the flows): TF_PROBE_IFS (a caller may set it first),
+# TF_PROBE_DOWN, TF_PROBE_NS.
+_tf_probe_map() {
+  local node a
+  if [ ${#TF_PROBE_IFS[@]} -eq 0 ]; then
     for node in $(jq -r '.nodes[] | select(.tier == "leaf" or .tier == "spine") | .name' "$LAB_TOPO"); do
       TF_PROBE_IFS[$node]=$(lab_uplinks "$node" | tr '\n' ' ')
     done
@@ -97,9 +111,15 @@ tf_start() {
       TF_PROBE_DOWN[$node]=$(lab_downlinks "$node" | tr '\n' ' '); TF_PROBE_NS[$node]=$a
     done < <(jq -r '.nodes[] | select(.tier != "host") | "\(.name) \(.netns)"' "$LAB_TOPO")
   fi
+}
+# The probes alone, as a fabric's run all along: until tierflowd listens at
+# URL their reports are refused and dropped after their retries (a report
+# older than tierflowd's staleness window is refused with 422 if one comes
+# through late). A later tf_start starts tierflowd only.
+tf_probes() {
+  local url=$1 token=$2 gbps=$3 node a u
+  _tf_probe_map
   TF_STARTED=$(date +%s.%N)
-  lab_bg tierflowd "$CTL" --topology "${TF_TOPOLOGY:-$LAB_TOPO}" --backend "${TF_BACKEND:-netlink}" --listen "$mgmt:$port" \
-    --token-file "$token" --interval "${TF_INTERVAL:-1}" --withdraw-on-exit ${TF_CTL_ARGS:-} >>"$LAB_TMP/tierflowd.log" 2>&1
   for node in $(printf '%s\n' "${!TF_PROBE_IFS[@]}" "${!TF_PROBE_DOWN[@]}" | sort -u); do
     a=(); for u in ${TF_PROBE_IFS[$node]:-}; do a+=(-i "$u"); done
     # A port captured already (a suite's probes on every port) has its counters.
@@ -107,7 +127,7 @@ tf_start() {
       for u in ${TF_PROBE_DOWN[$node]:-}; do [[ " ${TF_PROBE_IFS[$node]:-} " == *" $u "* ]] || a+=(--counters "$u"); done
     fi
     [ ${#a[@]} -gt 0 ] || continue
-    [ -n "${TF_PROBE_NS[$node]:-}" ] || { echo "tf_start: $node is not a switch of this lab (no namespace)" >&2; return 1; }
+    [ -n "${TF_PROBE_NS[$node]:-}" ] || { echo "tf_probes: $node is not a switch of this lab (no namespace)" >&2; return 1; }
     # ip netns exec itself, not `lab exec`: 20 copies of that script starting
     # at once, beside 16 flows on two cores, started the probes 2.2-4.6 s
     # after tierflowd (0.1 s each when idle), and each round of a run that
@@ -263,6 +283,11 @@ e2e_run() {
   _e2e_flows "$pairs"
   total=$((ecmp_s + settle_s + tf_s + 10))   # margin: starting 16 flows and the probes takes time
   _e2e_servers
+  # tierflowd starting on a fabric whose probes run all along, as in a
+  # fabric (and a restart): started with it under the flows' load, the
+  # probes' first reports came 0.5-1.9 s after its start, and its first
+  # rounds saw some switches' reports and not others'.
+  [ "$ecmp_s" -gt 0 ] && tf_probes "$E2E_URL" "$E2E_TOKEN" "$E2E_GBPS"
   [ "$ecmp_s" -eq 0 ] && { tf_start "$E2E_URL" "$E2E_TOKEN" "$E2E_GBPS"; sleep 1; }
   _e2e_clients "$total"
   tstart=$(date +%s)
