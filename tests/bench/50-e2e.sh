@@ -10,11 +10,11 @@
 # on the same flows: aggregate goodput of each from the receivers' iperf3
 # JSON, tierflow's ratio to ECMP and to the oracle, and its moves per flow.
 # ECMP is measured twice: in tierflow's run before tierflowd starts (2-8 s
-# after the flows start, "ECMP early"; the probes run from the flows' start,
-# as a fabric's run all along, and tierflowd starts onto them), and in a run of its own over the
-# same late window as tierflow and the oracle (17-25 s): tf/ECMP is against
-# the late one, since the same flows carry less 17 s in than 2 s in, whoever
-# places them.
+# after the flows start, "ECMP early"; the probes run from the flows'
+# start, as a fabric's run all along, and tierflowd starts onto them), and
+# in a run of its own over the same late window as tierflow and the oracle
+# (17-25 s): tf/ECMP is against the late one, since the same flows carry
+# less 17 s in than 2 s in, whoever places them.
 # Then the reaction: tierflowd already running, colliding stride:4 flows
 # start; seconds until the aggregate reaches 90% of its settled value (0.2-s
 # bins), at --interval 1 and 0.2, BENCH_REACT_RUNS runs each (median;

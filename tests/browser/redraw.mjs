@@ -25,5 +25,5 @@ export function readNow(page, sel, fn) {
 // The same for one node; throws as $eval does when there is none.
 export function readOneNow(page, sel, fn) {
   return page.evaluate(`(() => { const n = document.querySelector(${JSON.stringify(sel)});
-    if (!n) throw new Error('no node matches ${sel.replace(/[\\'\n]/g, ' ')}'); return (${fn})(n); })()`);
+    if (!n) throw new Error('no node matches ' + ${JSON.stringify(sel)}); return (${fn})(n); })()`);
 }

@@ -83,7 +83,7 @@ lab_pattern() {
       print "lab_pattern: unknown pattern " pat > "/dev/stderr"; exit 1 }'
 }
 
-declare -gA TF_PROBE_IFS=() TF_PROBE_DOWN=() TF_PROBE_NS=()
+declare -gA TF_PROBE_IFS=() TF_PROBE_DOWN=()
 TF_PROBE_DOWN_OF=""
 tf_start() {
   local url=$1 token=$2 gbps=$3 mgmt port n
@@ -95,21 +95,22 @@ tf_start() {
   for n in "${!LAB_PIDS[@]}"; do [[ "$n" == probe-* ]] && return 0; done   # tf_probes ran already
   tf_probes "$url" "$token" "$gbps"
 }
-# Each switch's probe interfaces and namespace, once per lab (jq is slow
-# next to the flows): TF_PROBE_IFS (a caller may set it first),
-# TF_PROBE_DOWN, TF_PROBE_NS.
+# Each switch's probe interfaces, once per lab (jq is slow next to the
+# flows): TF_PROBE_IFS (a caller may set it first), TF_PROBE_DOWN; and the
+# lab's namespaces (LAB_NS, lib.sh).
 _tf_probe_map() {
-  local node a
+  local node
+  _lab_ns_load
   if [ ${#TF_PROBE_IFS[@]} -eq 0 ]; then
     for node in $(jq -r '.nodes[] | select(.tier == "leaf" or .tier == "spine") | .name' "$LAB_TOPO"); do
       TF_PROBE_IFS[$node]=$(lab_uplinks "$node" | tr '\n' ' ')
     done
   fi
   if [ "$TF_PROBE_DOWN_OF" != "$LAB_TOPO" ]; then
-    TF_PROBE_DOWN=(); TF_PROBE_NS=(); TF_PROBE_DOWN_OF=$LAB_TOPO
-    while read -r node a; do
-      TF_PROBE_DOWN[$node]=$(lab_downlinks "$node" | tr '\n' ' '); TF_PROBE_NS[$node]=$a
-    done < <(jq -r '.nodes[] | select(.tier != "host") | "\(.name) \(.netns)"' "$LAB_TOPO")
+    TF_PROBE_DOWN=(); TF_PROBE_DOWN_OF=$LAB_TOPO
+    for node in $(jq -r '.nodes[] | select(.tier != "host") | .name' "$LAB_TOPO"); do
+      TF_PROBE_DOWN[$node]=$(lab_downlinks "$node" | tr '\n' ' ')
+    done
   fi
 }
 # The probes alone, as a fabric's run all along: until tierflowd listens at
@@ -127,17 +128,17 @@ tf_probes() {
       for u in ${TF_PROBE_DOWN[$node]:-}; do [[ " ${TF_PROBE_IFS[$node]:-} " == *" $u "* ]] || a+=(--counters "$u"); done
     fi
     [ ${#a[@]} -gt 0 ] || continue
-    [ -n "${TF_PROBE_NS[$node]:-}" ] || { echo "tf_probes: $node is not a switch of this lab (no namespace)" >&2; return 1; }
-    # ip netns exec itself, not `lab exec`: 20 copies of that script starting
-    # at once, beside 16 flows on two cores, started the probes 2.2-4.6 s
-    # after tierflowd (0.1 s each when idle), and each round of a run that
-    # starts tierflowd under load waited for them.
-    lab_bg "probe-$node" ip netns exec "${TF_PROBE_NS[$node]}" "$PROBE" "${a[@]}" --node "$node" --controller "$url" \
+    [ -n "${LAB_NS[$node]:-}" ] || { echo "tf_probes: no node '$node' in $LAB_TOPO" >&2; return 1; }
+    # ip netns exec itself, as iperf_client does, not `lab exec`: 20 copies
+    # of that script starting at once, beside 16 flows on two cores, started
+    # the probes 2.2-4.6 s after tierflowd (0.1 s each when idle), and each
+    # round of a run that starts tierflowd under load waited for them.
+    lab_bg "probe-$node" ip netns exec "${LAB_NS[$node]}" "$PROBE" "${a[@]}" --node "$node" --controller "$url" \
       --token-file "$token" --interval "${TF_INTERVAL:-1}" --link-gbps "$gbps" ${TF_PROBE_FILTER:+--filter "$TF_PROBE_FILTER"} ${TF_PROBE_ARGS:-} >>"$LAB_TMP/probe-$node.log" 2>&1
   done
 }
-# CPU tierflowd and the probes used since tf_start, in cores (CPU seconds
-# over wall seconds), for the cost of shorter intervals.
+# CPU tierflowd and the probes used since the probes started, in cores
+# (CPU seconds over wall seconds), for the cost of shorter intervals.
 tf_cpu() {
   local n pid t=0
   for n in "${!LAB_PIDS[@]}"; do
