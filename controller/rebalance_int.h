@@ -78,6 +78,10 @@ struct snap {
     bool movable, on_hot;
     bool ramp;                   /* still ramping (rebalance_flow_ramping) */
     bool young;                  /* moved by choice within min_move_interval: its rate still climbs */
+    bool climbing;               /* young and under the probes' fat threshold since the move (a
+                                    burst of reordering, a timeout): in the round all the same,
+                                    on its pin at its natural demand, so that no round takes its
+                                    new path for room; judged once the probes call it fat again */
     bool held;                   /* unmovable for a while only (min_move_interval, settling), not backed off */
     bool hold;                   /* unpinned, to be pinned where it is (degraded fabric) */
     bool withdrawn;              /* its pin goes this round (harm): not held, not pinned */
@@ -114,7 +118,8 @@ struct round {
     size_t n;
     int32_t *snap_of;            /* state flow index -> index in f, -1 none */
     /* Pins kept without telemetry: pinned flows not in f (unobserved or no
-     * longer fat) seen within thresholds.pin_grace, on a live path. */
+     * longer fat, but for climbing ones) seen within thresholds.pin_grace,
+     * on a live path. */
     struct snap *kept;
     size_t nkept;
     /* Pins to remove after the plan is applied, with why. */

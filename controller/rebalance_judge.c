@@ -76,7 +76,7 @@ void rebalance_verdicts(const struct rebalance *rb, struct round *r, double now)
     const struct config *c = rb->cfg;
     for (size_t i = 0; i < r->n; i++) {
         struct snap *f = &r->f[i];
-        if (f->move_bps <= 0 || now - f->moved_at < settle_s(c) || across_change(rb, f->moved_at))
+        if (f->move_bps <= 0 || f->climbing || now - f->moved_at < settle_s(c) || across_change(rb, f->moved_at))
             continue;
         bool hot = false;
         for (int j = 0; j < f->ndirs; j++)

@@ -2,7 +2,8 @@
  * rebalance_snapshot: a round's inputs (rebalance_int.h). Under the state's
  * read lock it copies the directions' loads, decides which are congested
  * and which contended (the one rule, shared with rebalance_contended), and
- * takes every live fat flow it can place, with whether it may move; pinned
+ * takes every live fat flow it can place (and the flows a move sent below
+ * the fat threshold, at their demand), with whether it may move; pinned
  * flows it does not see keep or lose their pins here (keep_or_unpin).
  * Nothing here writes the state.
  */
@@ -222,6 +223,13 @@ int rebalance_dirs_ensure(struct rebalance *rb, uint32_t nd)
     return rb->nd == nd ? 0 : -ENOMEM;
 }
 
+/* Moved by choice within min_move_interval: TCP still climbs on its new
+ * path (rebalance_estimate counts it at its natural demand). */
+static bool moved_young(const struct config *c, const struct state_flow *f, double now)
+{
+    return f->last_moved > 0 && now - f->last_moved < c->min_move_interval;
+}
+
 static bool crosses_settling(const struct rebalance *rb, const struct snap *f, double since, double now)
 {
     for (int j = 0; j < f->ndirs; j++)
@@ -277,12 +285,13 @@ int rebalance_snapshot(struct rebalance *rb, double now, struct round *r)
     for (size_t i = 0; i < s->nflows; i++) {
         const struct state_flow *f = &s->flows[i];
         r->snap_of[i] = -1;
-        if (f->pinned && (!f->fat || state_flow_stale(s, f, now))) {
+        bool young = moved_young(c, f, now), climbing = young && f->pinned && !f->fat && on_known_path(s, f, now);
+        if (f->pinned && (!f->fat || state_flow_stale(s, f, now)) && !climbing) {
             keep_or_unpin(r, s, f, now, c->pin_grace);
             continue;
         }
         bool starved = rebalance_flow_starved(s, c, f, r, now);
-        if (!starved && !rebalance_flow_placed(s, f, now))
+        if (!starved && !climbing && !rebalance_flow_placed(s, f, now))
             continue;
         if (rebalance_ecmp_only(r, f->src_node, f->dst_node)) {   /* background, its pin gone */
             if (f->pinned)
@@ -302,7 +311,8 @@ int rebalance_snapshot(struct rebalance *rb, double now, struct round *r)
         sf->gbps = sf->meas = f->bps / 1e9;
         sf->move_bps = f->move_bps / 1e9;
         sf->moved_at = f->last_moved;
-        sf->young = f->last_moved > 0 && now - f->last_moved < c->min_move_interval;
+        sf->young = young;
+        sf->climbing = climbing;
         sf->cls = f->cls;
         sf->path = f->path;
         sf->pin = f->pinned ? f->pin : -1;
@@ -446,10 +456,10 @@ void rebalance_trace(const struct round *r)
         const struct snap *f = &r->f[i];
         char p[160];
         rebalance_path_str(t, f->src, f->dst, (uint64_t)f->path, p, sizeof(p));
-        log_debug("rebalance:   flow %016llx %u->%u measured %.4f natural %.4f demand %.4f%s%s%s%s%s path %lld: %s",
+        log_debug("rebalance:   flow %016llx %u->%u measured %.4f natural %.4f demand %.4f%s%s%s%s%s%s path %lld: %s",
                   (unsigned long long)f->id, f->k.sport, f->k.dport, f->meas, f->nat, f->gbps,
                   f->starved ? " starved" : "", f->ramp ? " ramping" : "",
-                  f->young ? " moved" : "", f->on_hot ? " contended" : "", f->movable ? "" : " unmovable",
+                  f->young ? " moved" : "", f->climbing ? " (not fat)" : "", f->on_hot ? " contended" : "", f->movable ? "" : " unmovable",
                   (long long)f->path, p);
     }
 }
