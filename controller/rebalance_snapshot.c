@@ -230,6 +230,22 @@ static bool moved_young(const struct config *c, const struct state_flow *f, doub
     return f->last_moved > 0 && now - f->last_moved < c->min_move_interval;
 }
 
+/* Since when a move counted on a starved flow: the first moving round
+ * whose group has it (rebalance_start_settle: moved, or on a direction the
+ * move touched), now if none. Its seen_since is not that: a late starter
+ * seen below the fat threshold before a move that never had it in its
+ * round was held by that move's settle (bench 50's fat tree, docs/lab.md,
+ * "Late starters the move did not count on"). Under mu; groups are oldest
+ * first. */
+static double counted_since(const struct rebalance *rb, const struct state_flow *f, double now)
+{
+    for (size_t g = 0; g < rb->ngroups; g++)
+        for (size_t i = 0; i < rb->groups[g].n; i++)
+            if (state_flow_key_eq(&rb->groups[g].m[i].k, &f->k))
+                return rb->groups[g].at;
+    return now;
+}
+
 static bool crosses_settling(const struct rebalance *rb, const struct snap *f, double since, double now)
 {
     for (int j = 0; j < f->ndirs; j++)
@@ -324,7 +340,7 @@ int rebalance_snapshot(struct rebalance *rb, double now, struct round *r)
         }
         sf->ramp = rebalance_flow_ramping(s, c, f, r->bps, r->ce, now);
         sf->movable = state_flow_may_move(s, f, c->min_move_interval, now) &&
-                      !(r->automatic && crosses_settling(rb, sf, starved ? f->seen_since : f->fat_since, now));
+                      !(r->automatic && crosses_settling(rb, sf, starved ? counted_since(rb, f, now) : f->fat_since, now));
         sf->held = !sf->movable && now >= f->backoff_until;
         for (int j = 0; j < sf->ndirs; j++)
             r->bg[sf->dirs[j]] -= sf->gbps;

@@ -168,7 +168,7 @@ uint64_t state_flow_id(const struct state_flow_key *k)
     return h ^ (h >> 29);
 }
 
-static bool key_eq(const struct state_flow_key *a, const struct state_flow_key *b)
+bool state_flow_key_eq(const struct state_flow_key *a, const struct state_flow_key *b)
 {
     return a->af == b->af && a->proto == b->proto && a->sport == b->sport && a->dport == b->dport &&
            a->vlan == b->vlan && a->qp == b->qp && !memcmp(a->src, b->src, 16) && !memcmp(a->dst, b->dst, 16);
@@ -181,7 +181,7 @@ struct state_flow *state_flow_find(struct state *s, const struct state_flow_key 
         uint32_t v = s->fidx[i];
         if (!v)
             return NULL;
-        if (s->flows[v - 1].id == id && key_eq(&s->flows[v - 1].k, k))
+        if (s->flows[v - 1].id == id && state_flow_key_eq(&s->flows[v - 1].k, k))
             return &s->flows[v - 1];
     }
 }

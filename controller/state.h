@@ -261,6 +261,7 @@ void state_free(struct state *s);
 struct topo *state_set_topo(struct state *s, struct topo *t);
 
 uint64_t state_flow_id(const struct state_flow_key *k);
+bool state_flow_key_eq(const struct state_flow_key *a, const struct state_flow_key *b);
 /* Looks a flow up; NULL if absent. Caller holds a lock. */
 struct state_flow *state_flow_find(struct state *s, const struct state_flow_key *k);
 /* Finds or inserts (zeroed except key, id, path -1, pin -1). NULL with
