@@ -48,8 +48,6 @@ void rebalance_destroy(struct rebalance *rb)
         rebalance_group_drop(rb, rb->ngroups - 1);
     free(rb->groups);
     free(rb->moved_at);
-    free(rb->joined_at);
-    free(rb->left_gbps);
     free(rb->hot_seen);
     plan_free(&rb->last);
     pthread_mutex_destroy(&rb->mu);

@@ -70,10 +70,6 @@ struct rebalance {
     uint32_t nd;
     double *moved_at;            /* a choice move last touched it then (0 never): the flows fat at
                                     that move stay put while it settles (rebalance_dir_settling) */
-    double *joined_at;           /* a choice move's new path last took it then (0 never): a flow
-                                    held only by directions moves left is not (rebalance_snapshot) */
-    double *left_gbps;           /* the rates (Gb/s) the flows the move at moved_at left it with
-                                    had: still in its counters while it settles, not background */
     uint8_t *hot_seen;           /* contended at the last round */
     uint64_t seen_gen;           /* state gen rebalance_contended last looked at */
     /* Groups of flows a round moved by choice, judged against what they had

@@ -83,8 +83,6 @@ struct snap {
                                     on its pin at its natural demand, so that no round takes its
                                     new path for room; judged once the probes call it fat again */
     bool held;                   /* unmovable for a while only (min_move_interval, settling), not backed off */
-    bool left_only;              /* held only by directions a move left (rebalance_snapshot) */
-    double counted;              /* since when a move counted on it (rebalance_dir_settling's since) */
     bool hold;                   /* unpinned, to be pinned where it is (degraded fabric) */
     bool withdrawn;              /* its pin goes this round (harm): not held, not pinned */
     bool starved;                /* below the fat threshold, taken in as starved (rebalance_flow_starved) */
@@ -251,9 +249,6 @@ void rebalance_start_settle(struct rebalance *rb, const struct round *r, const u
  * rate (what the period waits for). A flow fat only since the move was not
  * in its round: the move did not count on it, and it is not held. */
 bool rebalance_dir_settling(const struct rebalance *rb, uint32_t d, double since, double now);
-/* The same for a move whose new path took d (rb->joined_at[d]): beside the
- * flow it put there, the rates are the ones the move planned on. */
-bool rebalance_dir_joined_settling(const struct rebalance *rb, uint32_t d, double since, double now);
 double rebalance_gate_moves(const struct round *r, const struct assign_input *in, uint32_t *path, double margin,
                             double after);
 double rebalance_wait_for_held(const struct round *r, const struct assign_input *in, const struct assign_params *ap,

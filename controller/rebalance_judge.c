@@ -44,19 +44,10 @@ static double settle_s(const struct config *c)
  * move had made with a flow not yet fat at its round for 2 s on the lab's
  * fat tree, where the reports after the move (0.5-1.4 s) already showed it
  * (docs/lab.md, "The look at mid-interval"). */
-static bool settling_since(const struct rebalance *rb, double at, uint32_t d, double since, double now)
-{
-    return at > 0 && since <= at && now < at + settle_s(rb->cfg) && rb->st->dirs[d].rate_since < at;
-}
-
 bool rebalance_dir_settling(const struct rebalance *rb, uint32_t d, double since, double now)
 {
-    return settling_since(rb, rb->moved_at[d], d, since, now);
-}
-
-bool rebalance_dir_joined_settling(const struct rebalance *rb, uint32_t d, double since, double now)
-{
-    return settling_since(rb, rb->joined_at[d], d, since, now);
+    double at = rb->moved_at[d];
+    return at > 0 && since <= at && now < at + settle_s(rb->cfg) && rb->st->dirs[d].rate_since < at;
 }
 
 /* Whether a link failed or came back since the rates before a move at `at`
@@ -243,21 +234,16 @@ bool rebalance_moved_by_choice(const struct round *r, const uint32_t *path, size
     return path[i] != ASSIGN_NO_PATH && (int64_t)path[i] != r->f[i].path && !rebalance_forced(r, i);
 }
 
-/* Whether direction d is on path a (n directions). */
-static bool on_path(const uint32_t *a, int n, uint32_t d)
+/* Marks the directions of a that b lacks. */
+static void mark_not_in(uint8_t *mark, const uint32_t *a, int na, const uint32_t *b, int nb)
 {
-    for (int j = 0; j < n; j++)
-        if (a[j] == d)
-            return true;
-    return false;
-}
-
-/* Marks (bit v) the directions of a that b lacks. */
-static void mark_not_in(uint8_t *mark, uint8_t v, const uint32_t *a, int na, const uint32_t *b, int nb)
-{
-    for (int i = 0; i < na; i++)
-        if (!on_path(b, nb, a[i]))
-            mark[a[i]] |= v;
+    for (int i = 0; i < na; i++) {
+        bool in = false;
+        for (int j = 0; j < nb && !in; j++)
+            in = a[i] == b[j];
+        if (!in)
+            mark[a[i]] = 1;
+    }
 }
 
 /*
@@ -270,35 +256,22 @@ void rebalance_start_settle(struct rebalance *rb, const struct round *r, const u
 {
     double until = now + settle_s(rb->cfg);   /* the group is judged from then */
     uint8_t *touched = calloc(r->nd + 1, 1);
-    double *left = calloc(r->nd + 1, sizeof(double));
     size_t nm = 0;
-    if (!touched || !left) {
-        free(touched);
-        free(left);
+    if (!touched)
         return;
-    }
     for (size_t i = 0; i < r->n; i++) {
         if (!rebalance_moved_by_choice(r, path, i))
             continue;
-        /* The directions whose load the move changed: on the old path
-         * (left, 1) or the new one (joined, 2), not both (the host links
-         * stay as they were). */
+        /* The directions whose load the move changed: on the old path or
+         * the new one, not both (the host links stay as they were). */
         uint32_t nd[TOPO_MAX_HOPS];
         int n = topo_path_dirs(r->t, r->f[i].src, r->f[i].dst, path[i], nd, TOPO_MAX_HOPS);
-        mark_not_in(touched, 2, nd, n, r->f[i].dirs, r->f[i].ndirs);
-        mark_not_in(touched, 1, r->f[i].dirs, r->f[i].ndirs, nd, n);
-        for (int j = 0; j < r->f[i].ndirs; j++)
-            if (!on_path(nd, n, r->f[i].dirs[j]))
-                left[r->f[i].dirs[j]] += r->f[i].meas;
+        mark_not_in(touched, nd, n, r->f[i].dirs, r->f[i].ndirs);
+        mark_not_in(touched, r->f[i].dirs, r->f[i].ndirs, nd, n);
     }
-    for (uint32_t d = 0; d < r->nd; d++) {
-        if (touched[d]) {
+    for (uint32_t d = 0; d < r->nd; d++)
+        if (touched[d])
             rb->moved_at[d] = now;
-            rb->left_gbps[d] = left[d];
-        }
-        if (touched[d] & 2)
-            rb->joined_at[d] = now;
-    }
     for (size_t i = 0; i < r->n; i++) {
         bool in = rebalance_moved_by_choice(r, path, i);
         for (int j = 0; !in && j < r->f[i].ndirs; j++)
@@ -325,7 +298,6 @@ void rebalance_start_settle(struct rebalance *rb, const struct round *r, const u
         rb->ngroups++;
     }
     free(touched);
-    free(left);
 }
 
 /* Overload summed over every direction: sum of max(0, util - 1), on loads
@@ -449,6 +421,15 @@ double rebalance_gate_moves(const struct round *r, const struct assign_input *in
     free(load);
     free(cur);
     return after;
+}
+
+/* Whether direction d is on path a (n directions). */
+static bool on_path(const uint32_t *a, int n, uint32_t d)
+{
+    for (int j = 0; j < n; j++)
+        if (a[j] == d)
+            return true;
+    return false;
 }
 
 /* A held flow that the round did not back off or withdraw: free once its

@@ -214,14 +214,10 @@ int rebalance_dirs_ensure(struct rebalance *rb, uint32_t nd)
     if (rb->nd == nd && rb->moved_at)
         return 0;
     free(rb->moved_at);
-    free(rb->joined_at);
-    free(rb->left_gbps);
     free(rb->hot_seen);
     rb->moved_at = calloc(nd + 1, sizeof(double));
-    rb->joined_at = calloc(nd + 1, sizeof(double));
-    rb->left_gbps = calloc(nd + 1, sizeof(double));
     rb->hot_seen = calloc(nd + 1, 1);
-    rb->nd = rb->moved_at && rb->joined_at && rb->left_gbps && rb->hot_seen ? nd : 0;
+    rb->nd = rb->moved_at && rb->hot_seen ? nd : 0;
     while (rb->ngroups)
         rebalance_group_drop(rb, rb->ngroups - 1);
     return rb->nd == nd ? 0 : -ENOMEM;
@@ -250,45 +246,12 @@ static double counted_since(const struct rebalance *rb, const struct state_flow 
     return now;
 }
 
-/* Whether f crosses a direction that settles for it (joined: one a move's
- * new path took). */
-static bool crosses_settling(const struct rebalance *rb, const struct snap *f, double since, double now, bool joined)
+static bool crosses_settling(const struct rebalance *rb, const struct snap *f, double since, double now)
 {
     for (int j = 0; j < f->ndirs; j++)
-        if (joined ? rebalance_dir_joined_settling(rb, f->dirs[j], since, now)
-                   : rebalance_dir_settling(rb, f->dirs[j], since, now))
+        if (rebalance_dir_settling(rb, f->dirs[j], since, now))
             return true;
     return false;
-}
-
-/*
- * A flow held only by directions a move left, with a collision of its own
- * on a direction no settling move touched, moves. The left directions'
- * counters still carry the flow that left, so the settle keeps the flows
- * the move left there from being moved for a collision that is gone; but
- * this one's collision is elsewhere and current. Held, it waited out every
- * later move's settle on its path: in bench 50's fat tree a starved flow
- * on a collision that the first round made (moving a flow beside it, not
- * fat then) waited 2 s as the next round's moves left two of its other
- * directions (docs/lab.md, "Held by the directions a move left"). A
- * direction a move took still holds it: beside the flow the move put there
- * the rates are the ones the move planned on.
- */
-static void free_left_only(const struct rebalance *rb, struct round *r, double now)
-{
-    for (size_t i = 0; i < r->n; i++) {
-        struct snap *f = &r->f[i];
-        for (int j = 0; f->left_only && !f->movable && j < f->ndirs; j++) {
-            uint32_t d = f->dirs[j];
-            if (r->hot[d] && !rebalance_dir_settling(rb, d, f->counted, now)) {
-                f->movable = true;
-                log_debug("rebalance: flow %016llx %u->%u held only by directions a move left: free for its "
-                          "collision on %s->%s", (unsigned long long)f->id, f->k.sport, f->k.dport,
-                          nm(r->t, topo_dir_from(r->t, d)), nm(r->t, topo_dir_to(r->t, d)));
-            }
-        }
-        f->held &= !f->movable;
-    }
 }
 
 /* Under the read lock: loads, congestion, every live fat flow we can place,
@@ -376,11 +339,8 @@ int rebalance_snapshot(struct rebalance *rb, double now, struct round *r)
             sf->pin = -1;
         }
         sf->ramp = rebalance_flow_ramping(s, c, f, r->bps, r->ce, now);
-        bool may = state_flow_may_move(s, f, c->min_move_interval, now);
-        sf->counted = starved ? counted_since(rb, f, now) : f->fat_since;
-        bool settle = r->automatic && crosses_settling(rb, sf, sf->counted, now, false);
-        sf->movable = may && !settle;
-        sf->left_only = may && settle && !crosses_settling(rb, sf, sf->counted, now, true);
+        sf->movable = state_flow_may_move(s, f, c->min_move_interval, now) &&
+                      !(r->automatic && crosses_settling(rb, sf, starved ? counted_since(rb, f, now) : f->fat_since, now));
         sf->held = !sf->movable && now >= f->backoff_until;
         for (int j = 0; j < sf->ndirs; j++)
             r->bg[sf->dirs[j]] -= sf->gbps;
@@ -402,11 +362,6 @@ int rebalance_snapshot(struct rebalance *rb, double now, struct round *r)
     if (ramp)
         rebalance_round_natural(r, r->proj);
     for (uint32_t d = 0; d < r->nd; d++) {
-        /* Until a report from after a move, a direction it left still
-         * counts the flows that left in its counters: that is no
-         * background (it would make the flows left there look contended). */
-        if (rebalance_dir_settling(rb, d, 0, now))
-            r->bg[d] -= rb->left_gbps[d];
         if (r->bg[d] < 0)
             r->bg[d] = 0;
         r->bgc[d] = rebalance_bg_counted(s, d, r->bg[d]);
@@ -423,7 +378,6 @@ int rebalance_snapshot(struct rebalance *rb, double now, struct round *r)
                                                       "util", state_dir_util(s, d, r->bps[d]), "ce_frac", r->ce[d],
                                                       "fat_flows", (json_int_t)r->nfat[d], "reason", why));
     }
-    free_left_only(rb, r, now);
     if (!r->dry_run) {   /* a dry run judges nothing and changes nothing */
         rebalance_verdicts(rb, r, now);
         rebalance_judge_groups(rb, r, now);
@@ -521,7 +475,7 @@ void rebalance_trace(const struct round *r)
         log_debug("rebalance:   flow %016llx %u->%u measured %.4f natural %.4f demand %.4f%s%s%s%s%s%s path %lld: %s",
                   (unsigned long long)f->id, f->k.sport, f->k.dport, f->meas, f->nat, f->gbps,
                   f->starved ? " starved" : "", f->ramp ? " ramping" : "",
-                  f->young ? " moved" : "", f->climbing ? " (not fat)" : "", f->on_hot ? " contended" : "",
-                  f->movable ? "" : " unmovable", (long long)f->path, p);
+                  f->young ? " moved" : "", f->climbing ? " (not fat)" : "", f->on_hot ? " contended" : "", f->movable ? "" : " unmovable",
+                  (long long)f->path, p);
     }
 }

@@ -507,29 +507,6 @@ static void disjoint_collision_in_settle(void **state)
     assert_string_not_equal(fx_spine(&x->st, c), fx_spine(&x->st, d));
 }
 
-/* Until a report from after a move, the counter of the uplink the move
- * left still carries the flow that left (here 50 of S1's 100). That is not
- * background: counted, it made the flow left there look contended (one fat
- * flow beside 20% or more of other load), its demand inflated to its NIC,
- * and the round's max utilisation read 1.5 where the fabric had 1.0 (the
- * moved flow at its demand on its new spine). */
-static void left_direction_counts_no_stale_background(void **state)
-{
-    struct fx *x = *state;
-    x->interval_s = 1;
-    const double g[] = {50, 50};
-    const struct state_flow *moved;
-    char where[4];
-    part_pair(x, g, &moved, where);
-    const int sp[] = {1, 2};
-    const char *on[] = {"S1", "S1"};   /* the interval before the move */
-    report(x, T0 + 0.5, NULL, 2, sp, on, g);
-    assert_int_equal(auto_moves(x, T0 + 0.5), 0);
-    struct rebalance_summary sum = rebalance_last(&x->rb, NULL, NULL, 0);
-    assert_true(sum.util_before < 1.05);
-    assert_string_equal(fx_spine(&x->st, moved), where);
-}
-
 /* A move's settle ends once the probes report an interval that began after
  * it, not after the whole period (2 intervals). c was fat at the move's
  * round, at 1 on S2, the only spine with room (S3 and S4 are full of
@@ -1320,7 +1297,6 @@ int main(void)
         cmocka_unit_test_setup_teardown(recently_moved_flow_stays, setup, teardown),
         cmocka_unit_test_setup_teardown(settle_after_moves, setup, teardown),
         cmocka_unit_test_setup_teardown(disjoint_collision_in_settle, setup4, teardown),
-        cmocka_unit_test_setup_teardown(left_direction_counts_no_stale_background, setup, teardown),
         cmocka_unit_test_setup_teardown(settle_ends_with_a_rate_after_the_move, setup4, teardown),
         cmocka_unit_test_setup_teardown(new_flow_beside_a_move_moves_in_its_settle, setup4, teardown),
         cmocka_unit_test_setup_teardown(moved_flow_counts_at_its_demand, setup4, teardown),

@@ -315,57 +315,6 @@ static void backlog_makes_a_collision(void **state)
     round_parts_s3_ss1(x);
 }
 
-/* The state's flow src -> dst from sport (report()'s TCP flows). */
-static struct state_flow *tcp_flow(struct fx *x, const char *src, const char *dst, int sport)
-{
-    char a[64], b[64];
-    struct state_flow_key k = {.af = 4, .proto = 6, .sport = (uint16_t)sport, .dport = (uint16_t)(5400 + sport - 42000)};
-    int af;
-    assert_int_equal(tf_addr_parse(addr(x, src, a), &af, k.src), 0);
-    assert_int_equal(tf_addr_parse(addr(x, dst, b), &af, k.dst), 0);
-    struct state_flow *f = state_flow_find(&x->st, &k);
-    assert_non_null(f);
-    return f;
-}
-
-/* A flow held only by the directions a move left moves for a collision of
- * its own elsewhere (docs/policy.md, "Settle per direction"). A (H1 -> H5)
- * and B (H3 -> H7) collide on S1 -> SS1 -> S3; the round moves one. Half a
- * second later, before any report from after the move, D starts beside the
- * one left (R) on its edge's uplink to S1, a direction the move did not
- * touch, and D may not move (moved a moment ago: min_move_interval). R
- * crosses S1 -> SS1, which the move left and whose counter still counts
- * the flow that left; it used to hold R until the settle ended, and the
- * collision with it. Now R moves, and the stale counter is no background:
- * the one move is R's. */
-static void left_directions_do_not_hold_a_collision_elsewhere(void **state)
-{
-    struct fx *x = *state;
-    const struct fl l1[] = {{"H1", "H5", 42000, "S1", 25}};
-    const struct fl l2[] = {{"H3", "H7", 42002, "S1", 25}};
-    const struct fl s1[] = {{"H1", "H5", 42000, "SS1", 25}, {"H3", "H7", 42002, "SS1", 25}};
-    report(x, T0, "L1", "S1", 25, "S2", 0, l1, 1);
-    report(x, T0, "L2", "S1", 25, "S2", 0, l2, 1);
-    report(x, T0 + 0.002, "S1", "SS1", 50, "SS2", 0, s1, 2);
-    assert_int_equal(rebalance_auto(&x->rb, T0 + 0.1), 0);
-    assert_int_equal(rebalance_last(&x->rb, NULL, NULL, 0).moved, 1);
-    struct state_flow *a = tcp_flow(x, "H1", "H5", 42000), *b = tcp_flow(x, "H3", "H7", 42002);
-    bool a_left = !a->pinned;
-    struct state_flow *r = a_left ? a : b;
-    const char *leaf = a_left ? "L1" : "L2", *rsrc = a_left ? "H1" : "H3", *rdst = a_left ? "H5" : "H7";
-    const char *dsrc = a_left ? "H2" : "H4";
-    const struct fl lr[] = {{rsrc, rdst, a_left ? 42000 : 42002, "S1", 25}, {dsrc, "H13", 42004, "S1", 25}};
-    const struct fl s1b[] = {{rsrc, rdst, a_left ? 42000 : 42002, "SS1", 25}, {dsrc, "H13", 42004, "SS2", 25}};
-    report(x, T0 + 0.4, leaf, "S1", 50, "S2", 0, lr, 2);
-    report(x, T0 + 0.402, "S1", "SS1", 50, "SS2", 25, s1b, 2);
-    struct state_flow *d = tcp_flow(x, dsrc, "H13", 42004);
-    d->last_moved = T0 + 0.1;
-    assert_int_equal(rebalance_auto(&x->rb, T0 + 0.5), 0);
-    assert_int_equal(rebalance_last(&x->rb, NULL, NULL, 0).moved, 1);
-    assert_int_equal(r->moves, 1);
-    assert_int_equal(d->moves, 0);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -374,7 +323,6 @@ int main(void)
         cmocka_unit_test_setup_teardown(steady_flows_seen_twice_not_ramping, setup, teardown),
         cmocka_unit_test_setup_teardown(queue_elsewhere_makes_a_collision, setup, teardown),
         cmocka_unit_test_setup_teardown(backlog_makes_a_collision, setup, teardown),
-        cmocka_unit_test_setup_teardown(left_directions_do_not_hold_a_collision_elsewhere, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
