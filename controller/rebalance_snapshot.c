@@ -339,8 +339,9 @@ int rebalance_snapshot(struct rebalance *rb, double now, struct round *r)
             sf->pin = -1;
         }
         sf->ramp = rebalance_flow_ramping(s, c, f, r->bps, r->ce, now);
+        double counted = starved ? counted_since(rb, f, now) : f->fat_since;
         sf->movable = state_flow_may_move(s, f, c->min_move_interval, now) &&
-                      !(r->automatic && crosses_settling(rb, sf, starved ? counted_since(rb, f, now) : f->fat_since, now));
+                      !(r->automatic && crosses_settling(rb, sf, counted, now));
         sf->held = !sf->movable && now >= f->backoff_until;
         for (int j = 0; j < sf->ndirs; j++)
             r->bg[sf->dirs[j]] -= sf->gbps;
@@ -475,7 +476,7 @@ void rebalance_trace(const struct round *r)
         log_debug("rebalance:   flow %016llx %u->%u measured %.4f natural %.4f demand %.4f%s%s%s%s%s%s path %lld: %s",
                   (unsigned long long)f->id, f->k.sport, f->k.dport, f->meas, f->nat, f->gbps,
                   f->starved ? " starved" : "", f->ramp ? " ramping" : "",
-                  f->young ? " moved" : "", f->climbing ? " (not fat)" : "", f->on_hot ? " contended" : "", f->movable ? "" : " unmovable",
-                  (long long)f->path, p);
+                  f->young ? " moved" : "", f->climbing ? " (not fat)" : "", f->on_hot ? " contended" : "",
+                  f->movable ? "" : " unmovable", (long long)f->path, p);
     }
 }
