@@ -590,10 +590,7 @@ fail_run() {
   fi
   fail_ctl "$mode" && FAIL_R["$mode all moves"]=$(curl -s --max-time 3 "$FAIL_URL/api/v1/status" | jq -r '.rebalance.moves // "unknown"' 2>/dev/null)
   for ((i = 0; i < ${#FAIL_FSRC[@]}; i++)); do lab_stop "cli-${FAIL_FSRC[$i]}-${FAIL_FSPORT[$i]}"; done
-  for ((i = 0; i < ${#FAIL_FSRC[@]}; i++)); do
-    for k in $(seq 30); do kill -0 "${LAB_PIDS[srv-${FAIL_FDST[$i]}-${FAIL_FDPORT[$i]}]}" 2>/dev/null || break; sleep 0.1; done
-    lab_stop "srv-${FAIL_FDST[$i]}-${FAIL_FDPORT[$i]}"
-  done
+  for ((i = 0; i < ${#FAIL_FSRC[@]}; i++)); do lab_end "srv-${FAIL_FDST[$i]}-${FAIL_FDPORT[$i]}"; done
   fail_ctl "$mode" && { cp "$LAB_TMP/tierflowd.log" "$LAB_TMP/tierflowd-$mode.log" 2>/dev/null; fail_tf_stop; }
   [ "$mode" = oracle ] && fail_oracle_install clear
   local iv=$LAB_TMP/fail-$mode-intervals.txt

@@ -162,6 +162,13 @@ lab_stop() {
   unset "LAB_PIDS[$1]"
   return 0
 }
+# NAME [SECS]: waits up to SECS (default 3) for NAME to exit on its own (an
+# iperf3 -s -1 whose client is gone writes its JSON and ends), then lab_stop.
+lab_end() {
+  local pid=${LAB_PIDS[$1]:-} i
+  for i in $(seq $((${2:-3} * 10))); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  lab_stop "$1"
+}
 lab_cleanup() {
   local n
   for n in "${!LAB_PIDS[@]}"; do kill "${LAB_PIDS[$n]}" 2>/dev/null; done
