@@ -242,8 +242,9 @@ for leaf in L1 L2; do
 done
 
 # ---- goodput from the receivers' JSON ---------------------------------------
-for i in 0 1 2 3; do wait "${LAB_PIDS[cli-${SRC[$i]}-${SPORT[$i]}]}" 2>/dev/null; done
-for i in 0 1 2 3; do lab_stop "srv-${DST[$i]}-$((5201 + i))"; done
+# the windows are over: the flows stop now rather than run out their -t
+for i in 0 1 2 3; do lab_stop "cli-${SRC[$i]}-${SPORT[$i]}"; done
+for i in 0 1 2 3; do lab_end "srv-${DST[$i]}-$((5201 + i))"; done
 IV=$LAB_TMP/intervals.txt
 _iperf_intervals "$LAB_TMP"/srv[0-3].json > "$IV"
 ECMP=$(iv_window "$IV" "$tecmp_start" "$tecmp_end")
