@@ -201,13 +201,14 @@ _e2e_started() { # WHAT
   [ "$E2E_NLAG" -gt 0 ] && echo "$1: $E2E_NLAG of ${#srcs[@]} clients started over 0.25 s after their instant (the last $E2E_LAG s)" >&2
   return 0
 }
-# The windows are over: the clients stop now rather than run out the margin
-# their -t has over the windows (6 s of test_fattree_stride's 69 went to
-# waiting for them), and the servers end with them.
+# The clients run out their -t: stopped early (SIGTERM), a client closes
+# first and its fixed source port stays in TIME_WAIT, and the next run's
+# connect from it fails ("Address already in use": 2 of 16 flows in the
+# second of bench 50's reaction runs when this stopped them, 6 s sooner).
 _e2e_reap() {
   local i
-  for ((i = 0; i < ${#srcs[@]}; i++)); do lab_stop "cli-${srcs[$i]}-$((42000 + i))"; done
-  for ((i = 0; i < ${#srcs[@]}; i++)); do lab_end "srv-${dsts[$i]}-$((5400 + i))"; done
+  for ((i = 0; i < ${#srcs[@]}; i++)); do wait "${LAB_PIDS[cli-${srcs[$i]}-$((42000 + i))]}" 2>/dev/null; unset "LAB_PIDS[cli-${srcs[$i]}-$((42000 + i))]"; done
+  for ((i = 0; i < ${#srcs[@]}; i++)); do lab_stop "srv-${dsts[$i]}-$((5400 + i))"; done
 }
 
 # The pairs under whatever placement is in force (none: the fabric's
