@@ -62,9 +62,10 @@
 # the baseline "none" (FAIL_BASE s). Per scenario the event comes at a whole
 # second t0, the failure holds FAIL_HOLD s, the data-plane check (fail_trace,
 # tierflow's view) runs 1.5 s before its end, then the links come back, the
-# routing is waited for and FAIL_SETTLE s pass (none after the last). Windows end 1 s before the
-# links come back, so that no 1-s bin holds any of the restore: bins over
-# [t0, t0+FAIL_HOLD-1), "after" = [t0+3, t0+FAIL_HOLD-1). flap: t0 = its
+# routing is waited for and FAIL_SETTLE s pass (none after the last).
+# Windows end 1 s before the links come back, so that no 1-s bin holds any
+# of the restore: bins over [t0, t0+FAIL_HOLD-1), "after" =
+# [t0+3, t0+FAIL_HOLD-1). flap: t0 = its
 # first down, the failure lasts its 10 s plus FAIL_HOLD s after the last up
 # (capacity: with the link down; the check runs in its last down phase).
 # restore: t0 = the "up", FAIL_RESTORE_HOLD s (capacity: the whole fabric).
