@@ -201,10 +201,11 @@ _e2e_started() { # WHAT
   [ "$E2E_NLAG" -gt 0 ] && echo "$1: $E2E_NLAG of ${#srcs[@]} clients started over 0.25 s after their instant (the last $E2E_LAG s)" >&2
   return 0
 }
-# The clients run out their -t: stopped early (SIGTERM), a client closes
-# first and its fixed source port stays in TIME_WAIT, and the next run's
-# connect from it fails ("Address already in use": 2 of 16 flows in the
-# second of bench 50's reaction runs when this stopped them, 6 s sooner).
+# The clients run out their -t. Stopped early (SIGTERM, 6 s sooner), 2 of
+# 16 flows of the second of bench 50's reaction runs failed to connect from
+# their fixed source port ("Address already in use"). On loopback a client
+# stopped so leaves that port in TIME_WAIT; a 2-leaf lab (3 flows, 4 runs)
+# kept no socket on it, so the lab's mechanism is not established.
 _e2e_reap() {
   local i
   for ((i = 0; i < ${#srcs[@]}; i++)); do wait "${LAB_PIDS[cli-${srcs[$i]}-$((42000 + i))]}" 2>/dev/null; unset "LAB_PIDS[cli-${srcs[$i]}-$((42000 + i))]"; done
