@@ -113,6 +113,8 @@ for fab in $FABRICS; do
         "$(ratio "$E2E_TF" "$E2E_ORACLE")" "$(ratio "${E2E_MOVES:-0}" 16)" "$E2E_REACT"
       echo "    TCP retransmits/s over the window: ECMP $E2E_ECMP_RETX, tierflow $E2E_TF_RETX, oracle ${E2E_ORACLE_RETX:--};" \
         "demand estimate's median error by reporting tier: $E2E_EST"
+      [ "$E2E_ORACLE_LOST$E2E_ECMP_LOST$E2E_TF_LOST" = 000 ] ||
+        echo "    !! flows that did not run, counted as 0 (of 16): oracle $E2E_ORACLE_LOST, ECMP $E2E_ECMP_LOST, tierflow $E2E_TF_LOST"
     done
     if [ "$REPEAT" -gt 1 ]; then
       row "median of $REPEAT" "$(echo "${col[2]}" | median)" "$(echo "${col[3]}" | median)" "$(echo "${col[4]}" | median)" \
@@ -123,10 +125,11 @@ for fab in $FABRICS; do
   done
   lab_pattern stride:4 1 > "$LAB_TMP/pairs"
   for iv in $REACT_INTERVALS; do
-    r=""; o=""; d=""; cpu=""
+    r=""; o=""; d=""; cpu=""; lost=0
     for ((k = 0; k < RUNS; k++)); do
       IPERF_INTERVAL=0.2 e2e_oracle "$LAB_TMP/pairs" 3 5 || true; o+=" $E2E_ORACLE_REACH"
       IPERF_INTERVAL=0.2 TF_INTERVAL=$iv e2e_run "$LAB_TMP/pairs" 0 8 6; r+=" $E2E_REACT_S"; cpu+=" $E2E_CPU"
+      lost=$((lost + E2E_ORACLE_LOST + E2E_TF_LOST))
       # What the loop adds to TCP's own start: this run against the oracle
       # run just before it (both -1 when never reached: not counted).
       d+=" $(awk -v a="$E2E_REACT_S" -v b="$E2E_ORACLE_REACH" 'BEGIN{if (a < 0 || b < 0) print "-"; else printf "%.1f", a - b}')"
@@ -135,6 +138,7 @@ for fab in $FABRICS; do
       "median $(echo "$r" | median) s (runs:$r); the oracle's own ramp: median $(echo "$o" | median) s (runs:$o);" \
       "beyond the oracle run before it: median $(echo "$d" | tr ' ' '\n' | grep -vx -- - | tr '\n' ' ' | median) s (runs:$d);" \
       "tierflowd + probes used$cpu cores"
+    [ "$lost" -eq 0 ] || echo "    !! flows that did not run in these runs, counted as 0: $lost (of 16 a run)"
   done
   echo "gray-failure false positives on $fab (link_suspect on a link neither routing nor a probe reported down, every tierflow run): $GRAY_FP"
   lab_cleanup

@@ -509,8 +509,8 @@ fail_run() {
   if fail_ctl "$mode"; then fail_tf_start "$mode"; sleep 1.5; fi
   [ "$mode" = oracle ] && fail_oracle_install none
   for ((i = 0; i < ${#FAIL_FSRC[@]}; i++)); do
-    lab_bg "cli-${FAIL_FSRC[$i]}-${FAIL_FSPORT[$i]}" "$LAB" exec "${FAIL_FSRC[$i]}" -- iperf3 -c "${FAIL_ADDR[${FAIL_FDST[$i]}]}" \
-      -p "${FAIL_FDPORT[$i]}" --cport "${FAIL_FSPORT[$i]}" $(lab_cc) -t "$secs" -i 0.5 -J ${FAIL_IPERF_OPTS:-} --logfile "$LAB_TMP/fail-$mode-cli$i.json"
+    IPERF_INTERVAL=0.5 iperf_client "${FAIL_FSRC[$i]}" "${FAIL_ADDR[${FAIL_FDST[$i]}]}" "${FAIL_FDPORT[$i]}" "${FAIL_FSPORT[$i]}" \
+      "$secs" "$LAB_TMP/fail-$mode-cli$i.json"
   done
   sleep "$FAIL_WARMUP"
   fail_align; FAIL_R["$mode none t0"]=$FAIL_T; FAIL_R["$mode none hold"]=$FAIL_BASE

@@ -194,11 +194,31 @@ lab_cc() { [ "${LAB_TCP_CC:-default}" = default ] || echo "-C $LAB_TCP_CC"; }
 lab_sleep_until() { sleep "$(awk -v t="$1" -v n="$(date +%s.%N)" 'BEGIN{d = t - n; printf "%.3f", (d > 0 ? d : 0)}')"; }
 
 iperf_server() { lab_bg "srv-$1-$2" "$LAB" exec "$1" -- iperf3 -s -1 -J -i "${IPERF_INTERVAL:-1}" -p "$2" --logfile "$3"; }
+# A client's source port is fixed (--cport: the same five-tuple, the same
+# ECMP path, run after run), so a TIME_WAIT left on it by the run before
+# fails the next bind: "unable to connect stream: Address already in use".
+# Deep queues make both ends close at once (each sends its FIN before the
+# other's arrives), and then the client keeps the TIME_WAIT, 60 s; bench
+# 50's randbij lost one of its 16 flows in 3 of 7 runs so, silently.
+# tcp_tw_reuse does not help a bind; the client's namespace (the lab's)
+# drops its own TIME_WAIT on that one port first (ss -K, SOCK_DESTROY).
 iperf_client() {
   _lab_ns_load
   [ -n "${LAB_NS[$1]:-}" ] || { echo "iperf_client: no node '$1' in $LAB_TOPO" >&2; return 1; }
-  lab_bg "cli-$1-$4" ip netns exec "${LAB_NS[$1]}" sh -c 'sleep "$(awk -v a="$0" -v n="$(date +%s.%N)" "BEGIN{d = a - n; printf \"%.3f\", (d > 0 ? d : 0)}")"; date +%s.%N > "$1.start"; shift; exec "$@"' \
-    "${IPERF_START_AT:-0}" "$6" iperf3 -c "$2" -p "$3" --cport "$4" $(lab_cc) -t "$5" -i "${IPERF_INTERVAL:-1}" -J --logfile "$6"
+  lab_bg "cli-$1-$4" ip netns exec "${LAB_NS[$1]}" sh -c 'ss -K -tn state time-wait "( sport = :$2 )" >/dev/null 2>&1
+    sleep "$(awk -v a="$0" -v n="$(date +%s.%N)" "BEGIN{d = a - n; printf \"%.3f\", (d > 0 ? d : 0)}")"; date +%s.%N > "$1.start"; shift 2; exec "$@"' \
+    "${IPERF_START_AT:-0}" "$6" "$4" iperf3 -c "$2" -p "$3" --cport "$4" $(lab_cc) -t "$5" -i "${IPERF_INTERVAL:-1}" -J --logfile "$6"
+}
+# The clients of FILE... (their -J logs) that did not run, one line each:
+# FILE: iperf3's error, or "no result". A lost flow lowers an aggregate as
+# a slow one does; whoever sums them says so.
+iperf_failed() {
+  local f why
+  for f in "$@"; do
+    why=$(jq -r 'if .error then .error elif .end.sum_sent then "" else "no result" end' "$f" 2>/dev/null) || why="no result"
+    [ -s "$f" ] || why="no result"
+    [ -z "$why" ] || echo "$f: $why"
+  done
 }
 # Waits until NODE listens on PORT (iperf3 server up), at most 5 s.
 iperf_wait_listen() {

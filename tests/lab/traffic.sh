@@ -210,6 +210,21 @@ _e2e_reap() {
   local i
   for ((i = 0; i < ${#srcs[@]}; i++)); do wait "${LAB_PIDS[cli-${srcs[$i]}-$((42000 + i))]}" 2>/dev/null; unset "LAB_PIDS[cli-${srcs[$i]}-$((42000 + i))]"; done
   for ((i = 0; i < ${#srcs[@]}; i++)); do lab_stop "srv-${dsts[$i]}-$((5400 + i))"; done
+  _e2e_lost
+}
+# The flows whose client did not run (iperf_failed): E2E_LOST, how many, and
+# E2E_LOST_WHY, "SRC->DST: why" of each; said on stderr as well. Their
+# goodput counts as 0 in every figure of the run.
+_e2e_lost() {
+  local i why lost=()
+  for ((i = 0; i < ${#srcs[@]}; i++)); do
+    why=$(iperf_failed "$LAB_TMP/run-cli$i.json")
+    [ -z "$why" ] || lost+=("${srcs[$i]}->${dsts[$i]}: ${why#"$LAB_TMP/run-cli$i.json: "}")
+  done
+  E2E_LOST=${#lost[@]}
+  E2E_LOST_WHY=$(printf '%s; ' "${lost[@]}"); E2E_LOST_WHY=${E2E_LOST_WHY%; }
+  [ "$E2E_LOST" -eq 0 ] || echo "${E2E_WHAT:-tierflow}: $E2E_LOST of ${#srcs[@]} flows did not run: $E2E_LOST_WHY" >&2
+  return 0
 }
 
 # The pairs under whatever placement is in force (none: the fabric's
@@ -226,6 +241,7 @@ _e2e_static() {
   _e2e_reap
   E2E_STATIC=$(iperf_window "$te1" "$te2" "${files[@]}")
   E2E_STATIC_RETX=$(iperf_retx "$te1" "$te2" "$LAB_TMP"/run-cli*.json)
+  E2E_STATIC_LOST=$E2E_LOST
   E2E_STATIC_REACH=$(iperf_reach "$(awk -v a="$E2E_STATIC" 'BEGIN{print 0.9 * a}')" "${bases[0]}" "$te2" 0.2 "${bases[@]}")
 }
 
@@ -247,10 +263,10 @@ e2e_oracle() {
     sw=$(basename "$f" .install)
     "$LAB" exec "$sw" -- ip -batch "$f" || rc=1
   done
-  [ $rc -eq 0 ] || { echo "e2e_oracle: could not install the oracle's rules" >&2; E2E_ORACLE=0; return 1; }
+  [ $rc -eq 0 ] || { echo "e2e_oracle: could not install the oracle's rules" >&2; E2E_ORACLE=0 E2E_ORACLE_LOST=0; return 1; }
   E2E_WHAT=oracle _e2e_static "$settle_s" "$meas_s" "$probes"
   for f in "$dir"/*.clear; do [ -e "$f" ] || continue; "$LAB" exec "$(basename "$f" .clear)" -- ip -batch "$f" || rc=1; done
-  E2E_ORACLE=$E2E_STATIC E2E_ORACLE_REACH=$E2E_STATIC_REACH E2E_ORACLE_RETX=$E2E_STATIC_RETX
+  E2E_ORACLE=$E2E_STATIC E2E_ORACLE_REACH=$E2E_STATIC_REACH E2E_ORACLE_RETX=$E2E_STATIC_RETX E2E_ORACLE_LOST=$E2E_STATIC_LOST
   return $rc
 }
 
@@ -259,7 +275,7 @@ e2e_ecmp() {
   local -a files=() srcs=() dsts=() addrs=() bases=()
   _e2e_flows "$pairs"
   E2E_WHAT=ecmp _e2e_static "$settle_s" "$meas_s" ""
-  E2E_ECMP_LATE=$E2E_STATIC E2E_ECMP_RETX=$E2E_STATIC_RETX
+  E2E_ECMP_LATE=$E2E_STATIC E2E_ECMP_RETX=$E2E_STATIC_RETX E2E_ECMP_LOST=$E2E_STATIC_LOST
 }
 
 # The demand estimate's error: each fat flow's rate in tierflowd's view at
@@ -316,6 +332,7 @@ e2e_run() {
   E2E_CPU=$(tf_cpu)
   tf_stop
   _e2e_reap
+  E2E_TF_LOST=$E2E_LOST
   local iv=$LAB_TMP/e2e-intervals.txt
   _iperf_intervals "${files[@]}" > "$iv"
   E2E_ECMP=0; [ "$ecmp_s" -gt 0 ] && E2E_ECMP=$(iv_window "$iv" "$tm1" "$tm2")
