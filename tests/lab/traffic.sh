@@ -203,9 +203,9 @@ _e2e_started() { # WHAT
 }
 # The clients run out their -t. Stopped early (SIGTERM, 6 s sooner), 2 of
 # 16 flows of the second of bench 50's reaction runs failed to connect from
-# their fixed source port ("Address already in use"). On loopback a client
-# stopped so leaves that port in TIME_WAIT; a 2-leaf lab (3 flows, 4 runs)
-# kept no socket on it, so the lab's mechanism is not established.
+# their fixed source port ("Address already in use"): a client that closes
+# first keeps the TIME_WAIT on that port, which iperf_client now drops
+# (the early stop was not tried again since).
 _e2e_reap() {
   local i
   for ((i = 0; i < ${#srcs[@]}; i++)); do wait "${LAB_PIDS[cli-${srcs[$i]}-$((42000 + i))]}" 2>/dev/null; unset "LAB_PIDS[cli-${srcs[$i]}-$((42000 + i))]"; done
