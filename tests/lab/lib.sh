@@ -197,9 +197,8 @@ iperf_server() { lab_bg "srv-$1-$2" "$LAB" exec "$1" -- iperf3 -s -1 -J -i "${IP
 # A client's source port is fixed (--cport: the same five-tuple, the same
 # ECMP path, run after run), so a TIME_WAIT left on it by the run before
 # fails the next bind: "unable to connect stream: Address already in use".
-# Deep queues make both ends close at once (each sends its FIN before the
-# other's arrives), and then the client keeps the TIME_WAIT, 60 s; bench
-# 50's randbij lost one of its 16 flows in 3 of 7 runs so, silently.
+# The client keeps one, 60 s, when its end closes first or at once with the
+# server's; bench 50's randbij lost flows so in 4 of 6 runs, silently.
 # tcp_tw_reuse does not help a bind; the client's namespace (the lab's)
 # drops its own TIME_WAIT on that one port first (ss -K, SOCK_DESTROY).
 iperf_client() {
