@@ -61,6 +61,7 @@ ideal=$(awk -v m="$MBIT" 'BEGIN{print 16 * 0.95 * m * 1e6}')
 pct() { awk -v a="$1" -v b="$ideal" 'BEGIN{printf "%.0f", 100*a/b}'; }
 echo "# stride:$STRIDE at $MBIT Mbit/s: ECMP $(awk -v a="$E2E_ECMP" 'BEGIN{printf "%.1f", a/1e6}') Mbit/s ($(pct "$E2E_ECMP")% of 16 x 0.95 x link), tierflow $(awk -v a="$E2E_TF" 'BEGIN{printf "%.1f", a/1e6}') Mbit/s ($(pct "$E2E_TF")%), reached 90% of it ${E2E_REACT}s after tierflowd started"
 echo "# 1-s aggregate bins (s:Mbit/s), tierflowd starts at 8, measured from 17 to 25: $E2E_BINS"
+t_eq "all 16 flows ran (no client failed: iperf_failed)" 0 "$E2E_TF_LOST"
 t_ge "ECMP measured (> 0)" "$E2E_ECMP" 1
 t_ge "tierflow beats ECMP by >= 10% on stride:$STRIDE" "$E2E_TF" "$(awk -v e="$E2E_ECMP" 'BEGIN{print 1.1 * e}')"
 gray_no_false_positives
