@@ -114,7 +114,7 @@ for fab in $FABRICS; do
       echo "    TCP retransmits/s over the window: ECMP $E2E_ECMP_RETX, tierflow $E2E_TF_RETX, oracle ${E2E_ORACLE_RETX:--};" \
         "demand estimate's median error by reporting tier: $E2E_EST"
       [ "$E2E_ORACLE_LOST$E2E_ECMP_LOST$E2E_TF_LOST" = 000 ] ||
-        echo "    !! flows that did not run, counted as 0 (of 16): oracle $E2E_ORACLE_LOST, ECMP $E2E_ECMP_LOST, tierflow $E2E_TF_LOST"
+        echo "    !! flows whose iperf3 client failed (of 16; one that never connected counts as 0): oracle $E2E_ORACLE_LOST, ECMP $E2E_ECMP_LOST, tierflow $E2E_TF_LOST"
     done
     if [ "$REPEAT" -gt 1 ]; then
       row "median of $REPEAT" "$(echo "${col[2]}" | median)" "$(echo "${col[3]}" | median)" "$(echo "${col[4]}" | median)" \
@@ -138,7 +138,7 @@ for fab in $FABRICS; do
       "median $(echo "$r" | median) s (runs:$r); the oracle's own ramp: median $(echo "$o" | median) s (runs:$o);" \
       "beyond the oracle run before it: median $(echo "$d" | tr ' ' '\n' | grep -vx -- - | tr '\n' ' ' | median) s (runs:$d);" \
       "tierflowd + probes used$cpu cores"
-    [ "$lost" -eq 0 ] || echo "    !! flows that did not run in these runs, counted as 0: $lost (of 16 a run)"
+    [ "$lost" -eq 0 ] || echo "    !! flows whose iperf3 client failed in these runs: $lost (of 16 a run; one that never connected counts as 0)"
   done
   echo "gray-failure false positives on $fab (link_suspect on a link neither routing nor a probe reported down, every tierflow run): $GRAY_FP"
   lab_cleanup

@@ -212,9 +212,9 @@ _e2e_reap() {
   for ((i = 0; i < ${#srcs[@]}; i++)); do lab_stop "srv-${dsts[$i]}-$((5400 + i))"; done
   _e2e_lost
 }
-# The flows whose client did not run (iperf_failed): E2E_LOST, how many, and
-# E2E_LOST_WHY, "SRC->DST: why" of each; said on stderr as well. Their
-# goodput counts as 0 in every figure of the run.
+# The flows whose client failed (iperf_failed): E2E_LOST, how many, and
+# E2E_LOST_WHY, "SRC->DST: why" of each; said on stderr as well. A client
+# that never connected counts as 0 in every figure of the run.
 _e2e_lost() {
   local i why lost=()
   for ((i = 0; i < ${#srcs[@]}; i++)); do
@@ -223,7 +223,7 @@ _e2e_lost() {
   done
   E2E_LOST=${#lost[@]}
   E2E_LOST_WHY=$(printf '%s; ' "${lost[@]}"); E2E_LOST_WHY=${E2E_LOST_WHY%; }
-  [ "$E2E_LOST" -eq 0 ] || echo "${E2E_WHAT:-tierflow}: $E2E_LOST of ${#srcs[@]} flows did not run: $E2E_LOST_WHY" >&2
+  [ "$E2E_LOST" -eq 0 ] || echo "${E2E_WHAT:-tierflow}: $E2E_LOST of ${#srcs[@]} flows failed: $E2E_LOST_WHY" >&2
   return 0
 }
 
