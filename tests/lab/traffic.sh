@@ -201,15 +201,15 @@ _e2e_started() { # WHAT
   [ "$E2E_NLAG" -gt 0 ] && echo "$1: $E2E_NLAG of ${#srcs[@]} clients started over 0.25 s after their instant (the last $E2E_LAG s)" >&2
   return 0
 }
-# The clients run out their -t. Stopped early (SIGTERM, 6 s sooner), 2 of
-# 16 flows of the second of bench 50's reaction runs failed to connect from
-# their fixed source port ("Address already in use"): a client that closes
-# first keeps the TIME_WAIT on that port, which iperf_client now drops
-# (the early stop was not tried again since).
+# The windows are over: the clients stop now rather than run out the margin
+# their -t has over the windows (6 s of test_fattree_stride's 69), and the
+# servers end with them. A client stopped so closes first and keeps a
+# TIME_WAIT on its fixed source port, which cost 2 of 16 flows of a bench
+# 50 reaction run ("Address already in use") until iperf_client dropped it.
 _e2e_reap() {
   local i
-  for ((i = 0; i < ${#srcs[@]}; i++)); do wait "${LAB_PIDS[cli-${srcs[$i]}-$((42000 + i))]}" 2>/dev/null; unset "LAB_PIDS[cli-${srcs[$i]}-$((42000 + i))]"; done
-  for ((i = 0; i < ${#srcs[@]}; i++)); do lab_stop "srv-${dsts[$i]}-$((5400 + i))"; done
+  for ((i = 0; i < ${#srcs[@]}; i++)); do lab_stop "cli-${srcs[$i]}-$((42000 + i))"; done
+  for ((i = 0; i < ${#srcs[@]}; i++)); do lab_end "srv-${dsts[$i]}-$((5400 + i))"; done
   _e2e_lost
 }
 # The flows whose client failed (iperf_failed): E2E_LOST, how many, and
