@@ -201,15 +201,19 @@ _e2e_started() { # WHAT
   [ "$E2E_NLAG" -gt 0 ] && echo "$1: $E2E_NLAG of ${#srcs[@]} clients started over 0.25 s after their instant (the last $E2E_LAG s)" >&2
   return 0
 }
-# The windows are over: the clients stop now rather than run out the margin
-# their -t has over the windows (6 s of test_fattree_stride's 69), and the
-# servers end with them. A client stopped so closes first and keeps a
-# TIME_WAIT on its fixed source port, which cost 2 of 16 flows of a bench
-# 50 reaction run ("Address already in use") until iperf_client dropped it.
+# The clients run out their -t (4 s past the windows). Stopped once the
+# windows were over (SIGTERM), twice, the figures went wrong: first 2 of 16
+# flows of the next run failed to connect (a TIME_WAIT on their fixed
+# source port, which iperf_client now drops), then, with that fixed, the
+# windows' ends: the servers wrote their last interval twice (counted once
+# now, _IPERF_SUMS), and a window's end, a whole second (date +%s) placed
+# against intervals placed from a whole-second start, can fall up to a
+# second after a stopped flow's last interval and so count a second of
+# nothing. Running out the -t costs 6 s a run.
 _e2e_reap() {
   local i
-  for ((i = 0; i < ${#srcs[@]}; i++)); do lab_stop "cli-${srcs[$i]}-$((42000 + i))"; done
-  for ((i = 0; i < ${#srcs[@]}; i++)); do lab_end "srv-${dsts[$i]}-$((5400 + i))"; done
+  for ((i = 0; i < ${#srcs[@]}; i++)); do wait "${LAB_PIDS[cli-${srcs[$i]}-$((42000 + i))]}" 2>/dev/null; unset "LAB_PIDS[cli-${srcs[$i]}-$((42000 + i))]"; done
+  for ((i = 0; i < ${#srcs[@]}; i++)); do lab_stop "srv-${dsts[$i]}-$((5400 + i))"; done
   _e2e_lost
 }
 # The flows whose client failed (iperf_failed): E2E_LOST, how many, and
