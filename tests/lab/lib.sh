@@ -210,9 +210,9 @@ iperf_client() {
 }
 # The clients of FILE... (their -J logs) that failed, one line each: FILE:
 # iperf3's error, or "no result" (no interval sent). A client stopped by
-# SIGTERM once its windows are over ("interrupt - the client has
-# terminated") did not fail. A lost flow lowers an aggregate as a slow one
-# does; whoever sums them says so.
+# SIGTERM after it ran ("interrupt - the client has terminated", as
+# test_failures stops its own) did not fail. A lost flow lowers an
+# aggregate as a slow one does; whoever sums them says so.
 iperf_failed() {
   local f why
   for f in "$@"; do
