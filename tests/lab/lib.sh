@@ -208,17 +208,16 @@ iperf_client() {
     sleep "$(awk -v a="$0" -v n="$(date +%s.%N)" "BEGIN{d = a - n; printf \"%.3f\", (d > 0 ? d : 0)}")"; date +%s.%N > "$1.start"; shift 2; exec "$@"' \
     "${IPERF_START_AT:-0}" "$6" "$4" iperf3 -c "$2" -p "$3" --cport "$4" $(lab_cc) -t "$5" -i "${IPERF_INTERVAL:-1}" -J --logfile "$6"
 }
-# The clients of FILE... (their -J logs) that failed, one line each: FILE:
-# iperf3's error, or "no result" (no interval sent). A client stopped by
-# SIGTERM after it ran ("interrupt - the client has terminated", as
-# test_failures stops its own) did not fail. A lost flow lowers an
-# aggregate as a slow one does; whoever sums them says so.
+# The clients of FILE... (their -J logs, of clients that ran out their -t)
+# that failed, one line each: FILE: iperf3's error, or "no result" (no
+# interval sent). A lost flow lowers an aggregate as a slow one does;
+# whoever sums them says so.
 iperf_failed() {
   local f why
   for f in "$@"; do
-    why=$(jq -r 'if .error and (.error | startswith("interrupt - ") | not) then .error
-                 elif (.intervals | length) > 0 then "" else "no result" end' "$f" 2>/dev/null) || why="no result"
-    [ -s "$f" ] || why="no result"
+    why="no result"
+    [ ! -s "$f" ] || why=$(jq -r '.error // (if (.intervals | length) > 0 then "" else "no result" end)' "$f" 2>/dev/null) ||
+      why="no result"
     [ -z "$why" ] || echo "$f: $why"
   done
 }
