@@ -26,7 +26,9 @@
 #        >= 90% of E2E_TF). With ECMP_S=0 tierflow runs from the start.
 #        E2E_REACT_S: the same from tierflowd's start (or, with ECMP_S=0, from
 #        the flows' start) in 0.2-s bins (set IPERF_INTERVAL=0.2 for that
-#        resolution); E2E_MOVES: flows moved in all (tierflowd's counter).
+#        resolution); E2E_MOVES: flows moved in all (tierflowd's counter);
+#        E2E_MOVES_MAX: the most moves of any one flow (its "moves" in
+#        GET /api/v1/flows at the window's end; -1 when unread).
 #        E2E_CPU: cores tierflowd and the probes used (tf_cpu).
 #        TF_INTERVAL: the probes' and tierflowd's --interval (default 1).
 #   e2e_oracle PAIRS_FILE SETTLE_S MEAS_S [probes]
@@ -333,6 +335,8 @@ e2e_run() {
   sleep $((tf_s - tf_s / 2 - 1)); te2=$(date +%s)
   [ "$te2" -gt $((tstart + total - 2)) ] && { echo "e2e_run: measurement ran past the flows; clamped" >&2; te2=$((tstart + total - 2)); }
   E2E_MOVES=$(curl -s --max-time 2 "$E2E_URL/metrics" | awk '/^tierflow_rebalance_moves_total /{print $2}')
+  E2E_MOVES_MAX=$(curl -s --max-time 2 "$E2E_URL/api/v1/flows?limit=1000" | jq '[.flows[].moves] | max // 0' 2>/dev/null)
+  [[ "$E2E_MOVES_MAX" =~ ^[0-9]+$ ]] || E2E_MOVES_MAX=-1
   E2E_CPU=$(tf_cpu)
   tf_stop
   _e2e_reap
