@@ -6,6 +6,7 @@
 #include "controller/state.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -547,6 +548,21 @@ bool state_probe_stale(const struct state *s, uint32_t node, double now)
         return true;
     const struct state_probe *p = &s->probes[node];
     return p->last_seen <= 0 || now - p->last_seen > s->stale_after;
+}
+
+bool state_look_complete(struct state *s, double now)
+{
+    double newest = 0, oldest = INFINITY;
+    pthread_rwlock_rdlock(&s->lock);
+    for (uint32_t n = 0; n < s->topo->nnodes; n++) {
+        const struct state_probe *p = &s->probes[n];
+        if (state_probe_stale(s, n, now))
+            continue;
+        newest = p->last_ts > newest ? p->last_ts : newest;
+        oldest = p->last_ts < oldest ? p->last_ts : oldest;
+    }
+    pthread_rwlock_unlock(&s->lock);
+    return newest > 0 && newest - oldest <= STATE_LOOK_TOL;
 }
 
 bool state_flow_stale(const struct state *s, const struct state_flow *f, double now)

@@ -2,7 +2,8 @@
  * of policy/classes.h), staleness with injected time (a probe silent for 3 intervals is
  * stale, its measurements and flows stop counting, they age out after
  * STATE_AGE_OUT stale periods, a probe reporting again is alive), tick
- * transitions, and gen moving only when something changed. */
+ * transitions, gen moving only when something changed, and when every
+ * live probe has reported the same look. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -366,6 +367,36 @@ static void probe_goes_stale_and_data_ages_out(void **st)
     state_free(&s);
 }
 
+/* A look is complete when every live probe's newest report is of the same
+ * instant as the newest of all (STATE_LOOK_TOL): a look at mid-interval
+ * that one probe reported is not; a stale probe does not hold it up. */
+static void look_complete_when_every_live_probe_reported(void **st)
+{
+    (void)st;
+    struct state s;
+    char r[160];
+    assert_int_equal(state_init(&s, fx_topo(), 1000, STALE, T0), 0);
+    assert_false(state_look_complete(&s, T0));   /* nobody reported */
+#define LOOK(probe, ts, now)                                                                    \
+    do {                                                                                        \
+        snprintf(r, sizeof(r), "{\"probe\": \"%s\", \"ts\": %.3f, \"links\": [], \"flows\": []}", probe, ts); \
+        assert_int_equal(fx_post(&s, r, now, NULL), 0);                                         \
+    } while (0)
+    LOOK("L1", T0, T0);
+    assert_true(state_look_complete(&s, T0));
+    LOOK("L2", T0 + 0.01, T0 + 0.01);
+    assert_true(state_look_complete(&s, T0 + 0.01));
+    LOOK("L1", T0 + 0.5, T0 + 0.5);   /* L1 looked at mid-interval, L2 did not */
+    assert_false(state_look_complete(&s, T0 + 0.5));
+    LOOK("L2", T0 + 0.5 + STATE_LOOK_TOL / 2, T0 + 0.52);
+    assert_true(state_look_complete(&s, T0 + 0.52));
+    LOOK("L1", T0 + 4, T0 + 4);       /* L2 silent since T0 + 0.52: stale */
+    assert_true(state_probe_stale(&s, fx_node(s.topo, "L2"), T0 + 4));
+    assert_true(state_look_complete(&s, T0 + 4));
+#undef LOOK
+    state_free(&s);
+}
+
 /* Without a fresh probe counter the load of a direction is the sum of the
  * live flows crossing it; a flow whose reporter went silent drops out. */
 static void loads_from_flows_when_unmeasured(void **st)
@@ -530,6 +561,7 @@ int main(void)
                                        cmocka_unit_test(fabric_change_frees_flows),
                                        cmocka_unit_test(probe_goes_stale_and_data_ages_out),
                                        cmocka_unit_test(loads_from_flows_when_unmeasured),
+                                       cmocka_unit_test(look_complete_when_every_live_probe_reported),
                                        cmocka_unit_test(flows_classified_by_job)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# The round a report triggers (docs/policy.md, "React to reports"), against
+# a real daemon (sanitizer build) on loopback, rounds on the timer off
+# (--interval 3600) and thresholds.react_window at 4 s:
+#   a collision in L1's report, L2's report of the same look (the same ts)
+#   already in: the look is complete and the round runs at once, well
+#   before the window (tierflow_rebalance_report_rounds_total 1 within 2 s);
+#   the same collision with L2's last report half a second older: the round
+#   waits for L2 (none 1.5 s in) and runs as soon as L2's report of that
+#   look comes (within 1.5 s, before the window ends);
+#   a look L2 did not report at all (as one at mid-interval, which only the
+#   probes that saw a flow become fat report): the round waits out the
+#   window (none 2 s in, one by 7 s).
+# timeout: 60
+set -u
+. "$(dirname "$0")/../lib/tap.sh"
+D=$TF_BIN/tierflowd; G=$TF_TOOLS/report_gen
+[ -x "$D" ] && [ -x "$G" ] || { t_skip all "needs $D and $G (make san tools)"; t_done; }
+. "$(dirname "$0")/../lib/daemon.sh"
+"$G" --topology leafspine:leaves=2,spines=4,hosts=4,gbps=100 --emit-topology "$W/topo.json"
+# reports at ts T: L1's four flows all on its link to S1 (a collision);
+# L2's links without flows (nothing contended)
+"$G" --topology "$W/topo.json" --flows 4 --congest L1-S1 > "$W/reports"
+report() {
+  jq -c --arg p "$1" --argjson ts "$2" 'select(.probe == $p) | .ts = $ts | if $p == "L2" then .flows = [] else . end' "$W/reports"
+}
+post() { curl -s -o /dev/null -w '%{http_code}' -X POST -H 'Content-Type: application/json' --data-binary "$1" "$U/api/v1/reports"; }
+rounds() { curl -s "$U/metrics" | awk '/^tierflow_rebalance_report_rounds_total /{print $2}'; }
+# until_rounds N SECONDS: polls until the count is N
+until_rounds() { local i n; n=$(awk -v s="$2" 'BEGIN{print int(s * 10)}'); for ((i = 0; i < n; i++)); do [ "$(rounds)" = "$1" ] && return 0; sleep 0.1; done; return 1; }
+start() {
+  PORT=$(port); U=http://127.0.0.1:$PORT
+  "$D" --topology "$W/topo.json" --listen 127.0.0.1:$PORT --backend none --interval 3600 \
+       --set thresholds.react_window=4 2>>"$W/log" & PID=$!
+  wait_up "$U" || { t_fail "daemon starts" "$(tail -3 "$W/log")"; t_done; }
+}
+
+start
+t=$(date +%s.%N)
+t_eq "complete look: L2's report taken" 200 "$(post "$(report L2 "$t")")"
+t_eq "complete look: no round before the collision" 0 "$(rounds)"
+t_eq "complete look: L1's report taken" 200 "$(post "$(report L1 "$t")")"
+t_check "complete look: the round runs before the window (within 2 s of 4)" until_rounds 1 2
+stop
+
+earlier() { awk -v t="$1" 'BEGIN{printf "%.6f", t - 0.5}'; }
+start
+t=$(date +%s.%N)
+t_eq "L2 late: L2's earlier report taken" 200 "$(post "$(report L2 "$(earlier "$t")")")"
+t_eq "L2 late: L1's report taken" 200 "$(post "$(report L1 "$t")")"
+sleep 1.5
+t_eq "L2 late: no round 1.5 s in (waits for L2)" 0 "$(rounds)"
+t_eq "L2 late: L2's report of the look taken" 200 "$(post "$(report L2 "$t")")"
+t_check "L2 late: the round runs once it is in, before the window" until_rounds 1 1.5
+stop
+
+start
+t=$(date +%s.%N)
+t_eq "look L2 missed: L2's earlier report taken" 200 "$(post "$(report L2 "$(earlier "$t")")")"
+t_eq "look L2 missed: L1's report taken" 200 "$(post "$(report L1 "$t")")"
+sleep 2
+t_eq "look L2 missed: no round 2 s in (waits for L2)" 0 "$(rounds)"
+t_check "look L2 missed: the round runs when the window ends" until_rounds 1 5
+stop
+t_done
