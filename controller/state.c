@@ -550,7 +550,7 @@ bool state_probe_stale(const struct state *s, uint32_t node, double now)
     return p->last_seen <= 0 || now - p->last_seen > s->stale_after;
 }
 
-bool state_look_complete(struct state *s, double now)
+double state_look_complete(struct state *s, double now)
 {
     double newest = 0, oldest = INFINITY;
     pthread_rwlock_rdlock(&s->lock);
@@ -562,7 +562,7 @@ bool state_look_complete(struct state *s, double now)
         oldest = p->last_ts < oldest ? p->last_ts : oldest;
     }
     pthread_rwlock_unlock(&s->lock);
-    return newest > 0 && newest - oldest <= STATE_LOOK_TOL;
+    return newest > 0 && newest - oldest <= STATE_LOOK_TOL ? newest : 0;
 }
 
 bool state_flow_stale(const struct state *s, const struct state_flow *f, double now)

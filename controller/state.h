@@ -344,15 +344,16 @@ int  state_job_find(const struct state *s, const char *name);
 void state_reclassify(struct state *s);
 
 bool state_probe_stale(const struct state *s, uint32_t node, double now);
-/* Whether every live probe's newest report is of the same look as the
- * newest of all: its report time (the end of its interval, on the probe's
- * clock) within STATE_LOOK_TOL of the latest. Probes close on the same
- * instants of the wall clock, so at an interval's end this comes true as
- * the last one is in; after a look at mid-interval, which only probes that
- * saw a flow become fat report, it does not. False with no live probe.
- * Takes the read lock. */
+/* The look every live probe has reported: when each one's newest report
+ * time (the end of its interval, on the probe's clock) is within
+ * STATE_LOOK_TOL of the newest of all, that newest time; 0 when some live
+ * probe has not reported it yet, or none is live. Probes close on the same
+ * instants of the wall clock, so at an interval's end this becomes the
+ * interval's end as the last report is in; after a look at mid-interval,
+ * which only probes that saw a flow become fat report, it stays 0. Takes
+ * the read lock. */
 #define STATE_LOOK_TOL 0.05
-bool state_look_complete(struct state *s, double now);
+double state_look_complete(struct state *s, double now);
 bool state_flow_stale(const struct state *s, const struct state_flow *f, double now);
 
 /* Per-direction load as the rebalancer and the views see it: a fresh probe

@@ -463,20 +463,36 @@ static void lower_priority(void)
 }
 
 /* The periodic round comes this share of an interval (at most
- * TICK_LAG_MAX s) after a wall-clock multiple of the interval: the probes
- * close their intervals on those multiples (tf_until_boundary), so their
- * reports are in. At a random phase the round waited up to an interval
+ * TICK_LAG_MAX s) after a wall-clock multiple of the interval, or as soon
+ * as every live probe has reported the interval that ended there
+ * (state_look_complete; 8-17 ms after it in bench 50's leaf/spine traces):
+ * the probes close their intervals on those multiples (tf_until_boundary),
+ * so their reports are in. At a random phase the round waited up to an interval
  * more for what the reports said: test_gray_hop named a gray link after
  * 2.2-3.3 s (two bad rounds of three), 2.0-2.9 s aligned (docs/health.md). */
 #define TICK_LAG_FRAC 0.15
 #define TICK_LAG_MAX 0.3
 
+static double tick_lag(const struct daemon *d)
+{
+    double iv = d->cfg.interval;
+    return TICK_LAG_FRAC * iv < TICK_LAG_MAX ? TICK_LAG_FRAC * iv : TICK_LAG_MAX;
+}
+
 /* Monotonic time of the next periodic round: at least half an interval
  * away, just after the probes' reports of an interval are in. */
 static double next_tick(const struct daemon *d)
 {
-    double iv = d->cfg.interval, lag = TICK_LAG_FRAC * iv < TICK_LAG_MAX ? TICK_LAG_FRAC * iv : TICK_LAG_MAX;
-    return tf_now_mono() + tf_until_boundary(tf_now_real() - lag, iv, iv / 2);
+    double lag = tick_lag(d);
+    return tf_now_mono() + tf_until_boundary(tf_now_real() - lag, d->cfg.interval, d->cfg.interval / 2);
+}
+
+/* Whether every live probe has reported the look at monotonic time at
+ * (state_look_complete): then a round waits no longer for the reports. */
+static bool look_in(struct daemon *d, double at)
+{
+    double now = tf_now_real(), look = state_look_complete(&d->st, now);
+    return look > 0 && look >= now + (at - tf_now_mono()) - STATE_LOOK_TOL;
 }
 
 /* A standby ingests, and runs no round (leader.h); nor does a leader whose
@@ -511,12 +527,11 @@ static bool standby_step(struct daemon *d, int sig, double *next)
  * which only some probes report, waits out the window. */
 static void react_step(struct daemon *d, double *react_at)
 {
-    double now = tf_now_real();
-    if (*react_at == 0 && rebalance_contended(&d->rb, now))
+    if (*react_at == 0 && rebalance_contended(&d->rb, tf_now_real()))
         *react_at = tf_now_mono() + d->cfg.react_window;
-    if (*react_at > 0 && (tf_now_mono() >= *react_at || state_look_complete(&d->st, now))) {
+    if (*react_at > 0 && (tf_now_mono() >= *react_at || state_look_complete(&d->st, tf_now_real()) > 0)) {
         *react_at = 0;
-        now = tf_now_real();
+        double now = tf_now_real();
         state_tick(&d->st, now, probe_cb, d);
         rebalance_auto(&d->rb, now);
         atomic_fetch_add(&d->m.react_rounds, 1);
@@ -544,10 +559,15 @@ static void run(struct daemon *d, const sigset_t *set)
     for (;;) {
         double wait = next - tf_now_mono();
         /* Between ticks, look at what reports brought every REACT_POLL s
-         * (rebalance_contended is cheap when nothing changed), and with a
-         * round due, whether the look is complete. */
+         * (rebalance_contended is cheap when nothing changed); with a
+         * round due, and from the interval's end to the tick, whether the
+         * look is complete. */
         if (react_at > 0 && react_at - tf_now_mono() < wait)
             wait = react_at - tf_now_mono();
+        if (wait > tick_lag(d))
+            wait -= tick_lag(d);
+        else if (wait > REACT_POLL)
+            wait = REACT_POLL;
         if (d->cfg.react_window > 0 && wait > REACT_POLL)
             wait = REACT_POLL;
         if (wait < 0)
@@ -587,7 +607,9 @@ static void run(struct daemon *d, const sigset_t *set)
         }
         if (d->cfg.react_window > 0 && tf_now_mono() < next)
             react_step(d, &react_at);
-        if (tf_now_mono() < next)
+        /* The periodic round is due at next, or once every probe has
+         * reported the interval that ended tick_lag before it. */
+        if (tf_now_mono() < next && !(next - tf_now_mono() <= tick_lag(d) && look_in(d, next - tick_lag(d))))
             continue;
         react_at = 0;
         next += d->cfg.interval;

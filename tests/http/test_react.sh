@@ -10,7 +10,11 @@
 #   look comes (within 1.5 s, before the window ends);
 #   a look L2 did not report at all (as one at mid-interval, which only the
 #   probes that saw a flow become fat report): the round waits out the
-#   window (none 2 s in, one by 7 s).
+#   window (none 2 s in, one by 7 s);
+#   the periodic round (--interval 2, reactions off), due 0.3 s after each
+#   even second of the wall clock (TICK_LAG_MAX), runs as soon as both
+#   probes' reports of the interval that ended there are in: posted 20 ms
+#   after it, the round has run 250 ms after it.
 # timeout: 60
 set -u
 . "$(dirname "$0")/../lib/tap.sh"
@@ -28,10 +32,10 @@ post() { curl -s -o /dev/null -w '%{http_code}' -X POST -H 'Content-Type: applic
 rounds() { curl -s "$U/metrics" | awk '/^tierflow_rebalance_report_rounds_total /{print $2}'; }
 # until_rounds N SECONDS: polls until the count is N
 until_rounds() { local i n; n=$(awk -v s="$2" 'BEGIN{print int(s * 10)}'); for ((i = 0; i < n; i++)); do [ "$(rounds)" = "$1" ] && return 0; sleep 0.1; done; return 1; }
-start() {
+start() {   # [INTERVAL REACT_WINDOW]
   PORT=$(port); U=http://127.0.0.1:$PORT
-  "$D" --topology "$W/topo.json" --listen 127.0.0.1:$PORT --backend none --interval 3600 \
-       --set thresholds.react_window=4 2>>"$W/log" & PID=$!
+  "$D" --topology "$W/topo.json" --listen 127.0.0.1:$PORT --backend none --interval "${1:-3600}" \
+       --set thresholds.react_window="${2:-4}" 2>>"$W/log" & PID=$!
   wait_up "$U" || { t_fail "daemon starts" "$(tail -3 "$W/log")"; t_done; }
 }
 
@@ -61,5 +65,19 @@ t_eq "look L2 missed: L1's report taken" 200 "$(post "$(report L1 "$t")")"
 sleep 2
 t_eq "look L2 missed: no round 2 s in (waits for L2)" 0 "$(rounds)"
 t_check "look L2 missed: the round runs when the window ends" until_rounds 1 5
+stop
+
+start 2 0
+all_rounds() { curl -s "$U/metrics" | awk '/^tierflow_rebalance_rounds_total /{print $2}'; }
+# sleep_to T: until wall-clock time T
+sleep_to() { sleep "$(awk -v t="$1" -v n="$(date +%s.%N)" 'BEGIN{d = t - n; printf "%.3f", (d > 0 ? d : 0)}')"; }
+b=$(( $(date +%s) / 2 * 2 + 4 ))   # an even second at least 2 s away
+sleep_to "$b.020"
+before=$(all_rounds)
+post "$(report L2 "$b")" >/dev/null; post "$(report L1 "$b")" >/dev/null
+sleep_to "$b.250"
+after=$(all_rounds)
+t_check "tick: the round runs once the interval's reports are in, before its lag ($before -> $after rounds by +250 ms)" \
+  test "$after" -gt "$before"
 stop
 t_done
