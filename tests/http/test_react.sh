@@ -47,21 +47,22 @@ t_eq "complete look: L1's report taken" 200 "$(post "$(report L1 "$t")")"
 t_check "complete look: the round runs before the window (within 2 s of 4)" until_rounds 1 2
 stop
 
-earlier() { awk -v t="$1" 'BEGIN{printf "%.6f", t - 0.5}'; }
-start
-t=$(date +%s.%N)
-t_eq "L2 late: L2's earlier report taken" 200 "$(post "$(report L2 "$(earlier "$t")")")"
-t_eq "L2 late: L1's report taken" 200 "$(post "$(report L1 "$t")")"
+# older_l2 NAME: a fresh daemon, L2's report, then L1's with the collision
+# half a second later (t: L1's report time)
+older_l2() {
+  start
+  t=$(date +%s.%N)
+  t_eq "$1: L2's earlier report taken" 200 "$(post "$(report L2 "$(awk -v t="$t" 'BEGIN{printf "%.6f", t - 0.5}')")")"
+  t_eq "$1: L1's report taken" 200 "$(post "$(report L1 "$t")")"
+}
+older_l2 "L2 late"
 sleep 1.5
 t_eq "L2 late: no round 1.5 s in (waits for L2)" 0 "$(rounds)"
 t_eq "L2 late: L2's report of the look taken" 200 "$(post "$(report L2 "$t")")"
 t_check "L2 late: the round runs once it is in, before the window" until_rounds 1 1.5
 stop
 
-start
-t=$(date +%s.%N)
-t_eq "look L2 missed: L2's earlier report taken" 200 "$(post "$(report L2 "$(earlier "$t")")")"
-t_eq "look L2 missed: L1's report taken" 200 "$(post "$(report L1 "$t")")"
+older_l2 "look L2 missed"
 sleep 2
 t_eq "look L2 missed: no round 2 s in (waits for L2)" 0 "$(rounds)"
 t_check "look L2 missed: the round runs when the window ends" until_rounds 1 5
