@@ -550,7 +550,7 @@ bool state_probe_stale(const struct state *s, uint32_t node, double now)
     return p->last_seen <= 0 || now - p->last_seen > s->stale_after;
 }
 
-double state_look_complete(struct state *s, double now)
+double state_look_time(struct state *s, double now)
 {
     double newest = 0, oldest = INFINITY;
     pthread_rwlock_rdlock(&s->lock);

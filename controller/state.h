@@ -353,7 +353,7 @@ bool state_probe_stale(const struct state *s, uint32_t node, double now);
  * which only probes that saw a flow become fat report, it stays 0. Takes
  * the read lock. */
 #define STATE_LOOK_TOL 0.05
-double state_look_complete(struct state *s, double now);
+double state_look_time(struct state *s, double now);
 bool state_flow_stale(const struct state *s, const struct state_flow *f, double now);
 
 /* Per-direction load as the rebalancer and the views see it: a fresh probe

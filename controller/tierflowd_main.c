@@ -465,7 +465,7 @@ static void lower_priority(void)
 /* The periodic round comes this share of an interval (at most
  * TICK_LAG_MAX s) after a wall-clock multiple of the interval, or as soon
  * as every live probe has reported the interval that ended there
- * (state_look_complete; 8-17 ms after it in bench 50's leaf/spine traces):
+ * (state_look_time; 8-17 ms after it in a bench 50 leaf/spine trace):
  * the probes close their intervals on those multiples (tf_until_boundary),
  * so their reports are in. At a random phase the round waited up to an interval
  * more for what the reports said: test_gray_hop named a gray link after
@@ -488,10 +488,10 @@ static double next_tick(const struct daemon *d)
 }
 
 /* Whether every live probe has reported the look at monotonic time at
- * (state_look_complete): then a round waits no longer for the reports. */
+ * (state_look_time): then a round waits no longer for the reports. */
 static bool look_in(struct daemon *d, double at)
 {
-    double now = tf_now_real(), look = state_look_complete(&d->st, now);
+    double now = tf_now_real(), look = state_look_time(&d->st, now);
     return look > 0 && look >= now + (at - tf_now_mono()) - STATE_LOOK_TOL;
 }
 
@@ -520,16 +520,16 @@ static bool standby_step(struct daemon *d, int sig, double *next)
 /* A report showed a new contended direction: one round once the reports
  * of the other probes of the same look are in (a round on one leaf's view
  * fixes only that leaf), that is as soon as every live probe has reported
- * that look (state_look_complete), or react_window after, whichever is
+ * that look (state_look_time), or react_window after, whichever is
  * first. At an interval's end all probes report within a few ms of each
- * other (8-17 ms in bench 50's leaf/spine traces), and the window alone
+ * other (8-17 ms in a bench 50 leaf/spine trace), and the window alone
  * put the round 110-124 ms after the first report; a look at mid-interval,
  * which only some probes report, waits out the window. */
 static void react_step(struct daemon *d, double *react_at)
 {
     if (*react_at == 0 && rebalance_contended(&d->rb, tf_now_real()))
         *react_at = tf_now_mono() + d->cfg.react_window;
-    if (*react_at > 0 && (tf_now_mono() >= *react_at || state_look_complete(&d->st, tf_now_real()) > 0)) {
+    if (*react_at > 0 && (tf_now_mono() >= *react_at || state_look_time(&d->st, tf_now_real()) > 0)) {
         *react_at = 0;
         double now = tf_now_real();
         state_tick(&d->st, now, probe_cb, d);
@@ -557,19 +557,17 @@ static void run(struct daemon *d, const sigset_t *set)
 {
     double next = next_tick(d), last_poke_round = 0, react_at = 0;
     for (;;) {
-        double wait = next - tf_now_mono();
-        /* Between ticks, look at what reports brought every REACT_POLL s
-         * (rebalance_contended is cheap when nothing changed); with a
-         * round due, and from the interval's end to the tick, whether the
-         * look is complete. */
-        if (react_at > 0 && react_at - tf_now_mono() < wait)
-            wait = react_at - tf_now_mono();
-        if (wait > tick_lag(d))
-            wait -= tick_lag(d);
-        else if (wait > REACT_POLL)
-            wait = REACT_POLL;
+        double mono = tf_now_mono(), lag = tick_lag(d), wait = next - mono;
+        /* Wake at the interval's end (lag before the tick) and from there
+         * every REACT_POLL s, to see whether its look is complete; between
+         * ticks, every REACT_POLL s to look at what reports brought
+         * (rebalance_contended is cheap when nothing changed); and when a
+         * round a report triggered is due. */
+        wait = wait > lag ? wait - lag : wait > REACT_POLL ? REACT_POLL : wait;
         if (d->cfg.react_window > 0 && wait > REACT_POLL)
             wait = REACT_POLL;
+        if (react_at > 0 && react_at - mono < wait)
+            wait = react_at - mono;
         if (wait < 0)
             wait = 0;
         struct timespec ts = {(time_t)wait, (long)((wait - (double)(time_t)wait) * 1e9)};
@@ -608,8 +606,9 @@ static void run(struct daemon *d, const sigset_t *set)
         if (d->cfg.react_window > 0 && tf_now_mono() < next)
             react_step(d, &react_at);
         /* The periodic round is due at next, or once every probe has
-         * reported the interval that ended tick_lag before it. */
-        if (tf_now_mono() < next && !(next - tf_now_mono() <= tick_lag(d) && look_in(d, next - tick_lag(d))))
+         * reported the interval that ended lag before it. */
+        mono = tf_now_mono();
+        if (mono < next && !(next - mono <= lag && look_in(d, next - lag)))
             continue;
         react_at = 0;
         next += d->cfg.interval;

@@ -203,7 +203,8 @@ _e2e_started() { # WHAT
   [ "$E2E_NLAG" -gt 0 ] && echo "$1: $E2E_NLAG of ${#srcs[@]} clients started over 0.25 s after their instant (the last $E2E_LAG s)" >&2
   return 0
 }
-# The clients run out their -t (4 s past the windows). Stopped once the
+# The clients run out their -t (e2e_run's 10-s margin past the windows,
+# less what starting tierflowd and the probes took). Stopped once the
 # windows were over (SIGTERM), twice, the figures went wrong: first 2 of 16
 # flows of the next run failed to connect (a TIME_WAIT on their fixed
 # source port, which iperf_client now drops), then, with that fixed, the
@@ -211,7 +212,8 @@ _e2e_started() { # WHAT
 # now, _IPERF_SUMS), and a window's end, a whole second (date +%s) placed
 # against intervals placed from a whole-second start, can fall up to a
 # second after a stopped flow's last interval and so count a second of
-# nothing. Running out the -t costs 6 s a run.
+# nothing. Running out the -t is what test_fattree_stride pays for it
+# (61-73 s against 55-58 stopped early, docs/HACKING.md).
 _e2e_reap() {
   local i
   for ((i = 0; i < ${#srcs[@]}; i++)); do wait "${LAB_PIDS[cli-${srcs[$i]}-$((42000 + i))]}" 2>/dev/null; unset "LAB_PIDS[cli-${srcs[$i]}-$((42000 + i))]"; done

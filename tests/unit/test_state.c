@@ -377,23 +377,23 @@ static void look_complete_when_every_live_probe_reported(void **st)
     struct state s;
     char r[160];
     assert_int_equal(state_init(&s, fx_topo(), 1000, STALE, T0), 0);
-    assert_true(state_look_complete(&s, T0) == 0);   /* nobody reported */
+    assert_true(state_look_time(&s, T0) == 0);   /* nobody reported */
 #define LOOK(probe, ts, now)                                                                    \
     do {                                                                                        \
         snprintf(r, sizeof(r), "{\"probe\": \"%s\", \"ts\": %.3f, \"links\": [], \"flows\": []}", probe, ts); \
         assert_int_equal(fx_post(&s, r, now, NULL), 0);                                         \
     } while (0)
     LOOK("L1", T0, T0);
-    assert_true(state_look_complete(&s, T0) == T0);
+    assert_true(state_look_time(&s, T0) == T0);
     LOOK("L2", T0 + 0.01, T0 + 0.01);
-    assert_true(state_look_complete(&s, T0 + 0.01) == T0 + 0.01);
+    assert_true(state_look_time(&s, T0 + 0.01) == T0 + 0.01);
     LOOK("L1", T0 + 0.5, T0 + 0.5);   /* L1 looked at mid-interval, L2 did not */
-    assert_true(state_look_complete(&s, T0 + 0.5) == 0);
+    assert_true(state_look_time(&s, T0 + 0.5) == 0);
     LOOK("L2", T0 + 0.5 + STATE_LOOK_TOL / 2, T0 + 0.52);
-    assert_true(state_look_complete(&s, T0 + 0.52) == T0 + 0.5 + STATE_LOOK_TOL / 2);
+    assert_true(state_look_time(&s, T0 + 0.52) == T0 + 0.5 + STATE_LOOK_TOL / 2);
     LOOK("L1", T0 + 4, T0 + 4);       /* L2 silent since T0 + 0.52: stale */
     assert_true(state_probe_stale(&s, fx_node(s.topo, "L2"), T0 + 4));
-    assert_true(state_look_complete(&s, T0 + 4) == T0 + 4);
+    assert_true(state_look_time(&s, T0 + 4) == T0 + 4);
 #undef LOOK
     state_free(&s);
 }
