@@ -133,7 +133,7 @@ static int round_assign(struct rebalance *rb, struct round *r, bool per_dst)
         r->af[i] = (struct assign_flow){.src = r->f[i].src, .dst = r->f[i].dst, .gbps = r->f[i].gbps,
                                         .cls = r->f[i].cls < (int)r->npol ? r->f[i].cls : 0,
                                         .path = (uint32_t)r->f[i].path, .hash = (uint32_t)r->f[i].id,
-                                        .movable = r->f[i].movable};
+                                        .movable = r->f[i].movable, .moved = r->f[i].moved_at > 0};
         r->path[i] = r->af[i].path;
     }
     struct assign_input in = {.t = r->t, .bg_gbps = r->bgc, .down = r->down, .closed = r->closed, .flows = r->af,

@@ -64,6 +64,9 @@ struct ctx {
     struct cand *pool;            /* the cache's candidates, k per slot */
     struct tmpl tp;               /* closed-form decoding of the pair being filled */
     uint64_t eject_work;          /* flows and alternatives the ejections may still examine */
+    /* Flows moved before (assign_flow.moved) that the search has moved
+     * again, and how many it may (< 0: any; may_move). */
+    int64_t again, again_cap;
     uint64_t steps;               /* local-search steps taken */
 };
 
@@ -619,10 +622,12 @@ static void move_to(struct ctx *c, struct search *s, const uint8_t *cur_ok, uint
     out[i] = p->idx;
     bool is = cur_ok[i] && out[i] != f->path;
     *used += (int64_t)is - (int64_t)was;
+    c->again += f->moved ? (int64_t)is - (int64_t)was : 0;
 }
 
 /* Whether flow i may move now: movable (or off a usable path), and a move
- * off its current path still fits the budget. */
+ * off its current path still fits the budget, and for a flow moved before,
+ * the cap on second moves. */
 static bool may_move(const struct ctx *c, const struct assign_params *p, const uint8_t *cur_ok, const uint32_t *out,
                      int64_t used, uint32_t i)
 {
@@ -630,6 +635,8 @@ static bool may_move(const struct ctx *c, const struct assign_params *p, const u
     if (!f->movable && cur_ok[i])
         return false;
     bool counts = cur_ok[i] && out[i] == f->path;
+    if (counts && f->moved && c->again_cap >= 0 && c->again >= c->again_cap)
+        return false;
     return !(counts && p->max_moves >= 0 && used >= p->max_moves);
 }
 
@@ -816,14 +823,22 @@ static bool relieve(struct ctx *c, struct search *s, const struct assign_params 
 
 /* Local search: move the flow that best relieves the hottest direction (or,
  * when no single move does, eject flows in the way), while that strictly lowers it
- * and the budget allows. */
+ * and the budget allows. Each step looks for a way that moves no flow moved
+ * before (assign_flow.moved) a second time, then one, then any: a flow
+ * moves once in a steady fabric wherever the search finds how (bench 50's
+ * late starters, docs/lab.md, "Why a flow moved twice"). */
 static void local_search(struct ctx *c, struct search *s, const struct assign_params *p, const uint8_t *cur_ok,
                          uint32_t *out)
 {
     const struct assign_input *in = c->in;
-    int64_t used = 0;
-    for (uint32_t i = 0; i < in->nflows; i++)
-        used += cur_ok[i] && in->flows[i].movable && out[i] != in->flows[i].path;
+    int64_t used = 0, movers = 0;
+    c->again = 0;
+    for (uint32_t i = 0; i < in->nflows; i++) {
+        const struct assign_flow *f = &in->flows[i];
+        used += cur_ok[i] && f->movable && out[i] != f->path;
+        c->again += f->moved && cur_ok[i] && out[i] != f->path;
+        movers += f->moved && f->movable && cur_ok[i];
+    }
     c->eject_work = EJECT_WORK_BASE + EJECT_WORK_PER_FLOW * (uint64_t)in->nflows;
     bool levelling = false;   /* past the global maximum: only congested directions */
     for (uint64_t it = 0; it < 4 * (uint64_t)in->nflows + 1000; it++) {
@@ -835,15 +850,22 @@ static void local_search(struct ctx *c, struct search *s, const struct assign_pa
         struct cand bp;
         uint32_t bf = NIL;
         double lim = u * (1 - 1e-9);
-        if (!pinned_dir(c, ds)) {
+        bool relieved = false;
+        /* Caps on second moves: none, one more, any (the last alone when no
+         * flow moved before may move). */
+        for (int pass = movers ? 0 : 2; pass < 3 && bf == NIL && !relieved && !pinned_dir(c, ds); pass++) {
+            c->again_cap = pass == 2 ? -1 : c->again + pass;
             bf = best_single(c, s, p, cur_ok, out, used, ds, lim, NULL, &bp);
             struct ejlog lg = { .n = 0 };
             if (bf == NIL && relieve(c, s, p, cur_ok, out, &used, &lg, ds, lim, EJECT_DEPTH)) {
-                if (p->max_moves < 0 || used <= p->max_moves)
-                    continue;
-                undo_to(c, s, cur_ok, out, &used, &lg, 0);
+                relieved = p->max_moves < 0 || used <= p->max_moves;
+                if (!relieved)
+                    undo_to(c, s, cur_ok, out, &used, &lg, 0);
             }
         }
+        c->again_cap = -1;
+        if (relieved)
+            continue;
         if (bf == NIL) {
             /* Nothing relieves ds (a NIC, or every alternative is as hot):
              * set it aside and level the next hottest, which cannot raise
@@ -1086,7 +1108,7 @@ int assign_run(int algo, const struct assign_input *in, const struct assign_para
     if (r < 0)
         return r;
     double t0 = tf_now_mono();
-    struct ctx c = { .in = in, .t = in->t, .seed = p->seed };
+    struct ctx c = { .in = in, .t = in->t, .seed = p->seed, .again_cap = -1 };
     c.k = p->candidates ? (p->candidates > KMAX ? KMAX : p->candidates) : 64;
     c.ndirs = 2 * in->t->nlinks;
     c.load = malloc(((size_t)c.ndirs + 1) * sizeof(double));

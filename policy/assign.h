@@ -13,7 +13,8 @@
  *             path on ties), a local search that moves flows off the hottest
  *             direction, with ejection chains (flows in the way step aside)
  *             when no single move does, then levels the other congested
- *             ones, a move-back
+ *             ones (each step first without moving a flow moved before
+ *             again, then with one more such move, then any), a move-back
  *             pass to current paths that stay below the maximum, and a plan
  *             hysteresis: unless the directions the moves touch get at least
  *             `margin` cooler at their hottest, no discretionary move is made.
@@ -51,6 +52,10 @@ struct assign_flow {
     uint32_t path;              /* current path, or ASSIGN_NO_PATH */
     uint32_t hash;              /* the flow's ECMP hash input (e.g. 5-tuple hash) */
     bool movable;
+    /* Moved before (the controller's choice, or a pin it adopted):
+     * tierflow's search moves it a second time only where it finds no way
+     * that moves fewer such flows again. */
+    bool moved;
 };
 
 /* A class's path policy resolved against a topology (classes_resolve). */

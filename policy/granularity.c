@@ -200,6 +200,7 @@ static int units_make(const struct assign_input *in, struct units *us)
                 us->bg[g.dirs[g.off[f]]] += fl->gbps;
             u.gbps += fl->gbps;
             u.movable = u.movable && fl->movable;
+            u.moved = u.moved || fl->moved;
             us->unit_of[f] = us->nu;
         }
         us->u[us->nu++] = u;

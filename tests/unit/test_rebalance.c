@@ -739,6 +739,32 @@ static void new_collision_waits_for_held(void **state)
                 assert_true(i == 0 && j == 4);   /* only the pair that shares its NICs shares a spine */
 }
 
+/* Two flows collide on S1 and either can take the free S2: the one moved
+ * before (20 s ago, past min_move_interval) stays and the other moves, so
+ * that no flow moves twice where once does (docs/lab.md, "Why a flow moved
+ * twice"). Tried with each flow as the one moved before. */
+static void moved_before_stays_where_another_can_go(void **state)
+{
+    struct fx *x = *state;
+    const int sp[] = {1, 2, 3, 4};
+    const char *on[] = {"S1", "S1", "S3", "S4"};
+    const double g[] = {60, 60, 30, 30};
+    for (int k = 0; k < 2; k++) {
+        report(x, T0 + 100 * k, NULL, 4, sp, on, g);
+        moved_at(x, k, sp[k], T0 + 100 * k - 20);
+        assert_int_equal(auto_moves(x, T0 + 100 * k), 1);
+        assert_string_equal(fx_spine(&x->st, flow(x, k, sp[k])), "S1");
+        assert_string_equal(fx_spine(&x->st, flow(x, 1 - k, sp[1 - k])), "S2");
+        /* Back on S1 unpinned, as a failure leaves it, and no longer moved. */
+        struct state_flow *o = (struct state_flow *)flow(x, 1 - k, sp[1 - k]);
+        o->pinned = false;
+        o->pin = -1;
+        o->move_bps = 0;
+        o->last_moved = 0;
+        moved_at(x, k, sp[k], 0);
+    }
+}
+
 /* rebalance_contended, the report-driven wake-up: true for a contended
  * direction the last round did not see and no move touched; false when
  * nothing changed since it last looked, for what the last round already saw,
@@ -1302,6 +1328,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(moved_flow_counts_at_its_demand, setup4, teardown),
         cmocka_unit_test_setup_teardown(moved_flow_below_fat_counts_at_its_demand, setup4, teardown),
         cmocka_unit_test_setup_teardown(new_collision_waits_for_held, setup4, teardown),
+        cmocka_unit_test_setup_teardown(moved_before_stays_where_another_can_go, setup4, teardown),
         cmocka_unit_test_setup_teardown(starved_late_starter_moves_once, setup, teardown),
         cmocka_unit_test_setup_teardown(starved_late_starter_free_in_settle, setup4, teardown),
         cmocka_unit_test_setup_teardown(nic_bound_with_counter_skew, setup1, teardown),
