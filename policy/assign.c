@@ -827,9 +827,10 @@ static bool relieve(struct ctx *c, struct search *s, const struct assign_params 
 /* Local search: move the flow that best relieves the hottest direction (or,
  * when no single move does, eject flows in the way), while that strictly lowers it
  * and the budget allows. Each step looks for a way that moves no flow moved
- * before (assign_flow.moved) a second time, then one, then any: a flow
- * moves once in a steady fabric wherever the search finds how (bench 50's
- * late starters, docs/lab.md, "Why a flow moved twice"). */
+ * before (assign_flow.moved) a second time, then one more, up to
+ * AGAIN_TRIES - 1 more, then any: a flow moves once in a steady fabric
+ * wherever the search finds how, and as few move twice as it can (bench
+ * 50's late starters, docs/lab.md, "Second moves last"). */
 static void local_search(struct ctx *c, struct search *s, const struct assign_params *p, const uint8_t *cur_ok,
                          uint32_t *out)
 {
