@@ -854,25 +854,20 @@ static void local_search(struct ctx *c, struct search *s, const struct assign_pa
         struct cand bp;
         uint32_t bf = NIL;
         bool relieved = false;
-        /* Goals: with a move budget (moves count: the controller), a
-         * congested direction uncongested at once, else merely lower; for
-         * each, caps on second moves: none, then one more each try, then
-         * any (the last alone when no flow moved before may move). Without
-         * a budget (a plan from scratch) a step only lowers: trying to
-         * clear a direction at once led the fragmented 24K job to 1.026 x
-         * its bound instead of 1.000 (bench 20). */
-        const double lims[2] = { fmin(1 + 1e-9, u * (1 - 1e-9)), u * (1 - 1e-9) };
-        for (int g = u > 1 && p->max_moves >= 0 ? 0 : 1; g < 2 && bf == NIL && !relieved && !pinned_dir(c, ds); g++)
-            for (int pass = movers ? 0 : AGAIN_TRIES; pass <= AGAIN_TRIES && bf == NIL && !relieved; pass++) {
-                c->again_cap = pass == AGAIN_TRIES ? -1 : c->again + pass;
-                bf = best_single(c, s, p, cur_ok, out, used, ds, lims[g], NULL, &bp);
-                struct ejlog lg = { .n = 0 };
-                if (bf == NIL && relieve(c, s, p, cur_ok, out, &used, &lg, ds, lims[g], EJECT_DEPTH)) {
-                    relieved = p->max_moves < 0 || used <= p->max_moves;
-                    if (!relieved)
-                        undo_to(c, s, cur_ok, out, &used, &lg, 0);
-                }
+        const double lim = u * (1 - 1e-9);
+        /* Caps on second moves: none, then one more each try, then any
+         * (the last alone when no flow moved before may move). */
+        for (int pass = movers ? 0 : AGAIN_TRIES; pass <= AGAIN_TRIES && bf == NIL && !relieved && !pinned_dir(c, ds);
+             pass++) {
+            c->again_cap = pass == AGAIN_TRIES ? -1 : c->again + pass;
+            bf = best_single(c, s, p, cur_ok, out, used, ds, lim, NULL, &bp);
+            struct ejlog lg = { .n = 0 };
+            if (bf == NIL && relieve(c, s, p, cur_ok, out, &used, &lg, ds, lim, EJECT_DEPTH)) {
+                relieved = p->max_moves < 0 || used <= p->max_moves;
+                if (!relieved)
+                    undo_to(c, s, cur_ok, out, &used, &lg, 0);
             }
+        }
         c->again_cap = -1;
         if (relieved)
             continue;

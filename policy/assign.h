@@ -13,10 +13,8 @@
  *             path on ties), a local search that moves flows off the hottest
  *             direction, with ejection chains (flows in the way step aside)
  *             when no single move does, then levels the other congested
- *             ones (with a move budget, each step first tries to clear a
- *             congested direction at once; each try first without moving
- *             a flow moved before again, then with more such moves), a
- *             move-back
+ *             ones (each step first without moving a flow moved before
+ *             again, then with more such moves), a move-back
  *             pass to current paths that stay below the maximum, and a plan
  *             hysteresis: unless the directions the moves touch get at least
  *             `margin` cooler at their hottest, no discretionary move is made.
