@@ -432,8 +432,8 @@ static uint32_t path_named(const struct assign_input *in, uint32_t f, const char
  * flow's path as logged and whether it moved before ('m'), moved within
  * min_move_interval too ('u', unmovable) or not ('-'). Runs tierflow with
  * tierflowd's default move budget and gives the moves, and in *again those
- * of flows moved before. Every round here has an assignment at utilisation
- * 1 (16 unit flows on 1-Gb/s links). */
+ * of flows moved before. The rounds are of a permutation (unit flows on
+ * 1-Gb/s links): each has an assignment at utilisation 1. */
 struct tr_flow { const char *path; char mark; };
 
 static uint32_t trace_round(const struct tr_flow *tr, uint32_t n, unsigned *again)
