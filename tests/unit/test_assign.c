@@ -409,81 +409,67 @@ static void test_fragmented_bounded(void **state)
     fx_free(&x);
 }
 
-/* The path index of flow f whose nodes are "via" (space-separated names
- * from the source to the destination, as tierflowd logs them). */
-static uint32_t path_named(const struct assign_input *in, uint32_t f, const char *via)
+/* Flow f of x on the walk "via" (node names from the source to the
+ * destination, as tierflowd logs paths): endpoints, and the walk's path
+ * index (topo_path_index_of). */
+static void flow_on_walk(struct fx *x, uint32_t f, const char *via, bool moved)
 {
-    uint64_t c = assign_paths_count(in->paths, in->flows[f].src, in->flows[f].dst);
-    for (uint32_t i = 0; i < c; i++) {
-        uint32_t dirs[TOPO_MAX_HOPS];
-        int n = assign_paths_dirs(in->paths, in->flows[f].src, in->flows[f].dst, i, dirs, TOPO_MAX_HOPS);
-        char name[256];
-        size_t len = (size_t)snprintf(name, sizeof(name), "%s", in->t->nodes[in->flows[f].src].name);
-        for (int h = 0; h < n && len < sizeof(name); h++)
-            len += (size_t)snprintf(name + len, sizeof(name) - len, " %s", in->t->nodes[topo_dir_to(in->t, dirs[h])].name);
-        if (strcmp(name, via) == 0)
-            return i;
+    char buf[256], *save = NULL;
+    uint32_t at = TOPO_NONE, dirs[TOPO_MAX_HOPS];
+    int n = 0;
+    snprintf(buf, sizeof(buf), "%s", via);
+    for (char *name = strtok_r(buf, " ", &save); name; name = strtok_r(NULL, " ", &save)) {
+        uint32_t next = node(x->t, name);
+        if (at == TOPO_NONE)
+            x->fl[f] = (struct assign_flow){ .src = next, .gbps = 1, .hash = f, .movable = true, .moved = moved };
+        else {
+            assert_true(n < TOPO_MAX_HOPS);
+            assert_int_equal(topo_dir_between(x->t, at, next, &dirs[n++]), 0);
+        }
+        at = next;
     }
-    fail_msg("no path %s", via);
-    return 0;
+    x->fl[f].dst = at;
+    uint64_t idx;
+    assert_int_equal(topo_path_index_of(x->t, x->fl[f].src, at, dirs, n, &idx), 0);
+    x->fl[f].path = (uint32_t)idx;
 }
 
-/* One round of tierflowd on bench 50's fat tree, from its debug log: each
- * flow's path as logged and whether it moved before ('m'), moved within
- * min_move_interval too ('u', unmovable) or not ('-'). Runs tierflow with
- * tierflowd's default move budget and gives the moves, and in *again those
- * of flows moved before. The rounds are of a permutation (unit flows on
- * 1-Gb/s links): each has an assignment at utilisation 1. */
-struct tr_flow { const char *path; char mark; };
-
-static uint32_t trace_round(const struct tr_flow *tr, uint32_t n, unsigned *again)
+/* Bench 50's fat tree, randbij (docs/lab.md, "Why a flow moved twice"):
+ * 7 flows moved by the first rounds (each flow's path as tierflowd logged
+ * it, and whether it moved before), then two late starters on S2 -> SS4,
+ * and every other path of either crosses a moved flow. No assignment at
+ * utilisation 1 leaves all 7 where they are; one moves only one of them
+ * again (42006; 42000 and 42004 move for the first time: an exhaustive
+ * search, docs/lab.md). tierflowd moved 4 flows there, 3 for the second
+ * time. Run with tierflowd's default move budget. */
+static void test_moved_flows_move_again_last(void **state)
 {
+    (void)state;
+    static const struct { const char *path; bool moved; } tr[] = {
+        {"H15 L8 S7 SS2 S5 L5 H10", true}, {"H10 L5 S6 SS4 S2 L2 H3", false}, {"H9 L5 S5 SS1 S7 L7 H13", false},
+        {"H13 L7 S8 SS3 S2 L1 H2", true},  {"H14 L7 S7 SS1 S5 L6 H11", true}, {"H11 L6 S5 SS2 S1 L1 H1", true},
+        {"H12 L6 S6 SS3 S4 L4 H8", true},  {"H3 L2 S1 SS1 S3 L3 H6", false},  {"H6 L3 S3 SS2 S7 L8 H16", true},
+        {"H5 L3 S4 SS4 S8 L7 H14", false}, {"H7 L4 S4 SS3 S6 L5 H9", true},   {"H1 L1 S2 SS4 S6 L6 H12", false},
+        {"H4 L2 S2 SS4 S4 L3 H5", false},  {"H2 L1 S1 L2 H4", false},
+    };
     struct fx x;
     fx_init(&x, "fattree:k=4,gbps=1");
-    x.in.nflows = n;
-    for (uint32_t f = 0; f < n; f++) {
-        char a[8], b[8];
-        assert_int_equal(sscanf(tr[f].path, "%7s", a), 1);
-        snprintf(b, sizeof(b), "%s", strrchr(tr[f].path, ' ') + 1);
-        x.fl[f] = flow(x.t, a, b, 1, f);
-        x.fl[f].path = path_named(&x.in, f, tr[f].path);
-        x.fl[f].moved = tr[f].mark != '-';
-        x.fl[f].movable = tr[f].mark != 'u';
-    }
+    x.in.nflows = TF_ARRAY_SIZE(tr);
+    for (uint32_t f = 0; f < x.in.nflows; f++)
+        flow_on_walk(&x, f, tr[f].path, tr[f].moved);
     struct assign_params p;
     assign_params_default(&p);
     p.max_moves = 16;    /* tierflowd's default thresholds.max_moves */
     struct assign_result r;
     run(&x, ASSIGN_TIERFLOW, &p, &r);
     assert_true(r.max_util < 1.001);
-    *again = 0;
-    for (uint32_t f = 0; f < n; f++)
-        *again += x.fl[f].moved && x.path[f] != x.fl[f].path;
-    print_message("moved %u, %u of them for the second time\n", r.moved, *again);
-    fx_free(&x);
-    return r.moved;
-}
-
-/* Bench 50's fat tree, randbij (docs/lab.md, "Why a flow moved twice"):
- * 7 flows moved by the first rounds, then two late starters on S2 -> SS4,
- * and every other path of either crosses a moved flow. No assignment at
- * utilisation 1 leaves all 7 where they are; one moves only one of them
- * again (42006; 42000 and 42004 move for the first time: an exhaustive
- * search, docs/lab.md). tierflowd moved 4 flows there, 3 for the second
- * time. */
-static void test_moved_flows_move_again_last(void **state)
-{
-    (void)state;
-    static const struct tr_flow tr[] = {
-        {"H15 L8 S7 SS2 S5 L5 H10", 'm'}, {"H10 L5 S6 SS4 S2 L2 H3", '-'}, {"H9 L5 S5 SS1 S7 L7 H13", '-'},
-        {"H13 L7 S8 SS3 S2 L1 H2", 'm'},  {"H14 L7 S7 SS1 S5 L6 H11", 'm'}, {"H11 L6 S5 SS2 S1 L1 H1", 'm'},
-        {"H12 L6 S6 SS3 S4 L4 H8", 'm'},  {"H3 L2 S1 SS1 S3 L3 H6", '-'},  {"H6 L3 S3 SS2 S7 L8 H16", 'm'},
-        {"H5 L3 S4 SS4 S8 L7 H14", '-'},  {"H7 L4 S4 SS3 S6 L5 H9", 'm'},  {"H1 L1 S2 SS4 S6 L6 H12", '-'},
-        {"H4 L2 S2 SS4 S4 L3 H5", '-'},   {"H2 L1 S1 L2 H4", '-'},
-    };
-    unsigned again;
-    assert_true(trace_round(tr, TF_ARRAY_SIZE(tr), &again) <= 3);
+    unsigned again = 0;
+    for (uint32_t f = 0; f < x.in.nflows; f++)
+        again += x.fl[f].moved && x.path[f] != x.fl[f].path;
+    print_message("moved %u, %u of them for the second time\n", r.moved, again);
+    assert_true(r.moved <= 3);
     assert_int_equal(again, 1);
+    fx_free(&x);
 }
 
 static void test_bad_input(void **state)
