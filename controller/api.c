@@ -267,6 +267,7 @@ static json_t *view_status(struct api *a, double now)
     json_t *links = json_pack("{sI sI sI sf so}", "dirs", (json_int_t)sum.dirs, "congested",
                               (json_int_t)sum.congested, "down", (json_int_t)sum.down, "max_util", sum.max_util,
                               "unhealthy", unhealthy_json(s));
+    bool warming = a->cfg->warmup && state_view_warming(s, now);
     pthread_rwlock_unlock(&s->lock);
 
     bool healthy;
@@ -278,7 +279,7 @@ static json_t *view_status(struct api *a, double now)
                                         rs.duration_s, "congested", (json_int_t)rs.congested, "error",
                                         rs.error[0] ? json_string(rs.error) : json_null())
                             : json_null();
-    json_t *o = json_pack("{ss sf sf sf so s{sI sI sI so} s{sI sI sI} so so s{sI sI} s{ss sb so so} so}",
+    json_t *o = json_pack("{ss sf sf sf so s{sI sI sI so} s{sI sI sI} so so s{sI sI sb} s{ss sb so so} so}",
                      "version", tf_version, "uptime_s", now - a->start, "now", tf_now_real(), "interval_s",
                      a->cfg->interval, "topology", topo,
                      "probes", "total", (json_int_t)sum.probes, "alive", (json_int_t)sum.alive, "stale",
@@ -287,7 +288,7 @@ static json_t *view_status(struct api *a, double now)
                      "flows", "total", (json_int_t)sum.flows, "fat", (json_int_t)sum.fat, "pinned", (json_int_t)sum.pinned,
                      "links", links, "last_rebalance", last,
                      "rebalance", "rounds", (json_int_t)atomic_load(&a->m->rounds), "moves",
-                     (json_int_t)atomic_load(&a->m->moves),
+                     (json_int_t)atomic_load(&a->m->moves), "warming_up", warming,
                      "backend", "name", a->backend_name, "healthy", healthy,
                      "error", berr[0] ? json_string(berr) : json_null(), "unsupported", unsupported_json(a->rb),
                      "ha", leader_status_json(a->ld));

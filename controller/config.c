@@ -93,6 +93,7 @@ static const struct config_key config_keys[] = {
     {"thresholds.link_holddown", CK_DOUBLE, F(link_holddown), "3", 0, 3600, NULL, CK_RELOAD},
     {"thresholds.pin_grace", CK_DOUBLE, F(pin_grace), "120", 0, 86400, NULL, CK_RELOAD},
     {"thresholds.react_window", CK_DOUBLE, F(react_window), "0.1", 0, 10, NULL, CK_RELOAD},
+    {"thresholds.warmup", CK_BOOL, F(warmup), "true", 0, 0, NULL, CK_RELOAD},
     {"thresholds.move_gain", CK_DOUBLE, F(move_gain), "0.1", 0, 10, NULL, CK_RELOAD},
     {"thresholds.backoff_max", CK_DOUBLE, F(backoff_max), "300", 0, 86400, NULL, CK_RELOAD},
     {"thresholds.harm_intervals", CK_DOUBLE, F(harm_intervals), "3", 1, 1000, NULL, CK_RELOAD},

@@ -565,6 +565,22 @@ double state_look_time(struct state *s, double now)
     return newest > 0 && newest - oldest <= STATE_LOOK_TOL ? newest : 0;
 }
 
+void state_view_heard(struct state *s, double look, double now)
+{
+    if (s->view_heard <= 0 || now - s->view_heard > s->stale_after)
+        s->view_first = s->view_newest = look;
+    else if (look > s->view_newest)
+        s->view_newest = look;
+    s->view_heard = now;
+}
+
+bool state_view_warming(const struct state *s, double now)
+{
+    if (s->view_heard <= 0 || now - s->view_heard > s->stale_after)
+        return true;
+    return s->view_newest <= s->view_first + STATE_LOOK_TOL;
+}
+
 bool state_flow_stale(const struct state *s, const struct state_flow *f, double now)
 {
     return now - f->last_seen > s->stale_after;

@@ -14,7 +14,10 @@
 #   the periodic round (--interval 2, reactions off), due 0.3 s after each
 #   even second of the wall clock (TICK_LAG_MAX), runs as soon as both
 #   probes' reports of the interval that ended there are in: posted 20 ms
-#   after it, the round has run 250 ms after it.
+#   after it, the round has run 250 ms after it;
+#   warm-up (thresholds.warmup, on by default): the same collision in the
+#   first look the daemon hears is not acted on (a round ran, no move,
+#   status says warming_up), the next look's round moves a flow.
 # timeout: 60
 set -u
 . "$(dirname "$0")/../lib/tap.sh"
@@ -80,5 +83,24 @@ sleep_to "$b.250"
 after=$(all_rounds)
 t_check "tick: the round runs once the interval's reports are in, before its lag ($before -> $after rounds by +250 ms)" \
   test "$after" -gt "$before"
+stop
+
+start 2 0
+moves() { curl -s "$U/metrics" | awk '/^tierflow_rebalance_moves_total /{print $2}'; }
+warming() { curl -s "$U/api/v1/status" | jq -r .rebalance.warming_up; }
+t_eq "warm-up: nothing heard yet" true "$(warming)"
+b=$(( $(date +%s) / 2 * 2 + 4 ))
+sleep_to "$b.020"
+before=$(all_rounds)
+post "$(report L2 "$b")" >/dev/null; post "$(report L1 "$b")" >/dev/null
+sleep_to "$b.600"
+t_check "warm-up: the first look's round ran" test "$(all_rounds)" -gt "$before"
+t_eq "warm-up: ... and moved nothing" 0 "$(moves)"
+t_eq "warm-up: status says warming_up" true "$(warming)"
+sleep_to "$((b + 2)).020"
+post "$(report L2 "$((b + 2))")" >/dev/null; post "$(report L1 "$((b + 2))")" >/dev/null
+t_eq "warm-up: over with the second look" false "$(warming)"
+sleep_to "$((b + 2)).600"
+t_check "warm-up: the second look's round moved flows" test "$(moves)" -gt 0
 stop
 t_done

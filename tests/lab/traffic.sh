@@ -14,6 +14,9 @@
 #                                TF_TOPOLOGY: tierflowd's topology, default $LAB_TOPO)
 #   tf_probes URL TOKEN GBPS     the probes alone (they run all along in a fabric);
 #                                a later tf_start starts only tierflowd
+#   tf_warm URL [SECONDS]        waits until tierflowd's warm-up is over (status
+#                                rebalance.warming_up false: the probes' second look
+#                                is in), at most SECONDS (default 10); 1 if not
 #   tf_stop                      stop them (tierflowd withdraws its routes); first adds
 #                                tierflowd's gray-failure false positives to GRAY_FP
 #                                (tests/lib/gray.sh: suites assert gray_no_false_positives)
@@ -96,6 +99,16 @@ tf_start() {
     --token-file "$token" --interval "${TF_INTERVAL:-1}" --withdraw-on-exit ${TF_CTL_ARGS:-} >>"$LAB_TMP/tierflowd.log" 2>&1
   for n in "${!LAB_PIDS[@]}"; do [[ "$n" == probe-* ]] && return 0; done   # tf_probes ran already
   tf_probes "$url" "$token" "$gbps"
+}
+tf_warm() {
+  local url=$1 n i
+  n=$(( ${2:-10} * 10 ))
+  for ((i = 0; i < n; i++)); do
+    [ "$(curl -s --max-time 1 "$url/api/v1/status" | jq -r '.rebalance.warming_up' 2>/dev/null)" = false ] && return 0
+    sleep 0.1
+  done
+  echo "tf_warm: tierflowd at $url still warming up after ${2:-10} s" >&2
+  return 1
 }
 # Each switch's probe interfaces, once per lab (jq is slow next to the
 # flows): TF_PROBE_IFS (a caller may set it first), TF_PROBE_DOWN; and the
@@ -318,7 +331,10 @@ e2e_run() {
   # probes' first reports came 0.5-1.9 s after its start, and its first
   # rounds saw some switches' reports and not others'.
   [ "$ecmp_s" -gt 0 ] && tf_probes "$E2E_URL" "$E2E_TOKEN" "$E2E_GBPS"
-  [ "$ecmp_s" -eq 0 ] && { tf_start "$E2E_URL" "$E2E_TOKEN" "$E2E_GBPS"; sleep 1; }
+  # With ECMP_S 0 the flows start onto a tierflowd past its warm-up (its
+  # first rounds make no choice move: docs/policy.md, "Warm-up"), as in a
+  # fabric whose controller has run for a while.
+  [ "$ecmp_s" -eq 0 ] && { tf_start "$E2E_URL" "$E2E_TOKEN" "$E2E_GBPS"; sleep 1; tf_warm "$E2E_URL" || true; }
   _e2e_clients "$total"
   tstart=$(date +%s)
   if [ "$ecmp_s" -gt 0 ]; then

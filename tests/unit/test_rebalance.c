@@ -60,6 +60,7 @@ static int setup_hosts(void **state, int hosts)
     events_init(&x->ev);
     metrics_init(&x->m);
     config_defaults(&x->cfg);
+    x->cfg.warmup = false;   /* each test's reports are the view it means (warm-up: its own tests) */
     rebalance_init(&x->rb, &x->st, &x->ev, &x->m, NULL, &x->cfg);
     *state = x;
     return 0;
@@ -326,6 +327,44 @@ static void settle_after_moves(void **state)
     const char *both_s3[] = {"S3", "S3"};
     report(x, T0 + 10, NULL, 2, sp, both_s3, g);
     assert_int_equal(auto_moves(x, T0 + 10), 1);
+}
+
+/* Warm-up (thresholds.warmup, docs/policy.md): the first look after the
+ * probes were silent may lack some of their reports, so an automatic round
+ * on it makes no choice move; the next look is acted on. Silence past the
+ * staleness window (3 s here) opens a new first look. */
+static void warmup_holds_choice_moves_on_the_first_look(void **state)
+{
+    struct fx *x = *state;
+    x->cfg.warmup = true;
+    const int sp[] = {1, 2}, sp2[] = {3, 4};
+    const char *on[] = {"S1", "S1"}, *on3[] = {"S3", "S3"};
+    const double g[] = {80, 80};
+    report(x, T0, NULL, 2, sp, on, g);
+    assert_true(state_view_warming(&x->st, T0));
+    assert_int_equal(auto_moves(x, T0), 0);
+    report(x, T0 + 1, NULL, 2, sp, on, g);
+    assert_false(state_view_warming(&x->st, T0 + 1));
+    assert_int_equal(auto_moves(x, T0 + 1), 1);
+    assert_true(state_view_warming(&x->st, T0 + 5));   /* silent for 4 s */
+    report(x, T0 + 10, NULL, 2, sp2, on3, g);
+    assert_int_equal(auto_moves(x, T0 + 10), 0);
+    report(x, T0 + 11, NULL, 2, sp2, on3, g);
+    assert_int_equal(auto_moves(x, T0 + 11), 1);
+}
+
+/* A path that failed is left at once, warm-up or not. */
+static void warmup_moves_flows_off_a_failed_path(void **state)
+{
+    struct fx *x = *state;
+    x->cfg.warmup = true;
+    const int sp[] = {1, 2};
+    const char *on[] = {"S1", "S2"};
+    const double g[] = {40, 40};
+    report(x, T0, "S1", 2, sp, on, g);
+    assert_true(state_view_warming(&x->st, T0));
+    assert_int_equal(auto_moves(x, T0), 1);
+    assert_string_not_equal(fx_spine(&x->st, flow(x, 0, 1)), "S1");
 }
 
 /* Two fat flows, each alone on its uplink and filling it, with a few percent
@@ -1322,6 +1361,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(collision_moves_one_then_plan_is_stable, setup, teardown),
         cmocka_unit_test_setup_teardown(recently_moved_flow_stays, setup, teardown),
         cmocka_unit_test_setup_teardown(settle_after_moves, setup, teardown),
+        cmocka_unit_test_setup_teardown(warmup_holds_choice_moves_on_the_first_look, setup, teardown),
+        cmocka_unit_test_setup_teardown(warmup_moves_flows_off_a_failed_path, setup, teardown),
         cmocka_unit_test_setup_teardown(disjoint_collision_in_settle, setup4, teardown),
         cmocka_unit_test_setup_teardown(settle_ends_with_a_rate_after_the_move, setup4, teardown),
         cmocka_unit_test_setup_teardown(new_flow_beside_a_move_moves_in_its_settle, setup4, teardown),

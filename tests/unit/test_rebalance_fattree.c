@@ -57,6 +57,7 @@ static int setup(void **state)
     events_init(&x->ev);
     metrics_init(&x->m);
     config_defaults(&x->cfg);
+    x->cfg.warmup = false;   /* each test's reports are the view it means (warm-up: its own tests) */
     rebalance_init(&x->rb, &x->st, &x->ev, &x->m, NULL, &x->cfg);
     *state = x;
     return 0;
