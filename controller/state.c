@@ -565,12 +565,18 @@ double state_look_time(struct state *s, double now)
     return newest > 0 && newest - oldest <= STATE_LOOK_TOL ? newest : 0;
 }
 
-void state_view_heard(struct state *s, double look, double now)
+void state_view_heard(struct state *s, double look, double span, double now)
 {
-    if (s->view_heard <= 0 || now - s->view_heard > s->stale_after)
-        s->view_first = s->view_newest = look;
-    else if (look > s->view_newest)
+    if (s->view_heard <= 0 || now - s->view_heard > s->stale_after) {
+        s->view_since = now;
+        s->view_span = span > 0 ? span : 0;
         s->view_newest = look;
+    } else {
+        if (state_view_warming(s, now) && span > s->view_span)
+            s->view_span = span;
+        if (look > s->view_newest)
+            s->view_newest = look;
+    }
     s->view_heard = now;
 }
 
@@ -578,7 +584,10 @@ bool state_view_warming(const struct state *s, double now)
 {
     if (s->view_heard <= 0 || now - s->view_heard > s->stale_after)
         return true;
-    return s->view_newest <= s->view_first + STATE_LOOK_TOL;
+    /* Without an interval (reports without interval_s) any report at
+     * least STATE_LOOK_TOL later is a later look. */
+    double wait = s->view_span > 2 * STATE_LOOK_TOL ? s->view_span - STATE_LOOK_TOL : STATE_LOOK_TOL;
+    return s->view_newest <= s->view_since + wait;
 }
 
 bool state_flow_stale(const struct state *s, const struct state_flow *f, double now)

@@ -52,6 +52,14 @@ export function renderHeader(st) {
       `Last round: ${ago(r.ts, st.now)} · ${r.moved} moved · max ~${pct(r.max_util_before)} → ~${pct(r.max_util_after)}${note}`,
       'unknown', `at ${clock(r.ts)}, ${r.congested} congested direction(s), took ${(r.duration_s * 1000).toFixed(1)} ms; max utilisation before → after is the round's estimate from the flows' demand`);
   }
+  // Warm-up (docs/policy.md): the first look after the probes were silent
+  // may miss some of them, so the loop makes no choice move on it.
+  if (st.rebalance && st.rebalance.warming_up) {
+    const c = document.getElementById('hdr-rebalance');
+    c.textContent += ' · warming up';
+    c.dataset.state = 'warn';
+    c.title += '\nwarming up: no automatic choice move until the probes report a second look (thresholds.warmup)';
+  }
 }
 
 // The last thing tierflow changed (GET /api/v1/history's last_action: a

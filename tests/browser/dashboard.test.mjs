@@ -374,6 +374,9 @@ await step('a dry-run rebalance shows the plan', async () => {
   ok('with backend none the outcome is not "Applied"', /^Done: plan computed and recorded/.test(head), head);
   await page.waitForFunction(() => /nothing programmed: backend none/.test(document.getElementById('hdr-rebalance').textContent), null, { timeout: 5000 });
   ok('the header says nothing was programmed', true);
+  // The feeder's reports are looks after the first: the warm-up is over.
+  ok('the header no longer says warming up', !/warming up/.test(await page.textContent('#hdr-rebalance')),
+    await page.textContent('#hdr-rebalance'));
   await page.click('#rb-cancel');
   await page.waitForFunction(() => [...document.querySelectorAll('#events-table tr[data-kind]')].some((e) => e.dataset.kind === 'rebalance'));
   ok('the events view shows the rebalance', true);

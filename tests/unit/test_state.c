@@ -398,6 +398,46 @@ static void look_complete_when_every_live_probe_reported(void **st)
     state_free(&s);
 }
 
+/* Warm-up (docs/policy.md): the view warms up until some probe reports a
+ * look that closed an interval after the first report was heard. A
+ * probe's queued older looks (its retries from before tierflowd listened)
+ * are newer than the first heard yet no sign of a complete look; silence
+ * past the staleness window starts a new warm-up. */
+static void view_warms_up_an_interval_after_the_first_report(void **st)
+{
+    (void)st;
+    struct state s;
+    char r[200];
+    assert_int_equal(state_init(&s, fx_topo(), 1000, STALE, T0), 0);
+    assert_true(state_view_warming(&s, T0));   /* nothing heard */
+#define LOOK(probe, ts, now)                                                                              \
+    do {                                                                                                  \
+        snprintf(r, sizeof(r), "{\"probe\": \"%s\", \"ts\": %.3f, \"interval_s\": 1, \"links\": [], \"flows\": []}", \
+                 probe, ts);                                                                              \
+        assert_int_equal(fx_post(&s, r, now, NULL), 0);                                                   \
+    } while (0)
+    LOOK("L1", T0 - 2, T0 + 0.3);   /* L1's queue: two looks from before the start */
+    LOOK("L1", T0 - 1, T0 + 0.31);
+    LOOK("L2", T0, T0 + 0.32);
+    assert_true(state_view_warming(&s, T0 + 0.32));
+    LOOK("L1", T0, T0 + 0.33);
+    LOOK("L1", T0 + 0.5, T0 + 0.5);  /* a look at mid-interval */
+    assert_true(state_view_warming(&s, T0 + 0.5));
+    LOOK("L2", T0 + 1, T0 + 1.01);   /* closed 0.7 s after the first report came */
+    assert_true(state_view_warming(&s, T0 + 1.01));
+    LOOK("L1", T0 + 2, T0 + 2.01);
+    assert_false(state_view_warming(&s, T0 + 2.01));
+    LOOK("L1", T0 + 3, T0 + 3.01);
+    assert_false(state_view_warming(&s, T0 + 3.01));
+    assert_true(state_view_warming(&s, T0 + 3.01 + STALE + 0.1));   /* every probe silent */
+    LOOK("L2", T0 + 10, T0 + 10.01);
+    assert_true(state_view_warming(&s, T0 + 10.01));
+    LOOK("L2", T0 + 11, T0 + 11.01);
+    assert_false(state_view_warming(&s, T0 + 11.01));
+#undef LOOK
+    state_free(&s);
+}
+
 /* Without a fresh probe counter the load of a direction is the sum of the
  * live flows crossing it; a flow whose reporter went silent drops out. */
 static void loads_from_flows_when_unmeasured(void **st)
@@ -563,6 +603,7 @@ int main(void)
                                        cmocka_unit_test(probe_goes_stale_and_data_ages_out),
                                        cmocka_unit_test(loads_from_flows_when_unmeasured),
                                        cmocka_unit_test(look_complete_when_every_live_probe_reported),
+                                       cmocka_unit_test(view_warms_up_an_interval_after_the_first_report),
                                        cmocka_unit_test(flows_classified_by_job)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
