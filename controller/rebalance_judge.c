@@ -397,7 +397,7 @@ double rebalance_gate_moves(const struct round *r, const struct assign_input *in
             path[i] = cur[i];
         after = assign_loads(in, path, load);
         log_debug("rebalance: discretionary moves wait for %s",
-                  r->returning ? "the end of a hold-down" : "the probes' second look (warm-up)");
+                  r->returning ? "the end of a hold-down" : "the end of the warm-up");
         discretionary = false;
     }
     if (discretionary) {
