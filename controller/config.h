@@ -60,7 +60,7 @@ struct config {
     double pin_grace;                  /* s a pinned flow keeps its pin unobserved */
     double settle_intervals;           /* after a move: its directions' flows stay put this many intervals */
     double react_window;               /* s from a report showing a new contended direction to a round; 0 off */
-    bool warmup;                       /* no choice move on the first look after silence (state_view_warming) */
+    bool warmup;                       /* no choice move while the view warms up (state_view_warming) */
     double move_gain;                  /* a moved flow's rate must rise by this fraction, else back-off */
     double backoff_max;                /* s, cap of a flow's back-off after futile moves */
     double harm_intervals;             /* intervals a group of moves is judged over after its settle */

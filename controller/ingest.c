@@ -541,7 +541,7 @@ static void admit_report(struct state *s, const struct ingest_batch *b, size_t i
         take_name(p, r, id, now);
     if (r->ts > p->last_ts)
         p->last_ts = r->ts;
-    state_view_heard(s, r->ts > 0 ? r->ts : now, r->interval_s, now);
+    state_view_heard(s, r->interval_s, now);
     if (r->ts <= 0) {
         res->no_ts++;
         count(&s->reports_no_ts);

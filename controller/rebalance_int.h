@@ -113,7 +113,7 @@ struct round {
     uint32_t nhot;               /* contended directions: the assignment runs only if > 0 */
     bool degraded;               /* some direction is down (probe, routing or hold-down) */
     bool returning;              /* some direction is in its hold-down: routing or its probe gave it back */
-    bool warming;                /* the view is the telemetry's first look (state_view_warming) */
+    bool warming;                /* the view is warming up: a start, or telemetry back (state_view_warming) */
     bool automatic, dry_run;
     struct snap *f;
     size_t n;

@@ -389,9 +389,9 @@ double rebalance_gate_moves(const struct round *r, const struct assign_input *in
     }
     /* A link in its hold-down is about to be usable: choice moves now would
      * be made again when it is (two moves a flow within seconds, what a
-     * restore must not cause). The view is the telemetry's first look,
-     * which may lack some probes' reports: choice moves on it land on
-     * directions no report has shown yet. Forced moves go on. */
+     * restore must not cause). A view still warming up (a start, or
+     * telemetry back) may lack some probes' reports: choice moves on it
+     * land on directions no report has shown yet. Forced moves go on. */
     if (discretionary && (r->returning || r->warming)) {
         for (size_t i = 0; i < r->n; i++)
             path[i] = cur[i];

@@ -565,17 +565,13 @@ double state_look_time(struct state *s, double now)
     return newest > 0 && newest - oldest <= STATE_LOOK_TOL ? newest : 0;
 }
 
-void state_view_heard(struct state *s, double look, double span, double now)
+void state_view_heard(struct state *s, double span, double now)
 {
     if (s->view_heard <= 0 || now - s->view_heard > s->stale_after) {
         s->view_since = now;
         s->view_span = span > 0 ? span : 0;
-        s->view_newest = look;
-    } else {
-        if (state_view_warming(s, now) && span > s->view_span)
-            s->view_span = span;
-        if (look > s->view_newest)
-            s->view_newest = look;
+    } else if (state_view_warming(s, now) && span > s->view_span) {
+        s->view_span = span;
     }
     s->view_heard = now;
 }
@@ -584,10 +580,8 @@ bool state_view_warming(const struct state *s, double now)
 {
     if (s->view_heard <= 0 || now - s->view_heard > s->stale_after)
         return true;
-    /* Without an interval (reports without interval_s) any report at
-     * least STATE_LOOK_TOL later is a later look. */
     double wait = s->view_span > 2 * STATE_LOOK_TOL ? s->view_span - STATE_LOOK_TOL : STATE_LOOK_TOL;
-    return s->view_newest <= s->view_since + wait;
+    return now < s->view_since + wait;
 }
 
 bool state_flow_stale(const struct state *s, const struct state_flow *f, double now)

@@ -242,13 +242,12 @@ struct state {
     double dirs_changed_at;      /* when a direction's `up` last changed (0 never); returns
                                   * within link_holddown of it count as the same event */
     double start;
-    /* The view since the telemetry began (state_view_heard): when the
-     * first report after every probe had been silent for stale_after was
-     * applied (tierflowd's start, or telemetry lost and back; tierflowd's
-     * clock), the longest interval_s reported while warming up, the newest
-     * look applied since (a report's ts, else its arrival), and when a
-     * report was last applied (0: none yet). */
-    double view_since, view_span, view_newest, view_heard;
+    /* The view since the telemetry began (state_view_heard), on
+     * tierflowd's clock: when the first report after every probe had been
+     * silent for stale_after was applied (tierflowd's start, or telemetry
+     * lost and back), the longest interval_s reported while warming up,
+     * and when a report was last applied (0: none yet). */
+    double view_since, view_span, view_heard;
     uint64_t reports_total, reports_rejected;
     /* ingest's counters (ingest.c, ingest_metrics): reports refused by
      * reason (enum ingest_err), entries refused, reports taken without a
@@ -362,21 +361,20 @@ bool state_probe_stale(const struct state *s, uint32_t node, double now);
 #define STATE_LOOK_TOL 0.05
 double state_look_time(struct state *s, double now);
 bool state_flow_stale(const struct state *s, const struct state_flow *f, double now);
-/* A report of look time look (its ts, else its arrival) over interval_s
- * span (0 unknown) applied at now (ingest, write lock): the first after
- * silence opens a new view. */
-void state_view_heard(struct state *s, double look, double span, double now);
+/* A report over interval_s span (0 unknown) applied at now (ingest, write
+ * lock): the first after silence opens a new view. */
+void state_view_heard(struct state *s, double span, double now);
 /* Whether the view is still warming up (docs/policy.md, "Warm-up"): true
- * while no report has come for stale_after, and until some probe reports
- * a look that closed an interval (the longest reported) after the first
- * report was heard. Reports of one look arrive over tens of ms, and at a
- * start some came before tierflowd listened while others arrive late,
- * from the probes' retry queues (backing off up to a second): a round on
- * what came first saw 2 of 16 fat flows in a bench 50 trace and moved one
- * onto a collision it could not see, and a probe's queued older looks
- * make "a newer look" no sign of a complete one. An interval on, every
- * running probe has reported, so state_look_time waits for all of them.
- * Read lock. */
+ * while no report has come for stale_after, and for an interval (the
+ * longest interval_s reported meanwhile, less STATE_LOOK_TOL; without one,
+ * STATE_LOOK_TOL) after the first report was heard. Reports of one look
+ * arrive over tens of ms, and at a start some came before tierflowd
+ * listened while others arrive late, from the probes' retry queues
+ * (backing off up to a second), older looks first: a round on what came
+ * first saw 2 of 16 fat flows in a bench 50 trace and moved one onto a
+ * collision it could not see. An interval on, every running probe has
+ * reported, so state_look_time waits for all of them. On tierflowd's
+ * clock alone: a report's ts may be skewed, or a replay's. Read lock. */
 bool state_view_warming(const struct state *s, double now);
 
 /* Per-direction load as the rebalancer and the views see it: a fresh probe

@@ -58,7 +58,7 @@ export function renderHeader(st) {
     const c = document.getElementById('hdr-rebalance');
     c.textContent += ' · warming up';
     c.dataset.state = 'warn';
-    c.title += '\nwarming up: no automatic choice move until a probe reports a look an interval after the first report (thresholds.warmup)';
+    c.title += '\nwarming up: no automatic choice move until an interval after the first probe report (thresholds.warmup)';
   }
 }
 

@@ -17,8 +17,8 @@
 #   after it, the round has run 250 ms after it;
 #   warm-up (thresholds.warmup, on by default): the same collision in the
 #   first look the daemon hears is not acted on (a round ran, no move,
-#   status says warming_up); the look two seconds on (over the reports'
-#   interval_s of 1 s) ends the warm-up, and its round moves a flow.
+#   status says warming_up); two seconds on (over the reports' interval_s
+#   of 1 s) the warm-up is over, and the next look's round moves a flow.
 # timeout: 60
 set -u
 . "$(dirname "$0")/../lib/tap.sh"
@@ -100,7 +100,7 @@ t_eq "warm-up: ... and moved nothing" 0 "$(moves)"
 t_eq "warm-up: status says warming_up" true "$(warming)"
 sleep_to "$((b + 2)).020"
 post "$(report L2 "$((b + 2))")" >/dev/null; post "$(report L1 "$((b + 2))")" >/dev/null
-t_eq "warm-up: over with the look an interval on" false "$(warming)"
+t_eq "warm-up: over an interval on" false "$(warming)"
 sleep_to "$((b + 2)).900"
 t_check "warm-up: that look's round moved flows" test "$(moves)" -gt 0
 stop

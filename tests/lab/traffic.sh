@@ -15,9 +15,8 @@
 #   tf_probes URL TOKEN GBPS     the probes alone (they run all along in a fabric);
 #                                a later tf_start starts only tierflowd
 #   tf_warm URL [SECONDS]        waits until tierflowd's warm-up is over (status
-#                                rebalance.warming_up false: a look an interval after
-#                                the first report is in), at most SECONDS (default 10);
-#                                1 if not
+#                                rebalance.warming_up false: an interval after its first
+#                                report), at most SECONDS (default 10); 1 if not
 #   tf_stop                      stop them (tierflowd withdraws its routes); first adds
 #                                tierflowd's gray-failure false positives to GRAY_FP
 #                                (tests/lib/gray.sh: suites assert gray_no_false_positives)
