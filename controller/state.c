@@ -567,6 +567,10 @@ double state_look_time(struct state *s, double now)
 
 void state_view_heard(struct state *s, double span, double now)
 {
+    /* A probe silent for longer than the staleness window is stale between
+     * its reports anyway; an interval_s beyond it (untrusted) bounds nothing. */
+    if (span > s->stale_after)
+        span = s->stale_after;
     if (s->view_heard <= 0 || now - s->view_heard > s->stale_after) {
         s->view_since = now;
         s->view_span = span > 0 ? span : 0;

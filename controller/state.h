@@ -366,8 +366,9 @@ bool state_flow_stale(const struct state *s, const struct state_flow *f, double 
 void state_view_heard(struct state *s, double span, double now);
 /* Whether the view is still warming up (docs/policy.md, "Warm-up"): true
  * while no report has come for stale_after, and for an interval (the
- * longest interval_s reported meanwhile, less STATE_LOOK_TOL; without one,
- * STATE_LOOK_TOL) after the first report was heard. Reports of one look
+ * longest interval_s reported meanwhile, at most stale_after, less
+ * STATE_LOOK_TOL; without one, STATE_LOOK_TOL) after the first report was
+ * heard. Reports of one look
  * arrive over tens of ms, and at a start some came before tierflowd
  * listened while others arrive late, from the probes' retry queues
  * (backing off up to a second), older looks first: a round on what came

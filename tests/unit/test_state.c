@@ -435,6 +435,12 @@ static void view_warms_up_an_interval_after_the_first_report(void **st)
     assert_true(state_view_warming(&s, T0 + 10.01));
     LOOK("L2", T0 + 101, T0 + 11.01);
     assert_false(state_view_warming(&s, T0 + 11.01));
+    /* An interval_s of an hour holds the warm-up no longer than the
+     * staleness window. */
+    snprintf(r, sizeof(r), "{\"probe\": \"L1\", \"interval_s\": 3600, \"links\": [], \"flows\": []}");
+    assert_int_equal(fx_post(&s, r, T0 + 20, NULL), 0);
+    assert_true(state_view_warming(&s, T0 + 20 + STALE - 0.1));
+    assert_false(state_view_warming(&s, T0 + 20 + STALE - 0.04));
 #undef LOOK
     state_free(&s);
 }
