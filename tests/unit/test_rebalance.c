@@ -331,8 +331,9 @@ static void settle_after_moves(void **state)
 
 /* Warm-up (thresholds.warmup, docs/policy.md): the first look after the
  * probes were silent may lack some of their reports, so an automatic round
- * on it makes no choice move; the next look is acted on. Silence past the
- * staleness window (3 s here) opens a new first look. */
+ * on it makes no choice move; the next look is acted on (these reports
+ * carry no interval_s: the warm-up lasts STATE_LOOK_TOL). Silence past the
+ * staleness window (3 s here) starts it again. */
 static void warmup_holds_choice_moves_on_the_first_look(void **state)
 {
     struct fx *x = *state;
