@@ -267,7 +267,7 @@ static json_t *view_status(struct api *a, double now)
     json_t *links = json_pack("{sI sI sI sf so}", "dirs", (json_int_t)sum.dirs, "congested",
                               (json_int_t)sum.congested, "down", (json_int_t)sum.down, "max_util", sum.max_util,
                               "unhealthy", unhealthy_json(s));
-    bool warming = a->cfg->warmup && state_view_warming(s, now);
+    bool warming = rebalance_warming(a->cfg, s, now);
     pthread_rwlock_unlock(&s->lock);
 
     bool healthy;

@@ -109,6 +109,10 @@ int  rebalance_auto(struct rebalance *rb, double now);
  * report just revealed. Cheap when the state has not changed since the last
  * call. The main loop runs a round thresholds.react_window after it says so. */
 bool rebalance_contended(struct rebalance *rb, double now);
+/* Whether automatic rounds hold their choice moves for the warm-up
+ * (thresholds.warmup and state_view_warming): what a round applies and
+ * what /status says. Caller holds the state's lock. */
+bool rebalance_warming(const struct config *c, const struct state *s, double now);
 /* Takes what the switches' routing says from the backend (backend_routing)
  * into the state's link directions (state_dir_set_route_down), with an
  * event per change and per pin the backend withdrew. Returns how many

@@ -256,6 +256,11 @@ static bool crosses_settling(const struct rebalance *rb, const struct snap *f, d
 
 /* Under the read lock: loads, congestion, every live fat flow we can place,
  * and the verdicts on earlier moves. */
+bool rebalance_warming(const struct config *c, const struct state *s, double now)
+{
+    return c->warmup && state_view_warming(s, now);
+}
+
 int rebalance_snapshot(struct rebalance *rb, double now, struct round *r)
 {
     struct state *s = rb->st;
@@ -285,7 +290,7 @@ int rebalance_snapshot(struct rebalance *rb, double now, struct round *r)
         !r->nramp || !r->proj || !r->f || !r->snap_of || !r->kept || !r->unpin || rebalance_dirs_ensure(rb, r->nd) < 0)
         return -ENOMEM;
     state_dir_loads(s, now, r->bps, r->ce, r->nfat);
-    r->warming = c->warmup && state_view_warming(s, now);
+    r->warming = rebalance_warming(c, s, now);
     for (uint32_t d = 0; d < r->nd; d++) {
         r->down[d] = !s->dirs[d].up;
         r->closed[d] = state_dir_closed(s, d, now);
