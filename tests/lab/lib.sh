@@ -21,6 +21,8 @@
 #                                   control: LAB_TCP_CC (unset or "default": the
 #                                   namespace's own, which is the machine's; bench 50
 #                                   sets cubic; docs/lab.md)
+#   lab_ack_prio                    every link's small packets (ACKs) served ahead
+#                                   of its data (two htb classes; bench 50)
 #   lab_hosts                       the topology's hosts, one a line
 #   lab_initcwnd N                  every host's TCP starts with N segments of window
 #                                   (its default route's initcwnd and initrwnd)
@@ -76,10 +78,38 @@ lab_bound_queues() { # MS
   LAB_QUEUE_BYTES=$(awk -v m="$mbit" -v ms="$ms" 'BEGIN{b = m * 1e6 / 8 * ms / 1000; if (b < 131072) b = 131072; printf "%d", b}')
   # One read of the topology: every link end as "NETNS IF".
   while read -r n dev; do
-    cmds[$n]+="qdisc replace dev $dev parent 1:1 handle 10: bfifo limit $LAB_QUEUE_BYTES"$'\n'
+    cmds[$n]+="qdisc replace dev $dev parent $LAB_DATA_CLASS handle 10: bfifo limit $LAB_QUEUE_BYTES"$'\n'
   done < <(jq -r '(reduce .nodes[] as $x ({}; .[$x.name] = $x.netns)) as $ns
     | .links[] | "\($ns[.a]) \(.a_if)", "\($ns[.b]) \(.b_if)"' "$LAB_TOPO")
   for n in "${!cmds[@]}"; do printf '%s' "${cmds[$n]}" | tc -n "$n" -batch - || return 1; done
+}
+
+# Gives every link end's small packets (IP datagrams under 128 bytes: a
+# TCP flow's ACKs, pings) a class of their own under the lab's htb, served
+# before the data (htb prio 0, guaranteed 5% of the link, up to all of it),
+# the data in a second class beside it: in this lab's namespaces, removing
+# nothing. Without it a sender's ACKs wait behind the data its own host
+# receives, in the lab's queue of seconds (lab_bound_queues): a flow that
+# lost its window in a collision regrows at the pace of that round trip
+# long after a move gave it a free path (docs/lab.md, "ACKs ahead of the
+# data"), where a switch's shallow buffer would hold them microseconds. The lab's default
+# class (1:1) becomes the two classes' parent; every packet is classified
+# by the filters, none falls to the default. LAB_DATA_CLASS: the class whose
+# queue lab_bound_queues bounds.
+LAB_DATA_CLASS=1:1
+lab_ack_prio() {
+  local mbit n dev
+  local -A cmds=()
+  mbit=$(jq -r '.lab.mbit // 100' "$LAB_TOPO")
+  while read -r n dev; do
+    cmds[$n]+="class add dev $dev parent 1:1 classid 1:2 htb rate $(awk -v m="$mbit" 'BEGIN{printf "%d", m * 50}')kbit ceil ${mbit}mbit prio 0 quantum 1514"$'\n'
+    cmds[$n]+="class add dev $dev parent 1:1 classid 1:3 htb rate $(awk -v m="$mbit" 'BEGIN{printf "%d", m * 950}')kbit ceil ${mbit}mbit prio 1 quantum 60000"$'\n'
+    cmds[$n]+="filter add dev $dev parent 1: protocol ip prio 1 u32 match u16 0 0xff80 at 2 flowid 1:2"$'\n'
+    cmds[$n]+="filter add dev $dev parent 1: protocol all prio 2 u32 match u32 0 0 at 0 flowid 1:3"$'\n'
+  done < <(jq -r '(reduce .nodes[] as $x ({}; .[$x.name] = $x.netns)) as $ns
+    | .links[] | "\($ns[.a]) \(.a_if)", "\($ns[.b]) \(.b_if)"' "$LAB_TOPO")
+  for n in "${!cmds[@]}"; do printf '%s' "${cmds[$n]}" | tc -n "$n" -batch - || return 1; done
+  LAB_DATA_CLASS=1:3
 }
 
 # Starts every host's TCP flows with N segments in flight (initcwnd) and
