@@ -18,7 +18,7 @@ GROUP[build]="build-essential pkg-config libpcap-dev libnl-3-dev libnl-route-3-d
 # metrics` lints /metrics in tests/http/test_metrics.sh); about 96 MB installed.
 # iptables: silent loss for the gray-failure suites (`-m statistic --mode random
 # -j DROP` moves no interface counter; the kernel has xt_statistic, netem is absent).
-GROUP[test]="libcmocka-dev iproute2 iperf3 procps curl jq openssl frr exabgp etcd-server etcd-client mandoc prometheus iptables"
+GROUP[test]="libcmocka-dev iproute2 iperf3 iputils-ping procps curl jq openssl frr exabgp etcd-server etcd-client mandoc prometheus iptables"
 GROUP[demo]="iproute2 iperf3 procps curl jq frr"
 GROUP[bench]="softflowd pmacct wrk iproute2 time jq frr"
 GROUP[fuzz]="clang libclang-rt-14-dev"

@@ -158,12 +158,13 @@ lab_leaf_of() {
 }
 
 # The first source port >= FROM that the leaf's multipath hash sends out of
-# WANT_IF for a TCP flow HOST -> DST:DPORT. One `ip -batch` for 256 candidates.
+# WANT_IF for a flow HOST -> DST:DPORT of PROTO (tcp unless given: the hash
+# takes the protocol in). One `ip -batch` for 256 candidates.
 lab_pick_sport() {
-  local leaf=$1 host=$2 dst=$3 dport=$4 want=$5 from=$6 src iif
+  local leaf=$1 host=$2 dst=$3 dport=$4 want=$5 from=$6 proto=${7:-tcp} src iif
   src=$(lab_addr "$host"); iif=$(lab_hostif "$leaf" "$host")
-  seq "$from" $((from + 255)) | awk -v d="$dst" -v s="$src" -v i="$iif" -v dp="$dport" \
-      '{ printf "route get %s from %s iif %s ipproto tcp sport %d dport %d\n", d, s, i, $1, dp }' \
+  seq "$from" $((from + 255)) | awk -v d="$dst" -v s="$src" -v i="$iif" -v dp="$dport" -v p="$proto" \
+      '{ printf "route get %s from %s iif %s ipproto %s sport %d dport %d\n", d, s, i, p, $1, dp }' \
     | "$LAB" exec "$leaf" -- ip -o -batch - \
     | awk -v w="$want" -v f="$from" '{ for (k = 1; k < NF; k++) if ($k == "dev" && $(k+1) == w) { print f + NR - 1; exit } }'
 }

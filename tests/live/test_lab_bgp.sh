@@ -16,12 +16,16 @@
 #      the old fabric: static ECMP routes, no router
 #   5. lab_initcwnd (bench 50's senders) adds initcwnd and initrwnd to every
 #      host's default route and changes nothing else in it; TCP still flows
+#   6. lab_ack_prio (bench 50's queues): every link end gets a class for
+#      small packets and one for the data; while two bulk flows overload a
+#      port, pings through it wait behind the data in one queue and not
+#      with the two classes
 set -u
 TF_ROOT=${TF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 . "$TF_ROOT/tests/lib/tap.sh"
 . "$TF_ROOT/tests/lab/lib.sh"
 t_need_root lab_bgp
-for t in jq vtysh iperf3 ss; do command -v $t >/dev/null || { t_skip lab_bgp "'$t' missing (scripts/deps.sh test)"; t_done; }; done
+for t in jq vtysh iperf3 ss ping; do command -v $t >/dev/null || { t_skip lab_bgp "'$t' missing (scripts/deps.sh test)"; t_done; }; done
 [ -x /usr/lib/frr/bgpd ] || { t_skip lab_bgp "FRR missing (scripts/deps.sh test installs frr)"; t_done; }
 [ -n "$(tf_bin tierflow-topo)" ] || { t_skip lab_bgp "tierflow-topo is not built (make all)"; t_done; }
 
@@ -203,4 +207,56 @@ t_eq "$H1's default route: initcwnd and initrwnd 100, gateway, device and source
 t_eq "every host's default route starts TCP with 100 segments" "$(lab_hosts | wc -l)" \
   "$(for h in $(lab_hosts); do defroute "$h"; done | grep -c ' initcwnd 100 initrwnd 100$')"
 t_check "initcwnd 100: $H1 reaches $H2 (1 MB of TCP)" reach "$H1" "$H2" 5303
+
+# ---- 6. small packets ahead of the data (lab_ack_prio, bench 50) -------------
+# Bulk flows from H2 and H3, each at 80% of the link (UDP: a queue that
+# stays full, where two TCP flows' losses drain it now and then), collide
+# on L1's port to H1; 2 s into them L1 pings H1 through that port, as the
+# ACKs of a flow whose return path crosses a collision go: the ping's mean
+# round trip (ms) and the mean backlog of the port's data class over the
+# same 2 s, in ms of the link.
+H3=$(lab_hosts_of L3 | head -1); PORT=$(lab_hostif L1 "$H1"); MBIT_LAB=$(jq -r '.lab.mbit // 100' "$LAB_TOPO")
+isnum() { [[ "$1" =~ ^[0-9.]+$ ]]; }
+behind() { # SERVER_PORT: prints "PING_MS BACKLOG_MS" (ports SERVER_PORT and +1)
+  local q ping p=$1 h i sp
+  for h in "$H2" "$H3"; do
+    # H2's flow by S1, H3's by S2: they meet at L1 (on one spine they
+    # would meet at its port to L1, which L1's ping does not cross).
+    sp=$(lab_pick_sport "$(lab_leaf_of "$h")" "$h" "$(lab_addr "$H1")" "$p" "S$((p - $1 + 1))" 41000 udp)
+    [ -n "$sp" ] || { echo "- -"; return; }
+    iperf_server "$H1" "$p" "$LAB_TMP/bulk-$p.json"
+    iperf_wait_listen "$H1" "$p" || { echo "- -"; return; }
+    lab_bg "bulk-$p" "$LAB" exec "$h" -- timeout 15 iperf3 -c "$(lab_addr "$H1")" -p "$p" --cport "$sp" -t 6 -u -b "$((MBIT_LAB * 8 / 10))M" -l 1400 -J --logfile "$LAB_TMP/bulk-cli-$p.json"
+    p=$((p + 1))
+  done
+  sleep 2
+  "$LAB" exec L1 -- ping -q -c 10 -i 0.2 "$(lab_addr "$H1")" > "$LAB_TMP/ping-$1.txt" 2>&1 &
+  # The backlog's mean over the ping's 2 s.
+  q=$(for i in 1 2 3 4; do
+        sleep 0.3
+        "$LAB" exec L1 -- tc -s class show dev "$PORT" | awk -v c="$LAB_DATA_CLASS" '$1 == "class" {cur = $3} cur == c && $1 == "backlog" {sub(/b$/, "", $2); print $2; exit}'
+      done | awk '{t += $1} END {if (NR) printf "%d", t / NR}')
+  wait $!
+  ping=$(awk -F/ '/^rtt/{print $5}' "$LAB_TMP/ping-$1.txt")
+  for p in "$1" $(($1 + 1)); do lab_stop "bulk-$p" 10; lab_stop "srv-$H1-$p"; done
+  echo "${ping:--} $(awk -v b="${q:-0}" -v m="$MBIT_LAB" 'BEGIN{printf "%.1f", b * 8 / (m * 1000)}')"
+}
+read -r ping0 q0 < <(behind 5304)
+echo "# one queue: ping through L1's $PORT ${ping0} ms with its data queue at ${q0} ms"
+t_check "lab_ack_prio" lab_ack_prio
+ends=0; classes=0
+while read -r n dev; do
+  ends=$((ends + 1))
+  classes=$((classes + $("$LAB" exec "$n" -- tc class show dev "$dev" | grep -cE '^class htb 1:(2 .*prio 0|3 .*prio 1)')))
+done < <(jq -r '.links[] | "\(.a) \(.a_if)", "\(.b) \(.b_if)"' "$LAB_TOPO")
+t_eq "every link end ($ends): a prio-0 class for small packets and a prio-1 class for the data" $((2 * ends)) "$classes"
+read -r ping1 q1 < <(behind 5306)
+echo "# ACKs ahead: ping through L1's $PORT ${ping1} ms with its data queue at ${q1} ms"
+t_check "both pings answered (${ping0} and ${ping1} ms)" isnum "$ping0$ping1"
+t_ge "one queue: the ping waited behind the data (${ping0} ms, at least half the ${q0} ms queue)" "$ping0" "$(awk -v q="$q0" 'BEGIN{print q / 2}')"
+t_ge "one queue: the data queue held 20 ms or more (${q0} ms; else nothing here is shown)" "$q0" 20
+t_ge "ACKs ahead: the data queue still held 20 ms or more (${q1} ms)" "$q1" 20
+t_ge "ACKs ahead: the ping did not wait behind it (${ping1} ms, under a tenth of the queue)" \
+  "$(awk -v q="$q1" 'BEGIN{print q / 10}')" "$ping1"
+t_check "ACKs ahead: $H1 reaches $H2 (1 MB of TCP)" reach "$H1" "$H2" 5308
 t_done
