@@ -70,15 +70,22 @@ _lab_ns_load() {
 # (0 with MS 0, which leaves the lab's queues as they are). docs/lab.md,
 # "Late starters below the fat threshold".
 lab_bound_queues() { # MS
-  local ms=$1 mbit n dev
-  local -A cmds=()
+  local ms=$1 mbit
   LAB_QUEUE_BYTES=0
   [ "$ms" = 0 ] && return 0
   mbit=$(jq -r '.lab.mbit // 100' "$LAB_TOPO")
   LAB_QUEUE_BYTES=$(awk -v m="$mbit" -v ms="$ms" 'BEGIN{b = m * 1e6 / 8 * ms / 1000; if (b < 131072) b = 131072; printf "%d", b}')
-  # One read of the topology: every link end as "NETNS IF".
+  _lab_tc_every_end "qdisc replace dev DEV parent $LAB_DATA_CLASS handle 10: bfifo limit $LAB_QUEUE_BYTES"$'\n'
+}
+
+# Runs TEMPLATE (tc batch lines, DEV standing for the interface) at every
+# link end, both ends of every link, hosts' too: one read of the topology,
+# one `tc -batch` a namespace.
+_lab_tc_every_end() { # TEMPLATE
+  local n dev
+  local -A cmds=()
   while read -r n dev; do
-    cmds[$n]+="qdisc replace dev $dev parent $LAB_DATA_CLASS handle 10: bfifo limit $LAB_QUEUE_BYTES"$'\n'
+    cmds[$n]+=${1//DEV/$dev}
   done < <(jq -r '(reduce .nodes[] as $x ({}; .[$x.name] = $x.netns)) as $ns
     | .links[] | "\($ns[.a]) \(.a_if)", "\($ns[.b]) \(.b_if)"' "$LAB_TOPO")
   for n in "${!cmds[@]}"; do printf '%s' "${cmds[$n]}" | tc -n "$n" -batch - || return 1; done
@@ -92,23 +99,19 @@ lab_bound_queues() { # MS
 # receives, in the lab's queue of seconds (lab_bound_queues): a flow that
 # lost its window in a collision regrows at the pace of that round trip
 # long after a move gave it a free path (docs/lab.md, "ACKs ahead of the
-# data"), where a switch's shallow buffer would hold them microseconds. The lab's default
-# class (1:1) becomes the two classes' parent; every packet is classified
-# by the filters, none falls to the default. LAB_DATA_CLASS: the class whose
-# queue lab_bound_queues bounds.
+# data"), where a switch's shallow buffer would hold them microseconds.
+# The lab's default class (1:1) becomes the two classes' parent; the
+# filters classify every packet, none falls to the default.
+# LAB_DATA_CLASS: the class whose queue lab_bound_queues bounds.
 LAB_DATA_CLASS=1:1
 lab_ack_prio() {
-  local mbit n dev
-  local -A cmds=()
+  local mbit
   mbit=$(jq -r '.lab.mbit // 100' "$LAB_TOPO")
-  while read -r n dev; do
-    cmds[$n]+="class add dev $dev parent 1:1 classid 1:2 htb rate $(awk -v m="$mbit" 'BEGIN{printf "%d", m * 50}')kbit ceil ${mbit}mbit prio 0 quantum 1514"$'\n'
-    cmds[$n]+="class add dev $dev parent 1:1 classid 1:3 htb rate $(awk -v m="$mbit" 'BEGIN{printf "%d", m * 950}')kbit ceil ${mbit}mbit prio 1 quantum 60000"$'\n'
-    cmds[$n]+="filter add dev $dev parent 1: protocol ip prio 1 u32 match u16 0 0xff80 at 2 flowid 1:2"$'\n'
-    cmds[$n]+="filter add dev $dev parent 1: protocol all prio 2 u32 match u32 0 0 at 0 flowid 1:3"$'\n'
-  done < <(jq -r '(reduce .nodes[] as $x ({}; .[$x.name] = $x.netns)) as $ns
-    | .links[] | "\($ns[.a]) \(.a_if)", "\($ns[.b]) \(.b_if)"' "$LAB_TOPO")
-  for n in "${!cmds[@]}"; do printf '%s' "${cmds[$n]}" | tc -n "$n" -batch - || return 1; done
+  _lab_tc_every_end "class add dev DEV parent 1:1 classid 1:2 htb rate $((mbit * 50))kbit ceil ${mbit}mbit prio 0 quantum 1514
+class add dev DEV parent 1:1 classid 1:3 htb rate $((mbit * 950))kbit ceil ${mbit}mbit prio 1 quantum 60000
+filter add dev DEV parent 1: protocol ip prio 1 u32 match u16 0 0xff80 at 2 flowid 1:2
+filter add dev DEV parent 1: protocol all prio 2 u32 match u32 0 0 at 0 flowid 1:3
+" || return 1
   LAB_DATA_CLASS=1:3
 }
 
