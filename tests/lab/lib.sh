@@ -95,9 +95,9 @@ _lab_tc_every_end() { # TEMPLATE
 # TCP flow's ACKs, pings) a class of their own under the lab's htb, served
 # before the data (htb prio 0, guaranteed 5% of the link, up to all of it),
 # the data in a second class beside it: in this lab's namespaces, removing
-# nothing. Without it a sender's ACKs wait behind the data its own host
-# receives, in the lab's queue of seconds (lab_bound_queues): a flow that
-# lost its window in a collision regrows at the pace of that round trip
+# nothing. Without it a sender's ACKs wait behind other flows' data in the
+# lab's deep queues (lab_bound_queues), hundreds of ms where flows meet: a
+# flow that lost its window in a collision regrows at that round trip's pace
 # long after a move gave it a free path (docs/lab.md, "ACKs ahead of the
 # data"), where a switch's shallow buffer would hold them microseconds.
 # The lab's default class (1:1) becomes the two classes' parent; the
