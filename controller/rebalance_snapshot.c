@@ -254,13 +254,13 @@ static bool crosses_settling(const struct rebalance *rb, const struct snap *f, d
     return false;
 }
 
-/* Under the read lock: loads, congestion, every live fat flow we can place,
- * and the verdicts on earlier moves. */
 bool rebalance_warming(const struct config *c, const struct state *s, double now)
 {
     return c->warmup && state_view_warming(s, now);
 }
 
+/* Under the read lock: loads, congestion, every live fat flow we can place,
+ * and the verdicts on earlier moves. */
 int rebalance_snapshot(struct rebalance *rb, double now, struct round *r)
 {
     struct state *s = rb->st;
