@@ -131,23 +131,27 @@ function pixelStats(png, rgb) {
   return { near: near / (width * height), colours: seen.size };
 }
 const RED = [0xc4, 0x16, 0x1c];
-// An element's screenshot (redrawn: a poll may replace the cell first).
-const shot = (page, sel, opts = {}) => redrawn(() => page.locator(sel).screenshot(opts));
-// An element's screenshot and its computed background colour, read together:
-// a poll's redraw between the two gave a red cell's screenshot 0% of the
-// colour read (a fresh-clone make test), and a cell being replaced has no
-// computed colour at all. Read before and after the shot: the same colour
-// both times means no redraw came between.
-async function shotAndBg(page, sel) {
-  const bg = async () => {
-    const m = (await readOneNow(page, sel, (c) => getComputedStyle(c).backgroundColor)).match(/\d+/g);
-    return m ? m.slice(0, 3).map(Number) : null;
-  };
+// An element's screenshot and its computed background colour, taken again
+// until the same node, at the same place on the page and in the same colour,
+// is there before and after it. A poll's redraw replaces the whole matrix
+// (and panels above it may change height): a screenshot taken across one
+// clips whatever is at the place the old node was. Comparing the colour
+// alone let one through that kept it: the hot cell read 0% of its red, 18
+// colours of something else (a fresh-clone make test). The mark is a
+// property of the node, so a redrawn cell is a new one. Errors a redraw
+// causes (a detached node) are retried too (redrawn).
+async function shotAndBg(page, sel, opts = {}) {
+  const look = () => readOneNow(page, sel, (c) => {
+    c.tfShot = c.tfShot || String(Math.random());
+    const r = c.getBoundingClientRect(), m = getComputedStyle(c).backgroundColor.match(/\d+/g);
+    return { mark: c.tfShot, at: [r.x + scrollX, r.y + scrollY, r.width, r.height], bg: m ? m.slice(0, 3).map(Number) : null };
+  });
   for (let i = 0; ; i++) {
-    const before = await bg(), png = await shot(page, sel), after = await bg();
-    if ((before && after && before.join() === after.join()) || i >= 4) return { png, bg: after || [0, 0, 0] };
+    const before = await look(), png = await redrawn(() => page.locator(sel).screenshot(opts)), after = await look();
+    if (JSON.stringify(before) === JSON.stringify(after) || i >= 9) return { png, bg: after.bg || [0, 0, 0], tries: i + 1 };
   }
 }
+const shot = async (page, sel, opts = {}) => (await shotAndBg(page, sel, opts)).png;
 
 browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox'] });
 
@@ -208,7 +212,7 @@ for (const fab of FABRICS) {
       fs.writeFileSync(path.join(ART, `scale-${fab.name.replace(/\W+/g, '-')}-estimated-cell.png`), e.png);
       const es = pixelStats(e.png, e.bg), ps = pixelStats(m.png, m.bg);
       ok(`${fab.name}: the estimated cell's pixels are hatched (${(es.near * 100).toFixed(0)}% its background colour, the measured cell ${(ps.near * 100).toFixed(0)}%)`,
-        es.near < 0.65 && ps.near > 0.7, { es, ps });
+        es.near < 0.65 && ps.near > 0.7, { es, ps, bg: [e.bg, m.bg], tries: [e.tries, m.tries] });
     }
 
     const boxes = await page.evaluate(BOXES);
