@@ -33,12 +33,16 @@
 # with the lab's CUBIC senders the same stride:1 flows read within 0.6%
 # from run to run (10% with the BBR the machine had set, docs/lab.md).
 # BENCH_QUEUE_MS=N bounds every link's queue to N ms of its rate first
-# (lab_bound_queues; default 0: the lab's own, a pfifo of 1000 GSO packets,
-# seconds at 50 Mbit/s, where a flow's ACKs queued behind the fat flow
-# its sender receives can hold it at 1-5 Mbit/s on a free path for 10 s;
-# 24, test_failures' bound, traded those runs for loss recovery, and a
-# full run with it was no better: docs/lab.md, "The reaction with the
-# lab's own queues"). BENCH_INITCWND=N (default 100; 0: the kernel's 10)
+# (lab_bound_queues; default 100; 0: the lab's own, a pfifo of 1000 GSO
+# packets, seconds at 50 Mbit/s). In those the probes read a median of
+# 376 ms of queue where flows collided, a moved flow's packets on its old
+# path arrive after its move (its receiver delivers in order), moved flows
+# climbed for 0.5-1.0 s, and the fat tree's reaction at --interval 1 read
+# 1.4-1.6 s; bounded to 100 ms (with the ACKs ahead, below) 0.8-1.2 s.
+# 24, test_failures' bound, lost a 100-segment first window's packets and
+# the reaction paid for it (docs/lab.md, "Bounded queues with the ACKs
+# ahead").
+# BENCH_INITCWND=N (default 100; 0: the kernel's 10)
 # starts every host's TCP with N segments of congestion and receive window
 # (lab_initcwnd), as a RoCE queue pair starts at line rate: from 10, the
 # oracle's own ramp read 0.4-1.8 s, its CUBIC flows leaving slow start
@@ -62,7 +66,7 @@ FABRICS=${BENCH_FABRICS:-"leafspine:leaves=4,spines=4,hosts=4,gbps=1 fattree:k=4
 RUNS=${BENCH_REACT_RUNS:-5}
 REACT_INTERVALS=${BENCH_REACT_INTERVALS:-"1 0.2"}   # the reaction part's --interval values
 REPEAT=${BENCH_REPEAT:-1}
-QUEUE_MS=${BENCH_QUEUE_MS:-0}   # link queues in ms of the link rate (lab_bound_queues); 0: the lab's own
+QUEUE_MS=${BENCH_QUEUE_MS:-100}   # link queues in ms of the link rate (lab_bound_queues); 0: the lab's own
 ACK_PRIO=${BENCH_ACK_PRIO:-1}   # 1: small packets ahead of the data on every link (lab_ack_prio); 0: one queue
 INITCWND=${BENCH_INITCWND:-100}   # the hosts' initial TCP window in segments (lab_initcwnd); 0: the kernel's 10
 export LAB_TCP_CC=${LAB_TCP_CC:-cubic}   # the senders' congestion control, not the machine's (docs/lab.md)
