@@ -75,6 +75,7 @@ struct snap {
     double nat;                  /* Hedera's natural demand (its hosts' NIC share), 0 unknown */
     double move_bps;             /* its rate when last moved by choice, 0: no verdict due */
     double moved_at;
+    bool seen_moved;             /* a report has placed it on its pin since moved_at */
     bool movable, on_hot;
     bool ramp;                   /* still ramping (rebalance_flow_ramping) */
     bool young;                  /* moved by choice within min_move_interval: its rate still climbs */

@@ -62,7 +62,11 @@ static bool across_change(const struct rebalance *rb, double at)
 /*
  * The verdict on a flow's last choice move, once the reports after it are in
  * (the settle period is over): it helped if its rate rose by move_gain, or
- * held without its new path being contended, or reached its natural demand
+ * held on its new path (a report has placed it there since the move: a pin
+ * that did not take, its flow still reported on the old path, held its
+ * rate there too and was judged helpful, then moved again once
+ * min_move_interval was over; test_do_no_harm step 4) without that path
+ * being contended, or reached its natural demand
  * (within move_gain): no path gives it more. The last is for a rate at the
  * move that a short interval read high: at --interval 0.2 the fat tree's
  * flows read 21-65 Mbit/s over 0.2 s while steady at 45 on a 50 Mbit/s
@@ -83,7 +87,7 @@ void rebalance_verdicts(const struct rebalance *rb, struct round *r, double now)
             hot |= r->hot[f->dirs[j]];
         rebalance_round_natural(r, NULL);
         bool helped = f->meas >= f->move_bps * (1 + c->move_gain) ||
-                      (!hot && f->meas >= f->move_bps * (1 - c->move_gain)) ||
+                      (!hot && f->seen_moved && f->meas >= f->move_bps * (1 - c->move_gain)) ||
                       (f->nat > 0 && f->meas >= f->nat * (1 - c->move_gain));
         f->verdict = helped ? 1 : -1;
         if (!helped)

@@ -333,6 +333,7 @@ int rebalance_snapshot(struct rebalance *rb, double now, struct round *r)
         sf->gbps = sf->meas = f->bps / 1e9;
         sf->move_bps = f->move_bps / 1e9;
         sf->moved_at = f->last_moved;
+        sf->seen_moved = f->pin_seen >= f->last_moved;
         sf->young = young;
         sf->climbing = climbing;
         sf->cls = f->cls;

@@ -416,6 +416,8 @@ bool state_flow_observe(struct state *s, struct state_flow *f, bool inserted, ui
      * left for a round, which saw a collision there (bench 50's fat tree,
      * docs/lab.md). The pin is where the flow is now. */
     bool outside_pin = f->pin >= 0 && l->count > 0 && !loc_holds(l, f->pin);
+    if (f->pin >= 0 && !outside_pin)
+        f->pin_seen = now;
     if (!inserted && outside_pin && f->last_moved > 0 && since < f->last_moved)
         return false;
     /* After it, the old path's probe still reports the flow, slowing down,

@@ -199,6 +199,11 @@ struct state_flow {
      * before backoff_until, set at backoff_at). */
     double move_bps, backoff_until, backoff_at;
     uint8_t futile;
+    /* When a report last placed it where its pin holds it (a location
+     * that allows the pin, or none), 0 never: a move whose flow no report
+     * has seen on its new path since did not take, whatever the rate held
+     * (rebalance_verdicts). */
+    double pin_seen;
     /* Its rate in the interval before bps's (0: it had none, it is new)
      * and when bps's interval was first reported (state_flow_observe):
      * how the loop tells a collision still ramping from steady flows

@@ -1094,6 +1094,32 @@ static void move_to_natural_demand_not_futile(void **state)
     assert_int_equal(atomic_load(&x->m.futile_moves), 0);
 }
 
+/* A pin that did not take (a rule ahead of tierflow's keeps the flow where
+ * it was): after the move both flows are still reported on S1, a little
+ * slower than at the move, so the moved flow's reports there are taken
+ * for its old path's remnant and it stays placed on its pin, its rate held
+ * and that path free. No report has seen it on its new path: the move did
+ * not help, and the flow is backed off (held without such a report, it
+ * was judged helpful and moved again once min_move_interval was over;
+ * test_do_no_harm step 4 on the lab). */
+static void pin_not_taken_is_futile(void **state)
+{
+    struct fx *x = *state;
+    static const int sp[] = {1, 2};
+    static const double after[] = {49.9, 49.9};
+    const char *on[] = {"S1", "S1"}, *apart[2];
+    char where[4];
+    const struct state_flow *moved = collide_and_move(x, sp, NULL, where, apart);
+    for (int t = 1; t <= 3; t++) {
+        report(x, T0 + t, NULL, 2, sp, on, after);
+        auto_moves(x, T0 + t);
+    }
+    assert_string_equal(fx_spine(&x->st, moved), where);   /* still placed on its pin */
+    assert_int_equal(moved->moves, 1);
+    assert_true(moved->backoff_until > T0 + 3);
+    assert_true(atomic_load(&x->m.futile_moves) >= 1);
+}
+
 static void max_moves_and_hysteresis(void **state)
 {
     struct fx *x = *state;
@@ -1386,6 +1412,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(starved_pin_kept, setup, teardown),
         cmocka_unit_test_setup_teardown(helpful_pins_kept, setup, teardown),
         cmocka_unit_test_setup_teardown(move_to_natural_demand_not_futile, setup, teardown),
+        cmocka_unit_test_setup_teardown(pin_not_taken_is_futile, setup, teardown),
         cmocka_unit_test_setup_teardown(failure_voids_verdicts, setup, teardown),
         cmocka_unit_test_setup_teardown(saturated_alone_is_not_moved, setup, teardown),
         cmocka_unit_test_setup_teardown(max_moves_and_hysteresis, setup, teardown),
