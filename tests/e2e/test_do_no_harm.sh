@@ -15,6 +15,10 @@
 #      one's settle period (the settle period holds only the directions a move
 #      changed).
 #   3. steady: with the collisions fixed, nothing moves any more.
+#   4. a move that did not help is not repeated: an operator's rules in L1,
+#      ahead of tierflow's, keep two flows on one uplink whatever it pins;
+#      the moves are judged futile and each flow moves at most once in the
+#      12 s after the first, past min_move_interval (10 s).
 # Times are not asserted beyond the settle-period order of step 2, which is
 # behaviour (a global settle period could not do it), not speed.
 set -u
@@ -45,7 +49,7 @@ TOKEN=$LAB_TMP/token; head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$TO
 GBPS=$(awk -v m="$MBIT" 'BEGIN{print m/1000}')
 
 lab_bg tierflowd "$CTL" --topology "$LAB_TOPO" --backend netlink --listen "$MGMT:${URL##*:}" \
-  --token-file "$TOKEN" --interval 1 --withdraw-on-exit --log-level debug >"$LAB_TMP/tierflowd.log" 2>&1
+  --token-file "$TOKEN" --interval 1 --withdraw-on-exit --log-level debug ${TF_CTL_ARGS:-} >"$LAB_TMP/tierflowd.log" 2>&1
 for leaf in L1 L2; do
   a=(); for u in $(lab_uplinks $leaf); do a+=(-i "$u"); done
   lab_bg "probe-$leaf" "$LAB" exec $leaf -- "$PROBE" "${a[@]}" --node $leaf --controller "$URL" \
@@ -122,5 +126,39 @@ sleep 6
 t_eq "steady: no further move once the collisions are fixed" "$m2" "$(moves)"
 echo "# moves: NIC-bound $((m1 - m0)), two collisions $((m2 - m1)), steady $(( $(moves) - m2 ))"
 stop_flows 4 5 6 7
+sleep 2
+
+# ---- 4. a move that did not help is not repeated ------------------------------
+# An operator's rules in L1 (priority 1000, ahead of tierflow's range; not
+# tierflow's, which leaves them alone) send two flows out of one uplink
+# whatever tierflow pins: they keep colliding, a move does not take, and
+# the loop must judge it futile and back the flow off (2 x
+# min_move_interval) rather than move it again once min_move_interval
+# (10 s) has passed. With thresholds.backoff_max=0 (no back-off) the
+# flows are moved again within the window.
+futile() { curl -s --max-time 2 "$URL/metrics" | awk '/^tierflow_rebalance_futile_moves_total /{print $2}'; }
+m3=$(moves); f3=$(futile)
+ns1=$("$LAB" netns L1)
+for i in 0 1; do
+  dst=$(lab_addr "${B[$i]}")
+  via=$(ip -n "$ns1" -4 -o route get "$dst" oif "${UP1[0]}" | awk '{for (k = 1; k < NF; k++) if ($k == "via") print $(k + 1)}')
+  ip -n "$ns1" route add "$dst/32" via "$via" dev "${UP1[0]}" table 900 proto static &&
+    ip -n "$ns1" rule add priority 1000 from "$(lab_addr "${A[$i]}")" to "$dst" lookup 900 proto static ||
+    { t_fail "an operator's rule in L1 sends ${A[$i]} -> ${B[$i]} out of ${UP1[0]}"; t_done; }
+done
+flow 8 "${A[0]}" "${B[0]}" L1 "${UP1[0]}" 20 && flow 9 "${A[1]}" "${B[1]}" L1 "${UP1[0]}" 20 || t_done
+for ((k = 0; k < 40 && $(moves) == m3; k++)); do sleep 0.2; done
+t_ge "the colliding flows were moved" "$(moves)" $((m3 + 1))
+sleep 12   # past min_move_interval (10 s) from the first move
+R=($(rates L1 2))
+echo "# pins that do not take: L1 uplinks carry $(mbits "${R[@]}")Mbit/s; moves $(( $(moves) - m3 )), futile $(( $(futile) - f3 ))"
+t_ge "the moves did not take: ${UP1[0]} still carries both flows" "${R[0]}" "$(awk -v m="$MBIT" 'BEGIN{print 0.8*m*1e6}')"
+t_ge "the moves were judged futile" "$(futile)" $((f3 + 1))
+curl -s "$URL/api/v1/flows?limit=100" > "$LAB_TMP/flows4.json"
+for i in 8 9; do
+  mv=$(jq --argjson p "${FSPORT[$i]}" '[.flows[]? | select(.sport == $p) | .moves] | max // 0' "$LAB_TMP/flows4.json")
+  t_ge "a futile move is not repeated: flow $i (${A[$((i - 8))]} -> ${B[$((i - 8))]}) moved at most once in 12 s" 1 "${mv:-9}"
+done
+stop_flows 8 9
 gray_count_false_positives "$URL"; gray_no_false_positives
 t_done
