@@ -51,9 +51,9 @@
 # ACKs) ahead of its data (lab_ack_prio): in one queue a sender's ACKs
 # waited behind other flows' data, hundreds of ms of it where flows met,
 # and flows that lost their window in the first collisions regrew on free
-# paths for 5-10 s after the moves (the fat tree's reaction: 1.8-9.4 s with one queue, 1.0-1.6
-# with the ACKs ahead; docs/lab.md, "ACKs ahead of the data"). 0: one queue,
-# as before.
+# paths for 5-10 s after the moves (the fat tree's reaction: 1.8-9.4 s with
+# one queue, 1.0-1.6 with the ACKs ahead; docs/lab.md, "ACKs ahead of the
+# data"). 0: one queue, as before.
 # Figures are reported, not asserted. Needs root.
 set -u
 TF_ROOT=${TF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}

@@ -55,7 +55,8 @@ for leaf in L1 L2; do
   lab_bg "probe-$leaf" "$LAB" exec $leaf -- "$PROBE" "${a[@]}" --node $leaf --controller "$URL" \
     --token-file "$TOKEN" --interval 1 --link-gbps "$GBPS" >"$LAB_TMP/probe-$leaf.log" 2>&1
 done
-moves() { curl -s --max-time 2 "$URL/metrics" | awk '/^tierflow_rebalance_moves_total /{print $2}'; }
+metric() { curl -s --max-time 2 "$URL/metrics" | awk -v m="$1" '$1 == m {print $2}'; }   # NAME: its value
+moves() { metric tierflow_rebalance_moves_total; }
 rates() { # LEAF SECS: bit/s per uplink of LEAF from its counters
   local leaf=$1 a b i; local -a U; mapfile -t U < <(lab_uplinks "$leaf")
   a=($(lab_txbytes "$leaf" "${U[@]}")); sleep "$2"; b=($(lab_txbytes "$leaf" "${U[@]}"))
@@ -136,7 +137,7 @@ sleep 2
 # min_move_interval) rather than move it again once min_move_interval
 # (10 s) has passed. With thresholds.backoff_max=0 (no back-off) the
 # flows are moved again within the window.
-futile() { curl -s --max-time 2 "$URL/metrics" | awk '/^tierflow_rebalance_futile_moves_total /{print $2}'; }
+futile() { metric tierflow_rebalance_futile_moves_total; }
 m3=$(moves); f3=$(futile)
 ns1=$("$LAB" netns L1)
 for i in 0 1; do
