@@ -61,12 +61,14 @@ static bool across_change(const struct rebalance *rb, double at)
 
 /*
  * The verdict on a flow's last choice move, once the reports after it are in
- * (the settle period is over): it helped if its rate rose by move_gain, or
- * held on its new path (a report has placed it there since the move: a pin
- * that did not take, its flow still reported on the old path, held its
- * rate there too and was judged helpful, then moved again once
- * min_move_interval was over; test_do_no_harm step 4) without that path
- * being contended, or reached its natural demand
+ * (the settle period is over). Only a move that took can have helped: a
+ * report must have placed the flow on its new path since the move. A pin
+ * that did not take (a rule ahead of tierflow's), its flow still reported
+ * on the old path, held its rate there and was judged helpful, then moved
+ * again once min_move_interval was over; a flow moved while ramping rose
+ * by move_gain there and was judged helpful the same way (test_do_no_harm
+ * step 4). Placed there, it helped if its rate rose by move_gain, or held
+ * without its new path being contended, or reached its natural demand
  * (within move_gain): no path gives it more. The last is for a rate at the
  * move that a short interval read high: at --interval 0.2 the fat tree's
  * flows read 21-65 Mbit/s over 0.2 s while steady at 45 on a 50 Mbit/s
@@ -86,9 +88,9 @@ void rebalance_verdicts(const struct rebalance *rb, struct round *r, double now)
         for (int j = 0; j < f->ndirs; j++)
             hot |= r->hot[f->dirs[j]];
         rebalance_round_natural(r, NULL);
-        bool helped = f->meas >= f->move_bps * (1 + c->move_gain) ||
-                      (!hot && f->seen_moved && f->meas >= f->move_bps * (1 - c->move_gain)) ||
-                      (f->nat > 0 && f->meas >= f->nat * (1 - c->move_gain));
+        bool helped = f->seen_moved && (f->meas >= f->move_bps * (1 + c->move_gain) ||
+                                        (!hot && f->meas >= f->move_bps * (1 - c->move_gain)) ||
+                                        (f->nat > 0 && f->meas >= f->nat * (1 - c->move_gain)));
         f->verdict = helped ? 1 : -1;
         if (!helped)
             f->movable = false;
@@ -210,6 +212,8 @@ void rebalance_apply_verdicts(struct rebalance *rb, const struct round *r, doubl
         f->move_bps = 0;
         if (sf->verdict > 0) {
             f->futile = 0;
+            log_debug("rebalance: flow %016llx: its move helped (%.3f -> %.3f Gb/s)", (unsigned long long)f->id,
+                      sf->move_bps, sf->meas);
             continue;
         }
         futile++;
@@ -225,8 +229,9 @@ void rebalance_apply_verdicts(struct rebalance *rb, const struct round *r, doubl
             log_debug("rebalance: flow %016llx: its pin was withdrawn with its group (%.3f Gb/s now): backed off "
                       "%.0f s", (unsigned long long)f->id, sf->meas, f->backoff_until - now);
         else
-            log_debug("rebalance: flow %016llx: its move did not help (%.3f -> %.3f Gb/s): backed off %.0f s",
-                      (unsigned long long)f->id, sf->move_bps, sf->meas, f->backoff_until - now);
+            log_debug("rebalance: flow %016llx: its move did not help (%.3f -> %.3f Gb/s%s): backed off %.0f s",
+                      (unsigned long long)f->id, sf->move_bps, sf->meas,
+                      sf->seen_moved ? "" : ", not seen on its new path", f->backoff_until - now);
     }
     pthread_rwlock_unlock(&s->lock);
     if (rb->m && futile)

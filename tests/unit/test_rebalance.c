@@ -1120,6 +1120,32 @@ static void pin_not_taken_is_futile(void **state)
     assert_true(atomic_load(&x->m.futile_moves) >= 1);
 }
 
+/* The same pin that did not take, its flow moved while ramping: reported
+ * on S1 after the move 15% faster than at it, a rise of more than
+ * move_gain that the move did not make (no report has seen the flow on
+ * its new path). Judged helpful on that rise, the flow was moved again
+ * once min_move_interval was over (test_do_no_harm step 4 on the lab). */
+static void pin_not_taken_while_ramping_is_futile(void **state)
+{
+    struct fx *x = *state;
+    static const int sp[] = {1, 2};
+    static const double g[] = {40, 60};
+    const char *on[] = {"S1", "S1"}, *apart[2];
+    char where[4];
+    const struct state_flow *moved = collide_and_move(x, sp, g, where, apart);
+    int m = moved == flow(x, 0, sp[0]) ? 0 : 1;
+    double after[2];
+    after[m] = g[m] * 1.15;
+    after[1 - m] = 100 - after[m];
+    for (int t = 1; t <= 3; t++) {
+        report(x, T0 + t, NULL, 2, sp, on, after);
+        auto_moves(x, T0 + t);
+    }
+    assert_int_equal(moved->moves, 1);
+    assert_true(moved->backoff_until > T0 + 3);
+    assert_true(atomic_load(&x->m.futile_moves) >= 1);
+}
+
 static void max_moves_and_hysteresis(void **state)
 {
     struct fx *x = *state;
@@ -1413,6 +1439,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(helpful_pins_kept, setup, teardown),
         cmocka_unit_test_setup_teardown(move_to_natural_demand_not_futile, setup, teardown),
         cmocka_unit_test_setup_teardown(pin_not_taken_is_futile, setup, teardown),
+        cmocka_unit_test_setup_teardown(pin_not_taken_while_ramping_is_futile, setup, teardown),
         cmocka_unit_test_setup_teardown(failure_voids_verdicts, setup, teardown),
         cmocka_unit_test_setup_teardown(saturated_alone_is_not_moved, setup, teardown),
         cmocka_unit_test_setup_teardown(max_moves_and_hysteresis, setup, teardown),
