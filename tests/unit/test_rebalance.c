@@ -1094,49 +1094,22 @@ static void move_to_natural_demand_not_futile(void **state)
     assert_int_equal(atomic_load(&x->m.futile_moves), 0);
 }
 
-/* A pin that did not take (a rule ahead of tierflow's keeps the flow where
- * it was): after the move both flows are still reported on S1, a little
- * slower than at the move, so the moved flow's reports there are taken
- * for its old path's remnant and it stays placed on its pin, its rate held
- * and that path free. No report has seen it on its new path: the move did
- * not help, and the flow is backed off (held without such a report, it
- * was judged helpful and moved again once min_move_interval was over;
- * test_do_no_harm step 4 on the lab). */
-static void pin_not_taken_is_futile(void **state)
+/* A pin that does not take (a rule ahead of tierflow's keeps the flow where
+ * it was): two flows collide on S1 at g (NULL: 50 each) and a round moves
+ * one; in the three reports after it both are still on S1, the moved flow
+ * at `rise` times its rate at the move, the two together at 99.8 of the
+ * link's 100. No report has seen the moved flow on its new path: its move
+ * did not help, and it is backed off. `where`: the pin's spine. */
+static const struct state_flow *pin_not_taken(struct fx *x, const double *g, double rise, char where[4])
 {
-    struct fx *x = *state;
     static const int sp[] = {1, 2};
-    static const double after[] = {49.9, 49.9};
+    static const double g50[] = {50, 50};
     const char *on[] = {"S1", "S1"}, *apart[2];
-    char where[4];
-    const struct state_flow *moved = collide_and_move(x, sp, NULL, where, apart);
-    for (int t = 1; t <= 3; t++) {
-        report(x, T0 + t, NULL, 2, sp, on, after);
-        auto_moves(x, T0 + t);
-    }
-    assert_string_equal(fx_spine(&x->st, moved), where);   /* still placed on its pin */
-    assert_int_equal(moved->moves, 1);
-    assert_true(moved->backoff_until > T0 + 3);
-    assert_true(atomic_load(&x->m.futile_moves) >= 1);
-}
-
-/* The same pin that did not take, its flow moved while ramping: reported
- * on S1 after the move 15% faster than at it, a rise of more than
- * move_gain that the move did not make (no report has seen the flow on
- * its new path). Judged helpful on that rise, the flow was moved again
- * once min_move_interval was over (test_do_no_harm step 4 on the lab). */
-static void pin_not_taken_while_ramping_is_futile(void **state)
-{
-    struct fx *x = *state;
-    static const int sp[] = {1, 2};
-    static const double g[] = {40, 60};
-    const char *on[] = {"S1", "S1"}, *apart[2];
-    char where[4];
     const struct state_flow *moved = collide_and_move(x, sp, g, where, apart);
     int m = moved == flow(x, 0, sp[0]) ? 0 : 1;
     double after[2];
-    after[m] = g[m] * 1.15;
-    after[1 - m] = 100 - after[m];
+    after[m] = (g ? g : g50)[m] * rise;
+    after[1 - m] = 99.8 - after[m];
     for (int t = 1; t <= 3; t++) {
         report(x, T0 + t, NULL, 2, sp, on, after);
         auto_moves(x, T0 + t);
@@ -1144,6 +1117,31 @@ static void pin_not_taken_while_ramping_is_futile(void **state)
     assert_int_equal(moved->moves, 1);
     assert_true(moved->backoff_until > T0 + 3);
     assert_true(atomic_load(&x->m.futile_moves) >= 1);
+    return moved;
+}
+
+/* Its rate a little slower than at the move, the moved flow's reports on
+ * S1 are taken for its old path's remnant and it stays placed on its pin,
+ * its rate held and that path free (held without a report on its new
+ * path, it was judged helpful and moved again once min_move_interval was
+ * over; test_do_no_harm step 4 on the lab). */
+static void pin_not_taken_is_futile(void **state)
+{
+    struct fx *x = *state;
+    char where[4];
+    const struct state_flow *moved = pin_not_taken(x, NULL, 0.998, where);
+    assert_string_equal(fx_spine(&x->st, moved), where);   /* still placed on its pin */
+}
+
+/* Moved while ramping: 15% faster on S1 after the move than at it, a rise
+ * of more than move_gain that the move did not make (judged helpful on
+ * it, the flow was moved again once min_move_interval was over;
+ * test_do_no_harm step 4 on the lab). */
+static void pin_not_taken_while_ramping_is_futile(void **state)
+{
+    static const double g[] = {40, 60};
+    char where[4];
+    pin_not_taken(*state, g, 1.15, where);
 }
 
 static void max_moves_and_hysteresis(void **state)
