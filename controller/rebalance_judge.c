@@ -62,13 +62,14 @@ static bool across_change(const struct rebalance *rb, double at)
 /*
  * The verdict on a flow's last choice move, once the reports after it are in
  * (the settle period is over). Only a move that took can have helped: a
- * report must have placed the flow on its new path since the move. A pin
- * that did not take (a rule ahead of tierflow's), its flow still reported
- * on the old path, held its rate there and was judged helpful, then moved
- * again once min_move_interval was over; a flow moved while ramping rose
- * by move_gain there and was judged helpful the same way (test_do_no_harm
- * step 4). Placed there, it helped if its rate rose by move_gain, or held
- * without its new path being contended, or reached its natural demand
+ * report must have placed the flow on its new path since the move
+ * (seen_moved). Judged on its rate alone, a pin that did not take (a rule
+ * ahead of tierflow's keeps the flow on its old path) passed when the rate
+ * held there or, the flow still ramping at the move, rose by move_gain,
+ * and the flow was moved again once min_move_interval was over
+ * (test_do_no_harm step 4). Once placed on its new path, it helped if its
+ * rate rose by move_gain, or held without that path being contended, or
+ * reached its natural demand
  * (within move_gain): no path gives it more. The last is for a rate at the
  * move that a short interval read high: at --interval 0.2 the fat tree's
  * flows read 21-65 Mbit/s over 0.2 s while steady at 45 on a 50 Mbit/s

@@ -201,7 +201,7 @@ struct state_flow {
     uint8_t futile;
     /* When a report last placed it where its pin holds it (a location
      * that allows the pin, or none), 0 never: a move whose flow no report
-     * has seen on its new path since did not take, whatever the rate held
+     * has seen on its new path since did not take, whatever its rate did
      * (rebalance_verdicts). */
     double pin_seen;
     /* Its rate in the interval before bps's (0: it had none, it is new)

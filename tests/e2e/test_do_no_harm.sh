@@ -52,9 +52,9 @@ GBPS=$(awk -v m="$MBIT" 'BEGIN{print m/1000}')
 # The settle period (settle_intervals x --interval) at 4 s, twice its
 # default: when step 2's two collisions show in different rounds, it
 # tells a per-direction settle (the second fixed by the round that first
-# sees it, 1-2 s after the first fix: reports come a second apart, and a
-# flow started 0.4 s before one read too slow to contend) from a global
-# one (held until 4 s after the first fix).
+# sees it, 0.5-2.4 s after the first fix here: reports come a second
+# apart, and flows that started 0.4 s before a report read too slow in it
+# to contend) from a global one (held until 4 s after the first fix).
 SETTLE=4
 lab_bg tierflowd "$CTL" --topology "$LAB_TOPO" --backend netlink --listen "$MGMT:${URL##*:}" \
   --token-file "$TOKEN" --interval 1 --withdraw-on-exit --log-level debug --set thresholds.settle_intervals=$SETTLE \
